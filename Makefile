@@ -1,0 +1,34 @@
+# Two commands on a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test record lint bench clean
+
+# The environment is rebuilt whenever pyproject.toml changes.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[lab,notebooks,dev]"
+	touch $(STAMP)
+
+# Records a live subset on the embedded dev server, then executes every notebook to HTML in build/.
+demo: $(STAMP)
+	$(PY) -m toolkit.lab.demo --out build
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+# Regenerates data/ from scratch: every scenario, every google-adk version, the replay matrix.
+record: $(STAMP)
+	$(PY) -m toolkit.lab.record --data data
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check toolkit tests benchmarks
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_read_history.py
+
+clean:
+	rm -rf build .pytest_cache

