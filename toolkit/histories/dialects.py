@@ -1,0 +1,286 @@
+"""Which container a source uses; unwrap it to one list of raw events per history.
+
+JSON containers recognised (see ``histories-and-replay.md``):
+
+=============================================  ===============================================
+shape                                          seen in
+=============================================  ===============================================
+``{"events": [...]}``                          CLI ``-o json``, UI download, SDK ``to_json``
+``{"history": {"events": [...]}, ...}``        ``GetWorkflowExecutionHistoryResponse``
+``[{...event...}, ...]``                       bare arrays (older tools, UI fixtures)
+``[{"events": [...]}, ...]``                   arrays of histories
+``{...event...}, {...event...}``               the CLI's output before 2023 (no brackets)
+``[{"eventList": [...]}, ...]``                the Web UI's event groups
+``{"<EventType>": {...event...}, ...}``        objects keyed by event type (UI fixtures)
+``{"items": [{"history": ...}]}``              a Cloud export written as JSON
+=============================================  ===============================================
+
+Binary: one ``temporal.api.history.v1.History`` message, or a Cloud export
+``temporal.api.export.v1.WorkflowExecutions`` (several histories per file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from google.protobuf.message import DecodeError as ProtoDecodeError
+from temporalio.api.export.v1 import ExportedExecutions
+from temporalio.api.history.v1 import History, HistoryEvent
+
+from toolkit.errors import HistoryFormatError
+from toolkit.histories.sources import Source, describe
+
+__all__ = ["RawHistory", "split_histories"]
+
+_EXPECTED = (
+    'a Temporal history: proto-JSON {"events": [...]}, a history response, an array of events '
+    "or histories, comma-separated events, UI event groups, or binary History/export protobuf"
+)
+
+_Container = dict[str, msgspec.Raw] | list[msgspec.Raw]
+_container_decoder = msgspec.json.Decoder(_Container)
+_object_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_list_decoder = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+@dataclass
+class RawHistory:
+    """One history as found in a source: raw JSON events or protobuf events, plus what is known."""
+
+    json_events: list[msgspec.Raw] | None = None
+    proto_events: Any = None  # a repeated field of HistoryEvent
+    workflow_id: str | None = None
+    run_id: str | None = None
+    namespace: str | None = None
+    container: str = ""
+
+
+def split_histories(source: Source) -> list[RawHistory]:
+    """Return the histories held by ``source``, in source order.
+
+    Raises
+    ------
+    HistoryFormatError
+        When the content is empty, damaged, or not a history in any known dialect.
+    """
+    if source.histories is not None:
+        return [
+            RawHistory(proto_events=h.events, workflow_id=source.workflow_id, container="protobuf")
+            for h in source.histories
+        ]
+    data = source.data or b""
+    if not data.strip():
+        raise HistoryFormatError(source.name, "the source is empty", expected=_EXPECTED)
+    first = data.lstrip()[:1]
+    if first in (b"{", b"["):
+        histories = _split_json(data, source.name)
+    else:
+        histories = _split_binary(data, source.name)
+    for history in histories:
+        history.run_id = history.run_id or source.run_id
+        history.namespace = history.namespace or source.namespace
+        history.workflow_id = history.workflow_id or source.workflow_id
+    return histories
+
+
+def _json_position(data: bytes, byte: int) -> str:
+    line = data.count(b"\n", 0, byte) + 1
+    column = byte - (data.rfind(b"\n", 0, byte) + 1) + 1
+    return f"line {line} column {column} (byte {byte}, near {describe(data, byte)!r})"
+
+
+def _decode_container(data: bytes, name: str) -> dict[str, msgspec.Raw] | list[msgspec.Raw]:
+    try:
+        return _container_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        message = str(exc)
+        if "trailing characters" in message:
+            byte = int(message.rsplit("byte ", 1)[1].rstrip(")"))
+            if data[byte:].lstrip()[:1] == b",":
+                # The pre-2023 CLI: events separated by commas, no enclosing brackets.
+                return _decode_container(b"[" + data + b"]", name)
+            raise HistoryFormatError(
+                name,
+                "unexpected content after the JSON value",
+                position=_json_position(data, byte),
+                expected="end of file or ',' between events",
+            ) from None
+        if "truncated" in message:
+            raise HistoryFormatError(
+                name,
+                "the JSON ends before it is complete (truncated file?)",
+                position=f"end of input (byte {len(data)})",
+                expected="the rest of the JSON document",
+            ) from None
+        byte = int(message.rsplit("byte ", 1)[1].rstrip(")")) if "byte " in message else 0
+        raise HistoryFormatError(
+            name, f"malformed JSON ({message})", position=_json_position(data, byte)
+        ) from None
+
+
+def _keys(raw: msgspec.Raw) -> dict[str, msgspec.Raw] | None:
+    try:
+        return _object_decoder.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+def _text(raw: msgspec.Raw | None) -> str | None:
+    if raw is None:
+        return None
+    value = msgspec.json.decode(raw)
+    return value if isinstance(value, str) and value else None
+
+
+def _events_of(raw: msgspec.Raw, name: str, where: str) -> list[msgspec.Raw]:
+    try:
+        return _list_decoder.decode(raw)
+    except msgspec.DecodeError:
+        raise HistoryFormatError(
+            name, f"{where} is not an array", position=where, expected="an array of events"
+        ) from None
+
+
+def _is_event(keys: dict[str, msgspec.Raw] | None) -> bool:
+    return keys is not None and ("eventType" in keys or "eventId" in keys)
+
+
+def _from_object(obj: dict[str, msgspec.Raw], name: str, where: str) -> list[RawHistory]:
+    if "events" in obj:
+        return [
+            RawHistory(
+                json_events=_events_of(obj["events"], name, f"{where}.events"),
+                workflow_id=_text(obj.get("workflowId")),
+                run_id=_text(obj.get("runId")),
+                namespace=_text(obj.get("namespace")),
+                container="history",
+            )
+        ]
+    if "history" in obj:
+        inner = _keys(obj["history"])
+        if inner is not None and "events" in inner:
+            histories = _from_object(inner, name, f"{where}.history")
+            for history in histories:
+                history.container = "history-response"
+            return histories
+    if "items" in obj:
+        items = _events_of(obj["items"], name, f"{where}.items")
+        histories = []
+        for index, item in enumerate(items):
+            keys = _keys(item)
+            if keys is None or "history" not in keys:
+                raise HistoryFormatError(
+                    name, "export item without a history", position=f"{where}.items[{index}]"
+                )
+            histories += _from_object(keys, name, f"{where}.items[{index}]")
+        return histories
+    if _is_event(obj):
+        return [RawHistory(json_events=[msgspec.json.encode(obj)], container="event")]
+    values = [_keys(v) for v in obj.values()]
+    if values and all(_is_event(v) for v in values):
+        return [RawHistory(json_events=list(obj.values()), container="keyed-by-type")]
+    shown = ", ".join(list(obj)[:8])
+    raise HistoryFormatError(
+        name,
+        f"JSON object with keys [{shown}] is not a history",
+        position=where,
+        expected='an "events" array, a "history" object, or event objects',
+    )
+
+
+def _split_json(data: bytes, name: str) -> list[RawHistory]:
+    top = _decode_container(data, name)
+    if isinstance(top, dict):
+        return _from_object(top, name, "$")
+    if not top:
+        raise HistoryFormatError(name, "the JSON array is empty", expected="events or histories")
+    first = _keys(top[0])
+    if first is None:
+        raise HistoryFormatError(
+            name, "the array's first element is not an object", position="$[0]", expected=_EXPECTED
+        )
+    if "eventList" in first:
+        events: list[msgspec.Raw] = []
+        for index, group in enumerate(top):
+            keys = _keys(group) or {}
+            if "eventList" not in keys:
+                raise HistoryFormatError(
+                    name, "event group without eventList", position=f"$[{index}]"
+                )
+            events += _events_of(keys["eventList"], name, f"$[{index}].eventList")
+        return [RawHistory(json_events=events, container="ui-event-groups")]
+    if "events" in first or "history" in first:
+        histories = []
+        for index, item in enumerate(top):
+            keys = _keys(item)
+            if keys is None:
+                raise HistoryFormatError(name, "not an object", position=f"$[{index}]")
+            histories += _from_object(keys, name, f"$[{index}]")
+        for history in histories:
+            history.container = "array-of-histories"
+        return histories
+    if _is_event(first):
+        return [RawHistory(json_events=top, container="array-of-events")]
+    raise HistoryFormatError(
+        name,
+        f"array of objects with keys [{', '.join(list(first)[:8])}] is not a history",
+        position="$[0]",
+        expected=_EXPECTED,
+    )
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while pos < len(data):
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    return -1, pos
+
+
+def _split_binary(data: bytes, name: str) -> list[RawHistory]:
+    # Field 1, length-delimited, in both History (events) and the export (items). What follows
+    # tells them apart: an event starts with its event_id varint (tag 0x08), an export item with
+    # its history message (tag 0x0a).
+    if data[:1] != b"\x0a":
+        raise HistoryFormatError(
+            name,
+            f"neither JSON nor a protobuf History (first byte 0x{data[0]:02x})",
+            position="byte 0",
+            expected=_EXPECTED,
+        )
+    _, body = _read_varint(data, 1)
+    is_export = data[body : body + 1] == b"\x0a"
+    try:
+        if is_export:
+            export = ExportedExecutions.FromString(data)
+            histories = [
+                RawHistory(proto_events=item.history.events, container="cloud-export")
+                for item in export.workflows
+            ]
+        else:
+            history = History.FromString(data)
+            histories = [RawHistory(proto_events=history.events, container="binary")]
+    except ProtoDecodeError as exc:
+        raise HistoryFormatError(
+            name, f"damaged protobuf ({exc})", expected="a serialized History or export message"
+        ) from None
+    for history in histories:
+        _check_proto_events(history.proto_events, name)
+    return histories
+
+
+def _check_proto_events(events: Any, name: str) -> None:
+    for index, event in enumerate(events):
+        if event.event_id <= 0 or not isinstance(event, HistoryEvent):
+            raise HistoryFormatError(
+                name,
+                f"bytes parse as protobuf but event #{index} has event_id {event.event_id}",
+                position=f"event #{index}",
+                expected="a serialized temporal.api.history.v1.History",
+            )

@@ -1,0 +1,228 @@
+"""Payload decoding: what a Temporal payload holds, as a Python value, without executing anything.
+
+A proto-JSON payload is ``{"metadata": {"encoding": <base64>, ...}, "data": <base64>}``. Handled:
+
+============================  ==================================================================
+encoding                      value
+============================  ==================================================================
+``json/plain``                the JSON value
+``binary/null``               ``None``
+``json/protobuf``             the message as a dict (proto3 JSON), type name in metadata
+``binary/protobuf``           the message as a dict when its type is known to the installed
+                              protobuf registry, otherwise an :class:`OpaquePayload`
+``binary/encrypted``          an :class:`OpaquePayload`, unless a ``PayloadCodec`` is given
+``binary/plain``              ``bytes``
+anything else (gob, ...)      an :class:`OpaquePayload` describing it
+============================  ==================================================================
+
+UI "decoded" downloads put the decoded value in ``data`` and mark it (``encodingDecoded``, or a
+plain-text ``encoding``); those values are taken as they are — never base64-decoded into garbage.
+Nothing is unpickled or evaluated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from google.protobuf import json_format, symbol_database
+from temporalio.api.common.v1 import Payload
+
+__all__ = ["OpaquePayload", "decode_payload", "decode_payloads", "decode_proto_payloads"]
+
+_KNOWN_ENCODINGS = frozenset(
+    {
+        "json/plain",
+        "binary/null",
+        "json/protobuf",
+        "binary/protobuf",
+        "binary/encrypted",
+        "binary/plain",
+        "binary/gob",
+        "json",
+    }
+)
+
+
+@dataclass(frozen=True)
+class OpaquePayload:
+    """A payload the toolkit does not (or may not) turn into a value.
+
+    Attributes
+    ----------
+    encoding : str
+        The payload's encoding (``binary/encrypted``, ``binary/gob``, ...).
+    size : int
+        Size of the data in bytes.
+    metadata : dict
+        The payload's other metadata, decoded to text where it is text.
+    data : bytes
+        The raw data, for a user who knows what to do with it.
+    """
+
+    encoding: str
+    size: int
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    data: bytes = field(default=b"", repr=False)
+
+    def __repr__(self) -> str:
+        extra = ", ".join(f"{k}={v}" for k, v in self.metadata.items() if k != "encoding")
+        return f"<{self.encoding} payload, {self.size} bytes{', ' + extra if extra else ''}>"
+
+
+def _b64(text: str) -> bytes | None:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        return None
+
+
+def _metadata_text(value: Any) -> tuple[str, bool]:
+    """Decode one metadata value; returns (text, was_base64)."""
+    if not isinstance(value, str):
+        return str(value), False
+    raw = _b64(value)
+    if raw is not None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and text.isprintable():
+            return text, True
+    return value, False
+
+
+def decode_payload(payload: Any, codec: Any = None) -> Any:
+    """Decode one proto-JSON payload (a dict) into the value it holds.
+
+    Parameters
+    ----------
+    payload
+        ``{"metadata": {...}, "data": ...}`` as in proto3 JSON or a UI decoded download; anything
+        else (a bare number or string a UI put in place of a payload) is returned as it is.
+    codec
+        A ``temporalio.converter.PayloadCodec`` applied first (e.g. to decrypt).
+    """
+    if not isinstance(payload, Mapping) or ("metadata" not in payload and "data" not in payload):
+        return payload
+    meta_in = payload.get("metadata") or {}
+    data = payload.get("data")
+    if "encodingDecoded" in meta_in:
+        # UI decoded download: the value is already in `data`.
+        return data
+    metadata: dict[str, str] = {}
+    all_base64 = True
+    for key, value in meta_in.items():
+        text, was_b64 = _metadata_text(value)
+        metadata[key] = text
+        all_base64 = all_base64 and was_b64
+    encoding = metadata.get("encoding", "")
+    if meta_in and not all_base64 and encoding in _KNOWN_ENCODINGS:
+        # Plain-text metadata: a decoded download whose data is the value itself.
+        return data
+    if data is None:
+        raw = b""
+    elif isinstance(data, str):
+        decoded = _b64(data)
+        if decoded is None:
+            return data  # not base64: a decoded value
+        raw = decoded
+    else:
+        return data  # a bare JSON value in place of base64 data
+    if codec is not None:
+        return _decode_with_codec(meta_in, raw, codec)
+    return _decode_bytes(encoding, metadata, raw)
+
+
+def _decode_bytes(encoding: str, metadata: Mapping[str, str], raw: bytes) -> Any:
+    if encoding in ("json/plain", "json"):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw.decode("utf-8", errors="replace")
+    if encoding == "binary/null":
+        return None
+    if encoding == "json/protobuf":
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return OpaquePayload(encoding, len(raw), metadata, raw)
+    if encoding == "binary/protobuf":
+        message = _known_message(metadata.get("messageType"))
+        if message is not None:
+            try:
+                message.ParseFromString(raw)
+                return json_format.MessageToDict(message)
+            except Exception:  # a malformed message stays opaque rather than failing the load
+                pass
+        return OpaquePayload(encoding, len(raw), metadata, raw)
+    if encoding == "binary/plain":
+        return raw
+    return OpaquePayload(encoding or "unknown", len(raw), metadata, raw)
+
+
+def _known_message(type_name: str | None) -> Any:
+    if not type_name:
+        return None
+    try:
+        return symbol_database.Default().GetSymbol(type_name)()
+    except KeyError:
+        return None
+
+
+def _decode_with_codec(meta_in: Mapping[str, Any], raw: bytes, codec: Any) -> Any:
+    payload = Payload(
+        metadata={k: (_b64(v) or b"") if isinstance(v, str) else b"" for k, v in meta_in.items()},
+        data=raw,
+    )
+    decoded = _run(codec.decode([payload]))[0]
+    return decode_proto_payload(decoded)
+
+
+def _run(coroutine: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    # Inside a running loop (a notebook): run the codec on a private loop in a thread.
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def decode_payloads(payloads: Any, codec: Any = None) -> Any:
+    """Decode a ``Payloads`` object (``{"payloads": [...]}``), a map of them, or a bare list.
+
+    Returns a list of values for ``Payloads``, a dict of lists for a map (marker details), and
+    ``None`` for ``None``.
+    """
+    if payloads is None:
+        return None
+    if isinstance(payloads, Mapping):
+        if "payloads" in payloads:
+            return [decode_payload(p, codec) for p in payloads.get("payloads") or []]
+        if "metadata" in payloads or "data" in payloads:
+            return [decode_payload(payloads, codec)]
+        return {key: decode_payloads(value, codec) for key, value in payloads.items()}
+    if isinstance(payloads, list):
+        return [decode_payload(p, codec) for p in payloads]
+    return payloads
+
+
+def decode_proto_payload(payload: Payload, codec: Any = None) -> Any:
+    """Decode a protobuf ``Payload`` message (from a binary history or a live server)."""
+    if codec is not None:
+        payload = _run(codec.decode([payload]))[0]
+    metadata = {k: v.decode("utf-8", errors="replace") for k, v in payload.metadata.items()}
+    return _decode_bytes(metadata.get("encoding", ""), metadata, payload.data)
+
+
+def decode_proto_payloads(payloads: Any, codec: Any = None) -> list[Any]:
+    """Decode a protobuf ``Payloads`` message into a list of values."""
+    return [decode_proto_payload(p, codec) for p in payloads.payloads]
