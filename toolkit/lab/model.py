@@ -1,0 +1,166 @@
+"""The lab's scripted model: deterministic replies, no API key, no network.
+
+:func:`script_reply` is a pure function on plain data (the ``contents`` of a model request as
+JSON-like dicts, in google-genai's field names) and imports nothing from google-adk, so recorders
+that do not run ADK (the Go-plugin twin) reuse it. :func:`scripted_llm_class` builds an ADK
+``BaseLlm`` on top of it and :func:`register_scripted_model` puts that class in ADK's LLM registry,
+which is where temporalio's ``invoke_model`` activity resolves the model name of a
+``TemporalModel``.
+
+The script looks only at the last content of the request:
+
+* a function response  -> a text answer quoting it;
+* a user message asking for a tool (weather, a sum, an order) -> a function call of that tool
+  (when the request declares it; otherwise a text saying it is not available);
+* anything else -> a fixed text reply.
+
+Examples
+--------
+>>> script_reply([{"role": "user", "parts": [{"text": "What is the weather in Paris?"}]}])
+{'function_call': {'name': 'get_weather', 'args': {'city': 'Paris'}}}
+>>> script_reply([{"role": "user", "parts": [{"function_response":
+...     {"name": "add", "response": {"result": "5"}}}]}])
+{'text': 'add says: 5'}
+>>> script_reply([{"role": "user", "parts": [{"text": "Thanks!"}]}])
+{'text': 'Noted: Thanks!'}
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "SCRIPTED_MODEL_NAME",
+    "register_scripted_model",
+    "script_reply",
+    "scripted_llm_class",
+    "tool_request",
+]
+
+SCRIPTED_MODEL_NAME = "lab-scripted-model"
+"""The model name agents use; the registry pattern matches exactly this name."""
+
+# (tool, pattern, argument builder). Order matters: the first pattern that matches wins.
+_ArgumentBuilder = Callable[[re.Match[str]], dict[str, Any]]
+_TOOL_PATTERNS: tuple[tuple[str, re.Pattern[str], _ArgumentBuilder], ...] = (
+    ("get_weather", re.compile(r"\bweather\b.*?\bin\s+([A-Za-z][\w\- ]*?)\s*[?.!]*$", re.I),
+     lambda m: {"city": m.group(1).strip()}),
+    ("add", re.compile(r"\badd\s+(-?\d+)\s+(?:and|\+|to)\s+(-?\d+)", re.I),
+     lambda m: {"a": int(m.group(1)), "b": int(m.group(2))}),
+    ("lookup_order", re.compile(r"\border\s+#?([A-Za-z0-9\-]+)", re.I),
+     lambda m: {"order_id": m.group(1)}),
+)
+
+
+def tool_request(text: str) -> dict[str, Any] | None:
+    """The tool call a user text asks for, as ``{"name": ..., "args": {...}}``, or None."""
+    for name, pattern, arguments in _TOOL_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            return {"name": name, "args": arguments(match)}
+    return None
+
+
+def _part(part: Any) -> Mapping[str, Any]:
+    return part if isinstance(part, Mapping) else {}
+
+
+def _response_text(response: Any) -> str:
+    """Readable text of a function response (MCP results arrive as content lists)."""
+    if isinstance(response, Mapping):
+        content = response.get("content")
+        if isinstance(content, list):
+            texts = [c.get("text") for c in content if isinstance(c, Mapping) and c.get("text")]
+            if texts:
+                return " ".join(str(t) for t in texts)
+        if "result" in response and len(response) == 1:
+            return str(response["result"])
+    return json.dumps(response, sort_keys=True, default=str)
+
+
+def script_reply(
+    contents: Sequence[Mapping[str, Any]], tools: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """The scripted model's reply to a request's ``contents``.
+
+    Parameters
+    ----------
+    contents
+        The conversation as google-genai ``Content`` dicts (``role``, ``parts``; a part has
+        ``text``, ``function_call`` or ``function_response``; camelCase keys are accepted too).
+    tools
+        Names of the tools the request declares; None means "any tool may be called".
+
+    Returns
+    -------
+    dict
+        ``{"function_call": {"name": ..., "args": {...}}}`` or ``{"text": ...}``.
+    """
+    if not contents:
+        return {"text": "Hello."}
+    parts = [_part(p) for p in (contents[-1].get("parts") or [])]
+    for part in parts:
+        response = part.get("function_response") or part.get("functionResponse")
+        if isinstance(response, Mapping):
+            return {"text": f"{response.get('name')} says: "
+                            f"{_response_text(response.get('response'))}"}
+    text = " ".join(str(p["text"]) for p in parts if p.get("text")).strip()
+    if contents[-1].get("role", "user") == "user" and text:
+        call = tool_request(text)
+        if call is not None:
+            available = None if tools is None else set(tools)
+            if available is None or call["name"] in available:
+                return {"function_call": call}
+            return {"text": f"I cannot call {call['name']}: it is not available."}
+    return {"text": f"Noted: {text}" if text else "Noted."}
+
+
+@functools.cache
+def scripted_llm_class() -> type:
+    """The ADK ``BaseLlm`` subclass answering with :func:`script_reply` (imports google-adk)."""
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+
+    class ScriptedLlm(BaseLlm):
+        """A deterministic ADK model for the lab (see :mod:`toolkit.lab.model`)."""
+
+        @classmethod
+        def supported_models(cls) -> list[str]:
+            return [re.escape(SCRIPTED_MODEL_NAME)]
+
+        async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+            contents = [c.model_dump(mode="json", exclude_none=True)
+                        for c in llm_request.contents]
+            reply = script_reply(contents, _declared_tools(llm_request))
+            if "function_call" in reply:
+                call = reply["function_call"]
+                part = types.Part(function_call=types.FunctionCall(
+                    name=call["name"], args=call["args"]))
+            else:
+                part = types.Part(text=reply["text"])
+            yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+    return ScriptedLlm
+
+
+def _declared_tools(llm_request: Any) -> list[str]:
+    """Function names declared in an ADK ``LlmRequest`` (duplicates kept)."""
+    config = getattr(llm_request, "config", None)
+    names = []
+    for tool in (getattr(config, "tools", None) or []):
+        for declaration in (getattr(tool, "function_declarations", None) or []):
+            names.append(declaration.name)
+    return names
+
+
+def register_scripted_model() -> str:
+    """Register the scripted model in ADK's LLM registry; return the model name to use."""
+    from google.adk.models.registry import LLMRegistry
+
+    LLMRegistry.register(scripted_llm_class())
+    return SCRIPTED_MODEL_NAME
