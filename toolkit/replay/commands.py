@@ -1,0 +1,331 @@
+"""Command events in order, with the identity the SDKs compare during replay.
+
+Replay re-runs workflow code and matches each command it emits against the *command events* of
+history (the events a worker's commands became, after each ``WorkflowTaskCompleted``). This module
+lists those events, one row each, with the fields the SDKs compare (activity type and id, timer id,
+child workflow type and id, marker name, local-activity and patch identity) and where each came
+from (the workflow task that produced it, its position in that task and overall).
+
+Examples
+--------
+>>> import toolkit
+>>> cmds = toolkit.commands(toolkit.read_history("run.json"))          # doctest: +SKIP
+>>> cmds[["position", "kind", "activity_type", "task_completed_event_id"]]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from toolkit.errors import HistoryFormatError
+
+__all__ = [
+    "COMMAND_KIND",
+    "TASK_COMPLETED",
+    "commands",
+    "events_frame",
+    "history_commands",
+    "iter_histories",
+    "marker_identity",
+]
+
+#: Command event type -> the command type that produces it (short names, as the API spells them).
+COMMAND_KIND: dict[str, str] = {
+    "ActivityTaskScheduled": "ScheduleActivityTask",
+    "ActivityTaskCancelRequested": "RequestCancelActivityTask",
+    "TimerStarted": "StartTimer",
+    "TimerCanceled": "CancelTimer",
+    "MarkerRecorded": "RecordMarker",
+    "StartChildWorkflowExecutionInitiated": "StartChildWorkflowExecution",
+    "SignalExternalWorkflowExecutionInitiated": "SignalExternalWorkflowExecution",
+    "RequestCancelExternalWorkflowExecutionInitiated": "RequestCancelExternalWorkflowExecution",
+    "UpsertWorkflowSearchAttributes": "UpsertWorkflowSearchAttributes",
+    "WorkflowPropertiesModified": "ModifyWorkflowProperties",
+    "NexusOperationScheduled": "ScheduleNexusOperation",
+    "NexusOperationCancelRequested": "RequestCancelNexusOperation",
+    "WorkflowExecutionCompleted": "CompleteWorkflowExecution",
+    "WorkflowExecutionFailed": "FailWorkflowExecution",
+    "WorkflowExecutionCanceled": "CancelWorkflowExecution",
+    "WorkflowExecutionContinuedAsNew": "ContinueAsNewWorkflowExecution",
+    # Updates are answered with protocol messages; sdk-core treats their events as command events.
+    "WorkflowExecutionUpdateAccepted": "ProtocolMessage",
+    "WorkflowExecutionUpdateRejected": "ProtocolMessage",
+    "WorkflowExecutionUpdateCompleted": "ProtocolMessage",
+}
+
+#: Events closing a workflow task successfully (Cadence-era histories say "DecisionTask").
+TASK_COMPLETED = frozenset({"WorkflowTaskCompleted", "DecisionTaskCompleted"})
+
+#: Marker names whose details identify a local activity / a patch (per SDK family).
+LOCAL_ACTIVITY_MARKERS = {"core_local_activity": "core", "LocalActivity": "go/java"}
+PATCH_MARKERS = {"core_patch": "core", "Version": "go/java"}
+
+COLUMNS = [
+    "history",
+    "run_id",
+    "event_id",
+    "event_type",
+    "kind",
+    "identity",
+    "position",
+    "task",
+    "task_completed_event_id",
+    "position_in_task",
+    "workflow_task",
+    "activity_type",
+    "activity_id",
+    "timer_id",
+    "child_workflow_type",
+    "child_workflow_id",
+    "signal_name",
+    "target_workflow_id",
+    "scheduled_event_id",
+    "marker_name",
+    "local_activity_type",
+    "local_activity_id",
+    "local_activity_seq",
+    "patch_id",
+    "patch_deprecated",
+    "nexus_service",
+    "nexus_operation",
+    "update_id",
+]
+
+
+def events_frame(source: Any) -> pd.DataFrame:
+    """Return ``source`` as an events frame (a frame as is, anything else via ``read_history``)."""
+    if isinstance(source, pd.DataFrame):
+        missing = {"event_id", "event_type"} - set(source.columns)
+        if missing:
+            raise HistoryFormatError(
+                "<DataFrame>",
+                f"not an events frame: columns {sorted(missing)} are missing",
+                expected="the frame toolkit.read_history returns",
+            )
+        return source
+    from toolkit.histories.read import read_history  # late: the loader imports heavier modules
+
+    return read_history(source)
+
+
+def iter_histories(events: pd.DataFrame) -> Iterator[tuple[int, pd.DataFrame]]:
+    """Yield ``(history, frame)`` per history of an events frame, each sorted by event id."""
+    if "history" not in events.columns:
+        yield 0, events.sort_values("event_id", kind="stable")
+        return
+    for history, frame in events.groupby("history", sort=True):
+        yield int(history), frame.sort_values("event_id", kind="stable")
+
+
+def _attr(attributes: Any, *path: str) -> Any:
+    value = attributes
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _payload_value(payload: Any) -> Any:
+    """Decode one proto-JSON payload holding JSON (markers only ever hold JSON); never executes."""
+    if not isinstance(payload, Mapping):
+        return payload
+    data = payload.get("data")
+    if not isinstance(data, str):
+        return data
+    encoding = _attr(payload, "metadata", "encoding")
+    if isinstance(encoding, str) and encoding.startswith(("json", "binary")):
+        # Plain-text encoding: a UI "decoded" download holds the value itself.
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return data
+    try:
+        raw = base64.b64decode(data, validate=True)
+        return orjson.loads(raw)
+    except (binascii.Error, ValueError, orjson.JSONDecodeError):
+        return data
+
+
+def _detail(attributes: Any, key: str) -> Any:
+    """First value of marker detail ``key`` (details map name -> Payloads)."""
+    details = _attr(attributes, "details")
+    if not isinstance(details, Mapping):
+        return None
+    entry = details.get(key)
+    payloads = entry.get("payloads") if isinstance(entry, Mapping) else entry
+    if isinstance(payloads, list) and payloads:
+        return _payload_value(payloads[0])
+    return None
+
+
+def marker_identity(marker_name: str | None, attributes: Any) -> dict[str, Any]:
+    """Identity fields of a marker: local-activity type/id/seq or patch id and deprecation.
+
+    Parameters
+    ----------
+    marker_name
+        The ``markerName`` of a ``MarkerRecorded`` event.
+    attributes
+        Its ``markerRecordedEventAttributes`` mapping (proto-JSON field names).
+    """
+    out: dict[str, Any] = {}
+    if marker_name == "core_local_activity":
+        data = _detail(attributes, "data")
+        if isinstance(data, Mapping):
+            out["local_activity_type"] = data.get("activity_type")
+            out["local_activity_id"] = data.get("activity_id")
+            out["local_activity_seq"] = data.get("seq")
+    elif marker_name == "LocalActivity":
+        data = _detail(attributes, "data")
+        if isinstance(data, Mapping):  # Go layout
+            out["local_activity_type"] = data.get("ActivityType")
+            out["local_activity_id"] = data.get("ActivityID")
+        else:  # Java layout
+            out["local_activity_type"] = _detail(attributes, "type")
+            out["local_activity_id"] = _detail(attributes, "activityId")
+    elif marker_name == "core_patch":
+        data = _detail(attributes, "patch-data") or _detail(attributes, "patch_data")
+        if isinstance(data, Mapping):
+            out["patch_id"] = data.get("id")
+            out["patch_deprecated"] = bool(data.get("deprecated", False))
+    elif marker_name == "Version":
+        change = _detail(attributes, "change-id")
+        out["patch_id"] = change if change is not None else _detail(attributes, "changeId")
+    return out
+
+
+def _identity_label(row: Mapping[str, Any]) -> str:
+    """A short human label such as ``ScheduleActivityTask(weather-list-tools #1)``."""
+    kind = row["kind"]
+    parts: list[str] = []
+    if row.get("activity_type") and kind == "ScheduleActivityTask":
+        parts = [str(row["activity_type"]), f"id={row.get('activity_id')}"]
+    elif row.get("timer_id") is not None and kind in {"StartTimer", "CancelTimer"}:
+        parts = [f"id={row['timer_id']}"]
+    elif row.get("child_workflow_type"):
+        parts = [str(row["child_workflow_type"]), f"id={row.get('child_workflow_id')}"]
+    elif row.get("local_activity_type"):
+        parts = ["local " + str(row["local_activity_type"]), f"id={row.get('local_activity_id')}"]
+    elif row.get("patch_id") is not None:
+        parts = [f"patch={row['patch_id']}"]
+    elif row.get("marker_name"):
+        parts = [str(row["marker_name"])]
+    elif row.get("signal_name"):
+        parts = [str(row["signal_name"])]
+    elif row.get("nexus_operation"):
+        parts = [f"{row.get('nexus_service')}/{row['nexus_operation']}"]
+    elif row.get("scheduled_event_id") is not None and kind.startswith("RequestCancel"):
+        parts = [f"scheduled={row['scheduled_event_id']}"]
+    return f"{kind}({', '.join(parts)})" if parts else kind
+
+
+def _value(row: Any, column: str) -> Any:
+    value = row.get(column) if hasattr(row, "get") else None
+    if value is None or (not isinstance(value, (str, Mapping, list)) and pd.isna(value)):
+        return None
+    return value
+
+
+def history_commands(history: int, frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Command rows of one history (events sorted by id); see :func:`commands` for columns."""
+    rows: list[dict[str, Any]] = []
+    task = 0
+    task_completed: int | None = None
+    in_task = 0
+    for event in frame.to_dict("records"):
+        event_type = event["event_type"]
+        if event_type in TASK_COMPLETED:
+            task += 1
+            task_completed = int(event["event_id"])
+            in_task = 0
+            continue
+        kind = COMMAND_KIND.get(event_type)
+        if kind is None:
+            continue
+        attributes = event.get("attributes")
+        in_task += 1
+        row: dict[str, Any] = {
+            "history": history,
+            "run_id": _value(event, "run_id"),
+            "event_id": int(event["event_id"]),
+            "event_type": event_type,
+            "kind": kind,
+            "position": len(rows) + 1,
+            "task": task,
+            "task_completed_event_id": task_completed,
+            "position_in_task": in_task,
+            "workflow_task": _value(event, "workflow_task"),
+            "activity_type": _value(event, "activity_type"),
+            "activity_id": _value(event, "activity_id"),
+            "timer_id": _value(event, "timer_id"),
+            "child_workflow_type": _value(event, "child_workflow_type"),
+            "child_workflow_id": _value(event, "child_workflow_id"),
+            "signal_name": _value(event, "signal_name"),
+            "target_workflow_id": _attr(attributes, "workflowExecution", "workflowId"),
+            "scheduled_event_id": _value(event, "scheduled_event_id"),
+            "marker_name": _value(event, "marker_name"),
+            "nexus_service": _attr(attributes, "service"),
+            "nexus_operation": _attr(attributes, "operation"),
+            "update_id": _value(event, "update_id"),
+        }
+        if event_type == "ActivityTaskScheduled":
+            row["activity_type"] = row["activity_type"] or _attr(attributes, "activityType", "name")
+            row["activity_id"] = row["activity_id"] or _attr(attributes, "activityId")
+        elif event_type == "StartChildWorkflowExecutionInitiated":
+            row["child_workflow_type"] = row["child_workflow_type"] or _attr(
+                attributes, "workflowType", "name"
+            )
+            row["child_workflow_id"] = row["child_workflow_id"] or _attr(attributes, "workflowId")
+        elif event_type in {"TimerStarted", "TimerCanceled"}:
+            row["timer_id"] = row["timer_id"] or _attr(attributes, "timerId")
+        elif event_type == "MarkerRecorded":
+            row["marker_name"] = row["marker_name"] or _attr(attributes, "markerName")
+            row.update(marker_identity(row["marker_name"], attributes))
+        if row["scheduled_event_id"] is not None:
+            row["scheduled_event_id"] = int(row["scheduled_event_id"])
+        row["identity"] = _identity_label(row)
+        rows.append(row)
+    return rows
+
+
+def commands(events: Any) -> pd.DataFrame:
+    """List the command events of each history, in order, with the identity replay compares.
+
+    Parameters
+    ----------
+    events
+        An events frame (:func:`toolkit.read_history`) or anything ``read_history`` accepts.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per command event. ``kind`` is the command type (``ScheduleActivityTask``,
+        ``StartTimer``, ``RecordMarker``, ...); ``identity`` a short label; ``position`` the 1-based
+        position among the history's commands; ``task`` the 1-based ordinal of the completed
+        workflow task that produced it, ``task_completed_event_id`` that task's
+        ``WorkflowTaskCompleted`` event id and ``position_in_task`` the 1-based position within it.
+        Identity columns: ``activity_type``, ``activity_id``, ``timer_id``,
+        ``child_workflow_type``, ``child_workflow_id``, ``signal_name``, ``target_workflow_id``,
+        ``scheduled_event_id`` (cancel requests), ``marker_name``, ``local_activity_type``,
+        ``local_activity_id``, ``local_activity_seq`` (``core_local_activity`` and Go/Java
+        ``LocalActivity`` markers), ``patch_id``, ``patch_deprecated`` (``core_patch`` and
+        ``Version`` markers), ``nexus_service``, ``nexus_operation``, ``update_id``.
+    """
+    frame = events_frame(events)
+    rows: list[dict[str, Any]] = []
+    for history, one in iter_histories(frame):
+        rows.extend(history_commands(history, one))
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    for column in ("history", "event_id", "position", "task", "position_in_task"):
+        out[column] = out[column].astype("int64")
+    for column in ("task_completed_event_id", "scheduled_event_id", "local_activity_seq"):
+        out[column] = out[column].astype("Int64")
+    out["workflow_task"] = out["workflow_task"].astype("Int64")
+    return out

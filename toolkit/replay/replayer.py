@@ -1,0 +1,205 @@
+"""Replay histories with temporalio's real ``Replayer`` and tabulate the outcome, one row each.
+
+Examples
+--------
+>>> from toolkit.replay.replayer import replay
+>>> replay("run.json", [MyWorkflow])                                  # doctest: +SKIP
+   history  source  run_id  workflow_type  outcome  error_type  message  sdk  kind ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
+
+from toolkit.errors import HistoryFormatError
+from toolkit.replay.messages import parse_nondeterminism
+
+__all__ = ["REPLAY_COLUMNS", "replay", "replay_async", "to_workflow_histories"]
+
+REPLAY_COLUMNS = [
+    "history",
+    "source",
+    "workflow_id",
+    "run_id",
+    "workflow_type",
+    "outcome",
+    "error_type",
+    "message",
+    "event_id",
+    "event_type",
+    "expected",
+    "actual",
+    "check",
+]
+
+
+def _from_json_text(text: bytes, name: str) -> list[WorkflowHistory]:
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise HistoryFormatError(
+            name, f"not JSON ({error})", expected="a proto-JSON history"
+        ) from error
+    histories = (
+        data
+        if isinstance(data, list) and data and isinstance(data[0], dict) and "events" in data[0]
+        else [data]
+    )
+    out = []
+    for index, one in enumerate(histories):
+        if isinstance(one, dict) and "history" in one and "events" not in one:
+            one = one["history"]
+        if not isinstance(one, dict) or "events" not in one:
+            raise HistoryFormatError(
+                name, "no events", position=f"history {index}", expected='{"events": [...]}'
+            )
+        out.append(WorkflowHistory.from_json(f"{Path(name).stem}", one))
+    return out
+
+
+def _frame_histories(frame: pd.DataFrame) -> list[WorkflowHistory]:
+    """Rebuild temporalio histories from an events frame (through the project's writer)."""
+    try:
+        from toolkit.histories import write_history  # the project's writer, when present
+    except ImportError:
+        write_history = None
+    out: list[WorkflowHistory] = []
+    for history, one in frame.groupby("history", sort=True) if "history" in frame else [(0, frame)]:
+        if write_history is not None:
+            text = write_history(one.sort_values("event_id"))
+            data = orjson.loads(text) if isinstance(text, (bytes, str)) else text
+            workflow_id = (
+                one["workflow_id"].dropna().iloc[0]
+                if one["workflow_id"].notna().any()
+                else "replay"
+            )
+            out.append(WorkflowHistory.from_json(str(workflow_id), data))
+            continue
+        sources = one["source"].dropna().unique() if "source" in one else []
+        if len(sources) != 1 or not Path(str(sources[0])).is_file():
+            raise HistoryFormatError(
+                "<events frame>",
+                f"history {history} cannot be turned back into a temporalio history",
+                expected="a frame read from one file, or toolkit.write_history",
+            )
+        from_file = _from_json_text(Path(str(sources[0])).read_bytes(), str(sources[0]))
+        out.append(from_file[int(history)] if int(history) < len(from_file) else from_file[0])
+    return out
+
+
+def to_workflow_histories(source: Any) -> list[tuple[str, WorkflowHistory]]:
+    """Turn a path, bytes, events frame, ``WorkflowHistory`` or a list of them into histories.
+
+    Returns ``(source description, WorkflowHistory)`` pairs, in order.
+    """
+    if isinstance(source, WorkflowHistory):
+        return [("<WorkflowHistory>", source)]
+    if isinstance(source, pd.DataFrame):
+        name = str(source["source"].iloc[0]) if "source" in source and len(source) else "<frame>"
+        return [(name, h) for h in _frame_histories(source)]
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_file():
+            raise HistoryFormatError(str(source), "no such file", expected="a history file")
+        return [(str(path), h) for h in _from_json_text(path.read_bytes(), str(path))]
+    if isinstance(source, (bytes, bytearray)):
+        return [("<bytes>", h) for h in _from_json_text(bytes(source), "<bytes>")]
+    if isinstance(source, Iterable):
+        return [pair for item in source for pair in to_workflow_histories(item)]
+    raise HistoryFormatError(
+        repr(type(source)),
+        "cannot replay this",
+        expected="a path, bytes, events frame or WorkflowHistory",
+    )
+
+
+def _workflow_type(history: WorkflowHistory) -> str | None:
+    first = history.events[0] if history.events else None
+    if first is None or not first.HasField("workflow_execution_started_event_attributes"):
+        return None
+    return first.workflow_execution_started_event_attributes.workflow_type.name
+
+
+def _run_id(history: WorkflowHistory) -> str | None:
+    first = history.events[0] if history.events else None
+    if first is None or not first.HasField("workflow_execution_started_event_attributes"):
+        return None
+    return first.workflow_execution_started_event_attributes.original_execution_run_id or None
+
+
+async def replay_async(
+    histories: Any, workflows: Sequence[type], **replayer_options: Any
+) -> pd.DataFrame:
+    """Async form of :func:`replay` (use it inside a running event loop)."""
+    pairs = to_workflow_histories(histories)
+    replayer = Replayer(workflows=list(workflows), **replayer_options)
+    rows = []
+    for index, (name, history) in enumerate(pairs):
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        failure = result.replay_failure
+        row: dict[str, Any] = {
+            "history": index,
+            "source": name,
+            "workflow_id": history.workflow_id,
+            "run_id": _run_id(history),
+            "workflow_type": _workflow_type(history),
+            "outcome": "ok",
+            "error_type": None,
+            "message": None,
+        }
+        if failure is not None:
+            row["outcome"] = (
+                "nondeterminism" if isinstance(failure, NondeterminismError) else "other"
+            )
+            row["error_type"] = type(failure).__name__
+            row["message"] = str(failure)
+            parsed = parse_nondeterminism(str(failure)) or {}
+            row.update({k: parsed.get(k) for k in ("event_id", "event_type", "expected", "actual")})
+            row["check"] = parsed.get("check")
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=REPLAY_COLUMNS)
+    out["event_id"] = out["event_id"].astype("Int64")
+    return out
+
+
+def replay(histories: Any, workflows: Sequence[type], **replayer_options: Any) -> pd.DataFrame:
+    """Replay each history with temporalio's ``Replayer`` and report the outcome.
+
+    Parameters
+    ----------
+    histories
+        A history file path, JSON bytes, an events frame (one or several histories), a
+        ``temporalio.client.WorkflowHistory``, or a list of these.
+    workflows
+        The workflow classes to replay with.
+    **replayer_options
+        Passed to ``temporalio.worker.Replayer`` (``workflow_runner``, ``data_converter``,
+        ``interceptors``, ``plugins``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per history: ``history``, ``source``, ``workflow_id``, ``run_id``,
+        ``workflow_type``, ``outcome`` (``ok``, ``nondeterminism``, ``other``), ``error_type``,
+        ``message`` (exact text), and the fields parsed from it by
+        :func:`toolkit.replay.messages.parse_nondeterminism`: ``event_id``, ``event_type``,
+        ``expected``, ``actual``, ``check``.
+    """
+    coroutine = replay_async(histories, workflows, **replayer_options)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    # Inside a running loop (Jupyter): run on a private loop in a worker thread.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

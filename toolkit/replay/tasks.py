@@ -1,0 +1,199 @@
+"""Split a history into completed workflow tasks: what each delivered to the code, what it issued.
+
+Replay is driven task by task: the SDK feeds the code what history delivered before a workflow
+task (activity results, fired timers, signals, updates, ...) and matches the commands the code
+issues against the command events after that task's ``WorkflowTaskCompleted``. To compare a
+recorded history with one produced by new code, both are cut the same way here. Deliveries are
+named so that they mean the same thing in both histories: results by the kind and per-kind ordinal
+of the command they answer (these agree up to the first divergence), signals and updates by name
+and ordinal.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from toolkit.replay.commands import COMMAND_KIND, TASK_COMPLETED, history_commands
+
+__all__ = ["Task", "split_tasks"]
+
+#: Non-command events that wake workflow code, keyed by the event linking them to their command.
+_RESULT_LINK = {
+    "ActivityTaskCompleted": "scheduledEventId",
+    "ActivityTaskFailed": "scheduledEventId",
+    "ActivityTaskTimedOut": "scheduledEventId",
+    "ActivityTaskCanceled": "scheduledEventId",
+    "TimerFired": "startedEventId",
+    "ChildWorkflowExecutionStarted": "initiatedEventId",
+    "ChildWorkflowExecutionCompleted": "initiatedEventId",
+    "ChildWorkflowExecutionFailed": "initiatedEventId",
+    "ChildWorkflowExecutionCanceled": "initiatedEventId",
+    "ChildWorkflowExecutionTimedOut": "initiatedEventId",
+    "ChildWorkflowExecutionTerminated": "initiatedEventId",
+    "StartChildWorkflowExecutionFailed": "initiatedEventId",
+    "ExternalWorkflowExecutionSignaled": "initiatedEventId",
+    "SignalExternalWorkflowExecutionFailed": "initiatedEventId",
+    "ExternalWorkflowExecutionCancelRequested": "initiatedEventId",
+    "RequestCancelExternalWorkflowExecutionFailed": "initiatedEventId",
+    "NexusOperationStarted": "scheduledEventId",
+    "NexusOperationCompleted": "scheduledEventId",
+    "NexusOperationFailed": "scheduledEventId",
+    "NexusOperationCanceled": "scheduledEventId",
+    "NexusOperationTimedOut": "scheduledEventId",
+}
+_FRAME_LINK = {
+    "scheduledEventId": "scheduled_event_id",
+    "startedEventId": "started_event_id",
+    "initiatedEventId": "initiated_event_id",
+}
+
+
+@dataclass
+class Task:
+    """One completed workflow task of a history.
+
+    Attributes
+    ----------
+    index : int
+        1-based ordinal among completed tasks.
+    completed_event_id : int
+        Its ``WorkflowTaskCompleted`` event id.
+    delivered : frozenset
+        Everything delivered to the code up to this task (cumulative), as comparable keys.
+    commands : list of dict
+        Its command rows (:func:`toolkit.replay.commands.commands` columns), in order.
+    core_flags : frozenset of int
+        sdk-core internal flags known when this task's commands are replayed (the task's own
+        ``sdkMetadata.coreUsedFlags`` and every earlier task's, plus the next task's, which
+        sdk-core peeks at).
+    final_sequence : bool
+        The task's commands are replayed in the last stretch of history, where sdk-core always
+        runs its id/type checks.
+    """
+
+    index: int
+    completed_event_id: int
+    delivered: frozenset[tuple[Any, ...]]
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    core_flags: frozenset[int] = frozenset()
+    final_sequence: bool = False
+
+
+def _link(event: Mapping[str, Any], attribute: str) -> int | None:
+    value = event.get(_FRAME_LINK[attribute])
+    if value is None or (not isinstance(value, (int, str)) and pd.isna(value)):
+        attributes = event.get("attributes")
+        value = attributes.get(attribute) if isinstance(attributes, Mapping) else None
+    return None if value is None or pd.isna(value) else int(value)
+
+
+def _core_flags(event: Mapping[str, Any]) -> set[int]:
+    attributes = event.get("attributes")
+    metadata = attributes.get("sdkMetadata") if isinstance(attributes, Mapping) else None
+    flags = metadata.get("coreUsedFlags") if isinstance(metadata, Mapping) else None
+    return {int(flag) for flag in flags or []}
+
+
+def _update_name(event: Mapping[str, Any]) -> str | None:
+    name = event.get("update_name")
+    if isinstance(name, str):
+        return name
+    attributes = event.get("attributes")
+    request = attributes.get("acceptedRequest") if isinstance(attributes, Mapping) else None
+    return (
+        (((request or {}).get("input") or {}).get("name")) if isinstance(request, Mapping) else None
+    )
+
+
+def split_tasks(history: int, frame: pd.DataFrame) -> list[Task]:
+    """Cut one history (events sorted by id) into its completed workflow tasks.
+
+    Parameters
+    ----------
+    history
+        The history index (copied onto command rows).
+    frame
+        The events of that one history, sorted by ``event_id``.
+    """
+    command_rows = {row["event_id"]: row for row in history_commands(history, frame)}
+    # A result is named by its command's kind and ordinal among commands of that kind (sdk-core
+    # numbers commands per kind), so patch markers or upserts before it do not rename it.
+    per_kind: Counter[str] = Counter()
+    position_of: dict[int, tuple[str, int]] = {}
+    for event_id, row in command_rows.items():
+        per_kind[row["kind"]] += 1
+        position_of[event_id] = (row["kind"], per_kind[row["kind"]])
+    events = frame.to_dict("records")
+    last_event_id = int(events[-1]["event_id"]) if events else 0
+    started_ids = [int(e["event_id"]) for e in events if e["event_type"] in _TASK_STARTED]
+
+    tasks: list[Task] = []
+    delivered: set[tuple[Any, ...]] = set()
+    ordinals: Counter[tuple[str, str | None]] = Counter()
+    flags: set[int] = set()
+    current: Task | None = None
+    for event in events:
+        event_type = event["event_type"]
+        event_id = int(event["event_id"])
+        if event_type in TASK_COMPLETED:
+            flags |= _core_flags(event)
+            later_starts = [s for s in started_ids if s > event_id]
+            current = Task(
+                index=len(tasks) + 1,
+                completed_event_id=event_id,
+                delivered=frozenset(delivered),
+                core_flags=frozenset(flags),
+                final_sequence=not later_starts
+                or (len(later_starts) == 1 and later_starts[0] == last_event_id),
+            )
+            if tasks:  # sdk-core peeks at the next completion's flags
+                tasks[-1].core_flags = tasks[-1].core_flags | frozenset(flags)
+            tasks.append(current)
+            continue
+        if event_type in COMMAND_KIND:
+            if current is not None:
+                current.commands.append(command_rows[event_id])
+            if event_type == "WorkflowExecutionUpdateAccepted":
+                # The update request reached the code in the task just completed.
+                key = ("update", _update_name(event))
+                ordinals[key] += 1
+                current_key = (*key, ordinals[key])
+                delivered.add(current_key)
+                if current is not None:
+                    current.delivered = current.delivered | {current_key}
+            continue
+        key = _delivery_key(event, event_type, position_of, ordinals)
+        if key is not None:
+            delivered.add(key)
+    return tasks
+
+
+_TASK_STARTED = frozenset({"WorkflowTaskStarted", "DecisionTaskStarted"})
+
+
+def _delivery_key(
+    event: Mapping[str, Any],
+    event_type: str,
+    position_of: Mapping[int, tuple[str, int]],
+    ordinals: Counter[tuple[str, str | None]],
+) -> tuple[Any, ...] | None:
+    """Name what ``event`` delivers to workflow code, or None when it wakes nothing."""
+    link = _RESULT_LINK.get(event_type)
+    if link is not None:
+        linked = _link(event, link)
+        return ("result", event_type, position_of.get(linked) if linked is not None else None)
+    if event_type == "WorkflowExecutionStarted":
+        return ("start",)
+    if event_type == "WorkflowExecutionCancelRequested":
+        return ("cancel",)
+    if event_type == "WorkflowExecutionSignaled":
+        name = event.get("signal_name")
+        key = ("signal", name if isinstance(name, str) else None)
+        ordinals[key] += 1
+        return (*key, ordinals[key])
+    return None
