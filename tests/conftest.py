@@ -32,3 +32,6 @@ def dev_server() -> Iterator[DevServer]:
         yield server
     finally:
         server.stop()
+
+
+from fixtures_samples import samples  # noqa: E402,F401  (session fixture: recorded samples)

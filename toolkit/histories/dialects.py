@@ -97,7 +97,8 @@ def _decode_container(data: bytes, name: str) -> dict[str, msgspec.Raw] | list[m
     except msgspec.DecodeError as exc:
         message = str(exc)
         if "trailing characters" in message:
-            byte = int(message.rsplit("byte ", 1)[1].rstrip(")"))
+            # msgspec reports the position just past the first unexpected character.
+            byte = max(0, int(message.rsplit("byte ", 1)[1].rstrip(")")) - 1)
             if data[byte:].lstrip()[:1] == b",":
                 # The pre-2023 CLI: events separated by commas, no enclosing brackets.
                 return _decode_container(b"[" + data + b"]", name)

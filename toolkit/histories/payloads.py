@@ -207,7 +207,10 @@ def decode_payloads(payloads: Any, codec: Any = None) -> Any:
     if isinstance(payloads, Mapping):
         if "payloads" in payloads:
             return [decode_payload(p, codec) for p in payloads.get("payloads") or []]
-        if "metadata" in payloads or "data" in payloads:
+        values = list(payloads.values())
+        if values and all(isinstance(v, Mapping) and "payloads" in v for v in values):
+            return {key: decode_payloads(value, codec) for key, value in payloads.items()}
+        if "metadata" in payloads or set(payloads) <= {"data", "externalPayloads"}:
             return [decode_payload(payloads, codec)]
         return {key: decode_payloads(value, codec) for key, value in payloads.items()}
     if isinstance(payloads, list):
