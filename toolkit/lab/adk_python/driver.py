@@ -1,0 +1,129 @@
+"""Client side of a recording: start the agent workflow, deliver turns, read replies, export.
+
+Runs in the project's own environment; it talks to workflows by type and handler names only, so
+it never imports the workflow code (which runs in the worker's version environment).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+
+from toolkit.errors import LabError
+from toolkit.lab.adk_python.scenarios import WORKFLOW_TYPE
+from toolkit.lab.server import find_temporal_binary
+
+__all__ = ["export_history", "finish", "send_turn", "start_agent", "wait_for_event"]
+
+RUN_TIMEOUT = timedelta(minutes=5)
+"""Safety net: no recorded run outlives this, whatever a scenario does."""
+
+_OPEN = WorkflowExecutionStatus.RUNNING
+
+
+async def start_agent(
+    client: Client, spec: dict[str, Any], *, workflow_id: str, task_queue: str
+) -> WorkflowHandle[Any, Any]:
+    """Start the agent workflow with input ``spec`` (an ``AgentSpec`` as a dict)."""
+    return await client.start_workflow(
+        WORKFLOW_TYPE, spec, id=workflow_id, task_queue=task_queue,
+        execution_timeout=RUN_TIMEOUT,
+    )
+
+
+async def _status(handle: WorkflowHandle[Any, Any]) -> WorkflowExecutionStatus | None:
+    return (await handle.describe()).status
+
+
+async def send_turn(
+    handle: WorkflowHandle[Any, Any], text: str, *, replies_before: int, timeout: float = 90.0
+) -> dict[str, Any]:
+    """Signal one user turn and wait for its reply, or for the run to close.
+
+    Returns ``{"text", "reply", "seconds", "status"}`` (reply None when the run closed first).
+
+    Raises
+    ------
+    LabError
+        When neither happens within ``timeout`` seconds.
+    """
+    began = time.monotonic()
+    await handle.signal("user_turn", text)
+    while time.monotonic() - began < timeout:
+        status = await _status(handle)
+        if status != _OPEN:
+            return {"text": text, "reply": None, "seconds": time.monotonic() - began,
+                    "status": status.name if status else None}
+        try:
+            replies = await handle.query("replies", result_type=list[str])
+        except Exception:
+            replies = []
+        if len(replies) > replies_before:
+            return {"text": text, "reply": replies[replies_before],
+                    "seconds": time.monotonic() - began, "status": "RUNNING"}
+        await asyncio.sleep(0.2)
+    raise LabError(f"workflow {handle.id}: no reply to turn {text!r} within {timeout:.0f} s")
+
+
+async def finish(handle: WorkflowHandle[Any, Any], timeout: float = 60.0) -> str:
+    """Send ``finish`` to an open run and wait for it to close; return the final status name."""
+    if await _status(handle) == _OPEN:
+        await handle.signal("finish")
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        status = await _status(handle)
+        if status != _OPEN:
+            return status.name if status else "UNKNOWN"
+        await asyncio.sleep(0.2)
+    raise LabError(f"workflow {handle.id} still open {timeout:.0f} s after finish")
+
+
+async def wait_for_event(
+    handle: WorkflowHandle[Any, Any], event_type: str, *, timeout: float = 90.0
+) -> dict[str, Any]:
+    """Poll the history until an event of ``event_type`` (PascalCase) appears; return it."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        history = json.loads((await handle.fetch_history()).to_json())
+        for event in history.get("events", []):
+            if _short_type(event.get("eventType", "")) == event_type:
+                return dict(event)
+        await asyncio.sleep(0.5)
+    raise LabError(f"workflow {handle.id}: no {event_type} event within {timeout:.0f} s")
+
+
+def _short_type(event_type: str) -> str:
+    """``EVENT_TYPE_WORKFLOW_TASK_FAILED`` or ``WorkflowTaskFailed`` -> ``WorkflowTaskFailed``."""
+    if event_type.startswith("EVENT_TYPE_"):
+        return "".join(p.capitalize() for p in event_type[len("EVENT_TYPE_"):].split("_"))
+    return event_type
+
+
+def export_history(address: str, workflow_id: str, run_id: str) -> dict[str, Any]:
+    """The run's history as the CLI exports it (``temporal workflow show --output json``).
+
+    Raises
+    ------
+    LabError
+        When the CLI fails or prints something that is not a JSON history.
+    """
+    command = [str(find_temporal_binary()), "workflow", "show", "--address", address,
+               "--workflow-id", workflow_id, "--run-id", run_id, "--output", "json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        raise LabError(f"`temporal workflow show` for {workflow_id} failed: {done.stderr[-2000:]}")
+    try:
+        history = json.loads(done.stdout)
+    except ValueError as error:
+        raise LabError(f"`temporal workflow show` for {workflow_id}: output is not JSON "
+                       f"({error}); expected a history object") from error
+    if not isinstance(history, dict) or not isinstance(history.get("events"), list):
+        raise LabError(f"`temporal workflow show` for {workflow_id}: expected an object with "
+                       "an 'events' list")
+    return history

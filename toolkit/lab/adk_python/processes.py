@@ -1,0 +1,137 @@
+"""Worker subprocesses of Recorder A, started in a version environment and stopped by PID."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from toolkit.errors import LabError
+from toolkit.lab.adk_python.envs import (
+    AdkEnvironment,
+    ensure_environment,
+    module_command,
+    process_env,
+)
+
+__all__ = ["WorkerProcess"]
+
+
+class WorkerProcess:
+    """``python -m toolkit.lab.adk_python.worker`` in ``env``'s interpreter.
+
+    Parameters
+    ----------
+    env
+        The version environment (its venv is built if missing).
+    address
+        Temporal frontend ``host:port``.
+    task_queue
+        Queue the worker polls.
+    log_path
+        File receiving the worker's stderr (ADK and SDK logs, warnings).
+    startup_timeout
+        Seconds to wait for the worker's ready line.
+
+    Attributes
+    ----------
+    info : dict
+        The ready line: identity and versions (google_adk, temporalio, plugin, mcp, python).
+    started_seconds : float
+        Wall time from spawn to ready.
+    """
+
+    def __init__(
+        self,
+        env: AdkEnvironment,
+        address: str,
+        task_queue: str,
+        log_path: Path,
+        *,
+        venvs_dir: Path | None = None,
+        startup_timeout: float = 120.0,
+    ) -> None:
+        self.env = env
+        self.address = address
+        self.task_queue = task_queue
+        self.log_path = log_path
+        self.venvs_dir = venvs_dir
+        self.startup_timeout = startup_timeout
+        self.info: dict[str, Any] = {}
+        self.started_seconds = 0.0
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self) -> WorkerProcess:
+        python = (ensure_environment(self.env, self.venvs_dir) if self.venvs_dir
+                  else ensure_environment(self.env))
+        identity = f"{self.env.name}@{os.getpid()}-{time.monotonic_ns() % 10**9}"
+        args = module_command(python, "toolkit.lab.adk_python.worker", "--address", self.address,
+                              "--task-queue", self.task_queue, "--identity", identity)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        began = time.monotonic()
+        with self.log_path.open("a", encoding="utf-8") as log:
+            self._process = subprocess.Popen(
+                args, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
+                env=process_env(), start_new_session=True,
+            )
+        self.info = self._read_ready_line()
+        self.started_seconds = time.monotonic() - began
+        return self
+
+    def _read_ready_line(self) -> dict[str, Any]:
+        assert self._process is not None and self._process.stdout is not None
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self._process.stdout], [], [], 0.2)
+            if ready:
+                line = self._process.stdout.readline()
+                if line.startswith("{"):
+                    record = json.loads(line)
+                    if record.get("ready"):
+                        return dict(record)
+            if self._process.poll() is not None:
+                break
+        code = self._process.poll()
+        self.stop()
+        tail = self.log_path.read_text(errors="replace")[-3000:]
+        raise LabError(f"worker for {self.env.name} on {self.task_queue} did not become ready "
+                       f"(exit code {code}); log {self.log_path}: {tail}")
+
+    def stop(self) -> None:
+        """SIGTERM by PID (a graceful worker shutdown), SIGKILL after 20 s."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+    def __enter__(self) -> WorkerProcess:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,216 @@
+"""Record Recorder A's scenarios: one worker per version environment, one MCP server per run.
+
+Outputs per run, under ``<out_dir>/<env name>/``: ``<scenario>.json`` (the history exactly as
+``temporal workflow show --output json`` prints it) and ``<scenario>.meta.json`` (scenario,
+versions, workflow/run id, task queue, timings, activity sequence, listings per turn, and a
+summary of the MCP server's request log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+
+from toolkit.lab.adk_python import driver
+from toolkit.lab.adk_python.envs import AdkEnvironment, environment
+from toolkit.lab.adk_python.processes import WorkerProcess
+from toolkit.lab.adk_python.scenarios import SCENARIOS, Scenario, Upgrade
+from toolkit.lab.mcp_server import McpServer
+from toolkit.lab.model import SCRIPTED_MODEL_NAME
+
+__all__ = ["activity_sequence", "listings_per_turn", "record_env", "record_upgrade"]
+
+
+def activity_sequence(history: dict[str, Any]) -> list[str]:
+    """Activity types of the history's ``ActivityTaskScheduled`` events, in order."""
+    return [
+        event["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+        for event in history["events"]
+        if "activityTaskScheduledEventAttributes" in event
+    ]
+
+
+def listings_per_turn(history: dict[str, Any]) -> list[int]:
+    """``*-list-tools`` activities scheduled after each ``user_turn`` signal (before the next)."""
+    counts: list[int] = []
+    for event in history["events"]:
+        signal = event.get("workflowExecutionSignaledEventAttributes")
+        if signal and signal.get("signalName") == "user_turn":
+            counts.append(0)
+        scheduled = event.get("activityTaskScheduledEventAttributes")
+        if scheduled and counts and scheduled["activityType"]["name"].endswith("-list-tools"):
+            counts[-1] += 1
+    return counts
+
+
+def _request_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Small summary of an MCP request log: counts per endpoint and the tools/* sequence."""
+    counts = Counter((r["query"], r["method"], r["mcp_method"], r["tool"]) for r in records)
+    return {
+        "requests": len(records),
+        "counts": [
+            {"query": q, "http_method": m, "mcp_method": mm, "tool": t, "count": n}
+            for (q, m, mm, t), n in sorted(counts.items(), key=lambda kv: str(kv[0]))
+        ],
+        "tools_sequence": [
+            {"mcp_method": r["mcp_method"], "tool": r["tool"], "query": r["query"]}
+            for r in records if str(r.get("mcp_method", "")).startswith("tools/")
+        ],
+    }
+
+
+def _write(out: Path, history: dict[str, Any], meta: dict[str, Any]) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
+    meta = {**meta, "activities": activity_sequence(history),
+            "listings_per_turn": listings_per_turn(history), "events": len(history["events"])}
+    out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return out
+
+
+def _spec(scenario: Scenario, url: str) -> dict[str, Any]:
+    return {"toolsets": scenario.toolset_specs(url), "model": SCRIPTED_MODEL_NAME,
+            "tool_max_attempts": scenario.tool_max_attempts}
+
+
+def _mcp(scenario: Scenario, log: Path) -> McpServer:
+    return McpServer(list_twice=scenario.list_twice,
+                     hide_after_first_call=scenario.hide_after_first_call, request_log=log)
+
+
+def _versions(info: dict[str, Any]) -> dict[str, Any]:
+    keys = ("google_adk", "temporalio", "plugin_module", "plugin", "mcp", "python")
+    return {key: info.get(key) for key in keys}
+
+
+async def _run_scenario(
+    client: Client, address: str, worker: WorkerProcess, scenario: Scenario, out_dir: Path,
+    log_dir: Path,
+) -> Path:
+    env = worker.env
+    workflow_id = f"lab-adk-{env.name}-{scenario.name}-{uuid.uuid4().hex[:8]}"
+    began = time.monotonic()
+    with _mcp(scenario, log_dir / f"{env.name}-{scenario.name}.mcp.jsonl") as mcp:
+        handle = await driver.start_agent(client, _spec(scenario, mcp.url),
+                                          workflow_id=workflow_id, task_queue=worker.task_queue)
+        turns = []
+        for index, text in enumerate(scenario.turns):
+            turns.append(await driver.send_turn(handle, text, replies_before=index))
+            if turns[-1]["reply"] is None:
+                break
+        status = await driver.finish(handle)
+        requests = mcp.requests()
+    run_seconds = time.monotonic() - began
+    history = driver.export_history(address, workflow_id, handle.result_run_id or "")
+    meta = {
+        "scenario": scenario.name, "description": scenario.description, "env": env.name,
+        **_versions(worker.info), "listing_policy": env.listing_policy,
+        "workflow_id": workflow_id, "run_id": handle.result_run_id,
+        "task_queue": worker.task_queue, "status": status, "turns": turns,
+        "timings": {"worker_start_seconds": round(worker.started_seconds, 3),
+                    "run_seconds": round(run_seconds, 3)},
+        "mcp": _request_summary(requests),
+    }
+    return _write(out_dir / env.name / f"{scenario.name}.json", history, meta)
+
+
+async def record_env(
+    env: AdkEnvironment, address: str, out_dir: Path, *,
+    scenarios: tuple[Scenario, ...] = SCENARIOS, venvs_dir: Path | None = None,
+    log_dir: Path | None = None,
+) -> list[Path]:
+    """Record ``scenarios`` with one worker of ``env``; return the history paths."""
+    with tempfile.TemporaryDirectory(prefix="toolkit-adk-") as tmp:
+        logs = log_dir or Path(tmp)
+        task_queue = f"lab-adk-{env.name}-{uuid.uuid4().hex[:8]}"
+        client = await Client.connect(address)
+        with WorkerProcess(env, address, task_queue, logs / f"{env.name}.worker.log",
+                           venvs_dir=venvs_dir) as worker:
+            return [await _run_scenario(client, address, worker, s, out_dir, logs)
+                    for s in scenarios]
+
+
+async def _turn_or_task_failure(
+    handle: WorkflowHandle[Any, Any], text: str, replies_before: int, timeout: float = 120.0
+) -> dict[str, Any]:
+    """Signal a turn; wait for its reply or for a ``WorkflowTaskFailed`` event."""
+    began = time.monotonic()
+    await handle.signal("user_turn", text)
+    while time.monotonic() - began < timeout:
+        history = json.loads((await handle.fetch_history()).to_json())
+        failed = [e for e in history["events"] if "workflowTaskFailedEventAttributes" in e]
+        if failed:
+            attributes = failed[0]["workflowTaskFailedEventAttributes"]
+            return {"text": text, "reply": None, "seconds": time.monotonic() - began,
+                    "status": "WORKFLOW_TASK_FAILED", "cause": attributes.get("cause"),
+                    "failure": attributes.get("failure", {}).get("message")}
+        try:
+            replies = await asyncio.wait_for(handle.query("replies", result_type=list[str]), 5)
+        except Exception:
+            replies = []
+        if len(replies) > replies_before:
+            return {"text": text, "reply": replies[replies_before],
+                    "seconds": time.monotonic() - began, "status": "RUNNING"}
+        await asyncio.sleep(0.5)
+    from toolkit.errors import LabError
+
+    raise LabError(f"workflow {handle.id}: neither a reply nor a WorkflowTaskFailed event "
+                   f"within {timeout:.0f} s after turn {text!r}")
+
+
+async def record_upgrade(
+    upgrade: Upgrade, address: str, out_dir: Path, *, venvs_dir: Path | None = None,
+    log_dir: Path | None = None,
+) -> Path:
+    """Turn 1 on a worker of ``upgrade.before``, turn 2 on a fresh worker of ``upgrade.after``.
+
+    An incompatible pair leaves the run open with a ``WorkflowTaskFailed`` (non-deterministic
+    error) event; its history is exported while open, then the run is terminated.
+    """
+    before, after = environment(upgrade.before), environment(upgrade.after)
+    scenario = upgrade.scenario
+    workflow_id = f"lab-adk-{before.name}-{upgrade.name}-{uuid.uuid4().hex[:8]}"
+    task_queue = f"lab-adk-upgrade-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix="toolkit-adk-") as tmp:
+        logs = log_dir or Path(tmp)
+        client = await Client.connect(address)
+        began = time.monotonic()
+        with _mcp(scenario, logs / f"{before.name}-{upgrade.name}.mcp.jsonl") as mcp:
+            with WorkerProcess(before, address, task_queue, logs / f"{before.name}.worker.log",
+                               venvs_dir=venvs_dir) as old:
+                handle = await driver.start_agent(client, _spec(scenario, mcp.url),
+                                                  workflow_id=workflow_id, task_queue=task_queue)
+                turns = [await driver.send_turn(handle, scenario.turns[0], replies_before=0)]
+            with WorkerProcess(after, address, task_queue, logs / f"{after.name}.worker.log",
+                               venvs_dir=venvs_dir) as new:
+                turns.append(await _turn_or_task_failure(handle, scenario.turns[1], 1))
+                if turns[-1]["reply"] is not None:
+                    status = await driver.finish(handle)
+                else:
+                    status = "RUNNING"
+                requests = mcp.requests()
+                # Export while the run is still open (and the new worker still retrying).
+                history = driver.export_history(address, workflow_id, handle.result_run_id or "")
+            if status == "RUNNING":
+                await handle.terminate("lab: rolling-upgrade recording done")
+    meta = {
+        "scenario": "rolling_upgrade", "description": f"turn 1 on {before.name}, turn 2 on a "
+        f"fresh {after.name} worker", "env": before.name, "env_after": after.name,
+        **_versions(old.info), "listing_policy": before.listing_policy,
+        "versions_after": _versions(new.info), "listing_policy_after": after.listing_policy,
+        "workflow_id": workflow_id, "run_id": handle.result_run_id, "task_queue": task_queue,
+        "status": status, "turns": turns,
+        "timings": {"worker_start_seconds": round(old.started_seconds, 3),
+                    "worker_after_start_seconds": round(new.started_seconds, 3),
+                    "run_seconds": round(time.monotonic() - began, 3)},
+        "mcp": _request_summary(requests),
+    }
+    return _write(out_dir / before.name / f"{upgrade.name}.json", history, meta)

@@ -1,0 +1,76 @@
+"""Replay recorded histories with this environment's workflow code (temporalio's ``Replayer``).
+
+``python -m toolkit.lab.adk_python.replay --out RESULTS.jsonl HISTORY.json ...`` runs inside one
+version environment and writes one JSON line per history to ``RESULTS.jsonl``: ``history``,
+``outcome`` (``ok``, ``nondeterminism`` or ``error``), ``error_type`` and ``message`` (the replay
+failure's exact text), plus the versions of the replaying environment. A file rather than stdout
+because the SDK core logs its warnings to stdout. One process replays many histories because most
+of its time is imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from toolkit.lab.adk_python.compat import versions
+
+__all__ = ["classify", "replay_files"]
+
+
+def classify(failure: BaseException | None) -> dict[str, str]:
+    """Outcome, error type and message of one replay failure (None: replayed fine)."""
+    if failure is None:
+        return {"outcome": "ok", "error_type": "", "message": ""}
+    from temporalio.workflow import NondeterminismError
+
+    kind = "nondeterminism" if isinstance(failure, NondeterminismError) else "error"
+    return {"outcome": kind, "error_type": type(failure).__name__, "message": str(failure)}
+
+
+async def _replay(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    from temporalio.client import WorkflowHistory
+    from temporalio.worker import Replayer
+
+    from toolkit.lab.adk_python.worker import build_plugin, sandbox_runner
+    from toolkit.lab.adk_python.workflow import LabAdkAgentWorkflow
+
+    replayer = Replayer(workflows=[LabAdkAgentWorkflow], plugins=[build_plugin()],
+                        workflow_runner=sandbox_runner())
+    rows = []
+    for path in paths:
+        try:
+            history = WorkflowHistory.from_json(path.stem, path.read_text(encoding="utf-8"))
+            result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+            failure: BaseException | None = result.replay_failure
+        except Exception as error:
+            failure = error
+        rows.append({"history": str(path), **classify(failure)})
+    return rows
+
+
+def replay_files(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """Replay each history file with this interpreter's workflow code."""
+    return asyncio.run(_replay(paths))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Replay histories with this environment.")
+    parser.add_argument("--out", type=Path, required=True, help="JSON-lines results file")
+    parser.add_argument("histories", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    env_versions = versions()
+    rows = replay_files(args.histories)
+    with args.out.open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps({**row, "replayer": env_versions}) + "\n")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Worker process of Recorder A.
+
+``python -m toolkit.lab.adk_python.worker --address HOST:PORT --task-queue QUEUE``
+
+Runs inside one version environment (see :mod:`.envs`): registers the scripted model in ADK's LLM
+registry, builds temporalio's Google ADK plugin with one ``TemporalMcpToolSetProvider`` per
+toolset name the scenarios use (the factory connects to the URL the workflow passes as
+``factory_argument``), and polls the task queue. When it polls it prints one JSON line with
+``"ready": true`` and the versions it runs with; SIGTERM or SIGINT shut it down gracefully.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from toolkit.lab.adk_python.compat import PASSTHROUGH_MODULES, plugin_name, versions
+from toolkit.lab.model import register_scripted_model
+
+__all__ = ["TOOLSET_NAMES", "build_plugin", "sandbox_runner"]
+
+TOOLSET_NAMES: tuple[str, ...] = ("weather", "weather-token")
+"""Toolset names (activity prefixes) every worker serves."""
+
+
+def _toolset_factory(url: Any) -> Any:
+    """A fresh ADK ``McpToolset`` on the streamable-HTTP endpoint ``url``."""
+    from google.adk.tools.mcp_tool import McpToolset
+    from google.adk.tools.mcp_tool.mcp_session_manager import StreamableHTTPConnectionParams
+
+    return McpToolset(connection_params=StreamableHTTPConnectionParams(url=str(url)))
+
+
+def build_plugin() -> Any:
+    """temporalio's ``GoogleAdkPlugin`` with a provider for each of :data:`TOOLSET_NAMES`."""
+    provider = plugin_name("TemporalMcpToolSetProvider")
+    providers = [provider(name, _toolset_factory) for name in TOOLSET_NAMES]
+    return plugin_name("GoogleAdkPlugin")(toolset_providers=providers)
+
+
+def sandbox_runner() -> Any:
+    """The default sandbox plus the pass-through modules old plugins do not add themselves."""
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+    runner = SandboxedWorkflowRunner()
+    return dataclasses.replace(
+        runner, restrictions=runner.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    )
+
+
+async def run_worker(address: str, task_queue: str, identity: str) -> None:
+    """Poll ``task_queue`` until SIGTERM/SIGINT."""
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from toolkit.lab.adk_python.workflow import LabAdkAgentWorkflow
+
+    register_scripted_model()
+    client = await Client.connect(address, plugins=[build_plugin()])
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    worker = Worker(
+        client, task_queue=task_queue, workflows=[LabAdkAgentWorkflow],
+        workflow_runner=sandbox_runner(), identity=identity,
+    )
+    async with worker:
+        print(json.dumps({"ready": True, "identity": identity, **versions()}), flush=True)
+        await stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Recorder A worker (one version environment).")
+    parser.add_argument("--address", required=True, help="Temporal frontend, host:port")
+    parser.add_argument("--task-queue", required=True)
+    parser.add_argument("--identity", default=None)
+    args = parser.parse_args(argv)
+    identity = args.identity or f"lab-adk-worker@{versions()['google_adk']}"
+    asyncio.run(run_worker(args.address, args.task_queue, identity))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
