@@ -36,7 +36,7 @@ async def any_activity(args: Sequence[RawValue]) -> str:
     return activity.info().activity_type
 
 
-async def _run_step(step: Step) -> None:
+async def _run_step(plan: Any, step: Step) -> None:
     options: dict[str, Any] = {"start_to_close_timeout": timedelta(seconds=10)}
     if isinstance(step, str):
         await workflow.execute_activity(step, **options)
@@ -48,6 +48,8 @@ async def _run_step(step: Step) -> None:
         await workflow.execute_local_activity(step[1], **options)
     elif step[0] == "patch":
         workflow.patched(step[1])
+    elif step[0] == "wait_signal":  # wait for the n-th "go" signal
+        await workflow.wait_condition(lambda: plan.signals >= step[1])
 
 
 def plan_workflow(steps: Sequence[Step]) -> type:
@@ -57,12 +59,18 @@ def plan_workflow(steps: Sequence[Step]) -> type:
     name = f"Plan_{len(_PLANS)}"
 
     async def run(self: Any) -> str:
+        self.signals = getattr(self, "signals", 0)
         for step in steps:
-            await _run_step(step)
+            await _run_step(self, step)
         return "done"
 
+    async def go(self: Any) -> None:
+        self.signals = getattr(self, "signals", 0) + 1
+
     run.__qualname__ = f"{name}.run"
-    cls = type(name, (), {"run": workflow.run(run), "__module__": __name__})
+    go.__qualname__ = f"{name}.go"
+    members = {"run": workflow.run(run), "go": workflow.signal(name="go")(go)}
+    cls = type(name, (), {**members, "__module__": __name__})
     _PLANS.append(cls)
     return workflow.defn(name="Plan", sandboxed=False)(cls)
 
@@ -80,8 +88,21 @@ CASES: dict[str, tuple[list[Step], list[Step]]] = {
     "timer_duration": ([("timer", 0.05), "A"], [("timer", 0.2), "A"]),
     "patch_added": (["A"], [("patch", "p1"), "A"]),
     "local_renamed": ([("la", "X"), "A"], [("la", "Y"), "A"]),
+    "signal_driven": (
+        ["A", ("wait_signal", 1), "B", ("wait_signal", 2), "C"],
+        ["A", ("wait_signal", 1), "B", "X", ("wait_signal", 2), "C"],
+    ),
+    "after_signal_timer": (
+        [("wait_signal", 1), "A", ("wait_signal", 2)],
+        [("wait_signal", 1), ("timer", 0.05), "A", ("wait_signal", 2)],
+    ),
     "go_twin_like": (["L", "L", "M", "L", "C", "L", "M"], ["L", "M", "C", "L", "M"]),
 }
+
+
+def _signals_needed(steps: Sequence[Step]) -> int:
+    waits = [s[1] for s in steps if isinstance(s, tuple) and s[0] == "wait_signal"]
+    return max(waits, default=0)
 
 
 async def _record(client: Client, steps: Sequence[Step], out: Path) -> Path:
@@ -90,6 +111,9 @@ async def _record(client: Client, steps: Sequence[Step], out: Path) -> Path:
         client, task_queue=queue, workflows=[plan_workflow(steps)], activities=[any_activity]
     ):
         handle = await client.start_workflow("Plan", id=f"plan-{uuid.uuid4()}", task_queue=queue)
+        for _ in range(_signals_needed(steps)):
+            await asyncio.sleep(0.3)  # let the code reach its wait, so signals land in new tasks
+            await handle.signal("go")
         await handle.result()
         history = await handle.fetch_history()
     out.write_text(history.to_json())
@@ -133,3 +157,70 @@ def test_first_divergence_matches_replayer(
         assert real["outcome"] == "nondeterminism", real["message"]
         assert modelled is not None, real["message"]
         assert modelled.core_message in real["message"], (modelled.core_message, real["message"])
+
+
+async def _wait_for(handle: Any, predicate: Any, what: str) -> Any:
+    for _ in range(200):
+        history = await handle.fetch_history()
+        if predicate([e.event_type for e in history.events]):
+            return history
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_rolling_upgrade_failure_in_history_and_worker_log(
+    dev_server: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Turn 1 on a v1 worker, turn 2 on a v2 worker: a real WorkflowTaskFailed (nondeterminism)."""
+    from temporalio.api.enums.v1 import EventType
+
+    from toolkit.replay.errors_table import nondeterminism_errors
+
+    v1 = plan_workflow(["A", ("wait_signal", 1), "B"])
+    v2 = plan_workflow(["L", "A", ("wait_signal", 1), "B"])
+
+    async def scenario() -> str:
+        client = await Client.connect(dev_server.address)
+        queue, workflow_id = f"upgrade-{uuid.uuid4()}", f"upgrade-{uuid.uuid4()}"
+        async with Worker(client, task_queue=queue, workflows=[v1], activities=[any_activity]):
+            handle = await client.start_workflow("Plan", id=workflow_id, task_queue=queue)
+            done = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+            await _wait_for(
+                handle,
+                lambda types: types.count(done) == 2 and types[-1] == done,
+                "turn 1",
+            )
+        async with Worker(client, task_queue=queue, workflows=[v2], activities=[any_activity]):
+            await handle.signal("go")
+            failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+            history = await _wait_for(handle, lambda types: failed in types, "task failure")
+        await handle.terminate()
+        return history.to_json()
+
+    path = tmp_path / "upgrade.json"
+    path.write_text(asyncio.run(scenario()))
+    errors = nondeterminism_errors(read_history(path))
+    assert len(errors) == 1
+    row = errors.iloc[0]
+    expected_text = (
+        "[TMPRL1100] Nondeterminism error: Activity type of scheduled event 'A' does not "
+        "match activity type of activity command 'L'"
+    )
+    assert (row.found_in, row.sdk, row.expected, row.actual) == ("history", "core", "A", "L")
+    assert expected_text in row.message
+
+    # sdk-core logs the same failure on the worker's stdout; parse those lines as a log.
+    import re
+
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in capfd.readouterr().out.splitlines()]
+    logged = [line for line in lines if "Failing workflow task" in line]
+    assert logged, "sdk-core did not log the failing task"
+    import pandas as pd
+
+    logs = pd.DataFrame(
+        {"message": logged, "raw": logged, "line": range(1, len(logged) + 1), "ts": None}
+    )
+    from_logs = nondeterminism_errors(logs)
+    assert len(from_logs) == len(logged)
+    assert set(from_logs.run_id) == {read_history(path).run_id.iloc[0]}
+    assert set(from_logs.actual) == {"L"}

@@ -1,0 +1,175 @@
+"""Every nondeterminism failure found in histories or worker logs, one row each.
+
+In a history a nondeterminism failure is a ``WorkflowTaskFailed`` event with cause
+``WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR`` (or a failure message in one of the known
+shapes); in logs it is a line whose text holds one of those shapes. Both are parsed by the one
+parser, :func:`toolkit.replay.messages.parse_nondeterminism`.
+
+Examples
+--------
+>>> toolkit.nondeterminism_errors(toolkit.read_history("stuck-run.json"))   # doctest: +SKIP
+>>> toolkit.nondeterminism_errors(toolkit.read_logs("worker.log"))           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from toolkit.errors import ToolkitError
+from toolkit.replay.messages import parse_nondeterminism
+
+__all__ = ["NONDETERMINISM_COLUMNS", "nondeterminism_errors"]
+
+NONDETERMINISTIC_CAUSE = "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR"
+
+NONDETERMINISM_COLUMNS = [
+    "found_in",
+    "source",
+    "history",
+    "failed_event_id",
+    "line",
+    "ts",
+    "workflow_id",
+    "run_id",
+    "sdk",
+    "kind",
+    "event_id",
+    "event_type",
+    "command_type",
+    "expected",
+    "actual",
+    "check",
+    "message",
+]
+
+
+def _clean(value: Any) -> Any:
+    if value is None or isinstance(value, (str, Mapping, list)):
+        return value
+    return None if pd.isna(value) else value
+
+
+def _parsed_fields(parsed: Mapping[str, Any] | None, text: str) -> dict[str, Any]:
+    parsed = parsed or {}
+    return {
+        "sdk": parsed.get("sdk"),
+        "kind": parsed.get("kind"),
+        "event_id": parsed.get("event_id"),
+        "event_type": parsed.get("event_type"),
+        "command_type": parsed.get("command_type"),
+        "expected": parsed.get("expected"),
+        "actual": parsed.get("actual"),
+        "check": parsed.get("check"),
+        "message": parsed.get("message") or text,
+    }
+
+
+def _from_events(events: pd.DataFrame) -> list[dict[str, Any]]:
+    failed = events[events["event_type"] == "WorkflowTaskFailed"]
+    rows = []
+    for event in failed.to_dict("records"):
+        text = _clean(event.get("failure_message")) or ""
+        parsed = parse_nondeterminism(text) if text else None
+        if parsed is None and _clean(event.get("cause")) != NONDETERMINISTIC_CAUSE:
+            continue
+        row = {
+            "found_in": "history",
+            "source": _clean(event.get("source")),
+            "history": _clean(event.get("history")),
+            "failed_event_id": int(event["event_id"]),
+            "line": None,
+            "ts": _clean(event.get("event_time")),
+            "workflow_id": _clean(event.get("workflow_id")),
+            "run_id": _clean(event.get("run_id")),
+        }
+        row.update(_parsed_fields(parsed, text))
+        rows.append(row)
+    return rows
+
+
+def _from_logs(logs: pd.DataFrame) -> list[dict[str, Any]]:
+    rows = []
+    has_raw = "raw" in logs.columns
+    for record in logs.to_dict("records"):
+        text = _clean(record.get("message")) or ""
+        parsed = parse_nondeterminism(text) if text else None
+        if parsed is None and has_raw:
+            raw = _clean(record.get("raw")) or ""
+            parsed = parse_nondeterminism(raw) if raw else None
+            text = raw if parsed else text
+        if parsed is None:
+            continue
+        row = {
+            "found_in": "log",
+            "source": _clean(record.get("source")),
+            "history": None,
+            "failed_event_id": None,
+            "line": _clean(record.get("line")),
+            "ts": _clean(record.get("ts")),
+            "workflow_id": _clean(record.get("workflow_id")),
+            "run_id": parsed.get("run_id") or _clean(record.get("run_id")),
+        }
+        row.update(_parsed_fields(parsed, text))
+        rows.append(row)
+    return rows
+
+
+def nondeterminism_errors(events_or_logs: Any) -> pd.DataFrame:
+    """One row per nondeterminism failure in an events frame, a logs frame, or a list of them.
+
+    Parameters
+    ----------
+    events_or_logs
+        An events frame (:func:`toolkit.read_history`; ``WorkflowTaskFailed`` events with the
+        nondeterministic cause or a recognised message), a logs frame (:func:`toolkit.read_logs`;
+        columns ``message``/``raw``/``line``/``ts``), a history path, or a list of these.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns: ``found_in`` (``history``/``log``), ``source``, ``history``,
+        ``failed_event_id`` (the ``WorkflowTaskFailed`` event), ``line``, ``ts``,
+        ``workflow_id``, ``run_id`` (from the history, or from the log text when it carries one),
+        then the parser's fields: ``sdk``, ``kind``, ``event_id`` and ``event_type`` (the history
+        event the SDK names), ``command_type``, ``expected`` (what history holds), ``actual``
+        (what the code produced), ``check``, ``message``. A failure whose cause says
+        nondeterministic but whose text is in no known shape keeps a row with empty parsed fields.
+
+    Raises
+    ------
+    toolkit.errors.ToolkitError
+        When a frame is neither an events frame nor a logs frame.
+    """
+    if isinstance(events_or_logs, pd.DataFrame):
+        frames: Iterable[Any] = [events_or_logs]
+    elif isinstance(events_or_logs, (list, tuple)):
+        frames = events_or_logs
+    else:
+        from toolkit.replay.commands import events_frame
+
+        frames = [events_frame(events_or_logs)]
+    rows: list[dict[str, Any]] = []
+    for frame in frames:
+        if not isinstance(frame, pd.DataFrame):
+            rows.extend(_rows_of(nondeterminism_errors(frame)))
+        elif "event_type" in frame.columns:
+            rows.extend(_from_events(frame))
+        elif "message" in frame.columns:
+            rows.extend(_from_logs(frame))
+        else:
+            raise ToolkitError(
+                "nondeterminism_errors: a frame with columns "
+                f"{list(frame.columns)[:8]} is neither an events frame (event_type) nor a logs "
+                "frame (message)"
+            )
+    out = pd.DataFrame(rows, columns=NONDETERMINISM_COLUMNS)
+    for column in ("failed_event_id", "event_id", "history", "line"):
+        out[column] = pd.array(out[column].tolist(), dtype="Int64")
+    return out
+
+
+def _rows_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return frame.to_dict("records")
