@@ -129,18 +129,32 @@ class DevServer:
         self._workdir = tempfile.TemporaryDirectory(prefix="toolkit-devserver-")
         self._log_path = Path(self._workdir.name) / "server.log"
         args = [
-            str(self.binary), "server", "start-dev", "--headless",
-            "--ip", self.host, "--port", str(self.port),
-            "--http-port", str(free_port()), "--metrics-port", str(free_port()),
-            "--log-level", self.log_level,
-            "--db-filename", str(Path(self._workdir.name) / "temporal.db"),
+            str(self.binary),
+            "server",
+            "start-dev",
+            "--headless",
+            "--ip",
+            self.host,
+            "--port",
+            str(self.port),
+            "--http-port",
+            str(free_port()),
+            "--metrics-port",
+            str(free_port()),
+            "--log-level",
+            self.log_level,
+            "--db-filename",
+            str(Path(self._workdir.name) / "temporal.db"),
         ]
         if self.namespace != "default":
             args += ["--namespace", self.namespace]
         log = self._log_path.open("wb")
         # A new session so that stop() can signal the whole process group by PID.
         self._process = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
         log.close()
@@ -160,7 +174,10 @@ class DevServer:
                 )
             check = subprocess.run(
                 [str(self.binary), "operator", "cluster", "health", "--address", self.address],
-                capture_output=True, text=True, timeout=10, check=False,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
             )
             if "SERVING" in check.stdout:
                 return
