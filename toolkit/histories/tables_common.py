@@ -1,0 +1,270 @@
+"""Helpers shared by the derived tables: input checks, attribute access, enums, durations, rows.
+
+Every table is built the same way: select the few event types it joins, walk them once in history
+order, and fill one record per entity (activity, workflow task, timer, ...) keyed by the history it
+belongs to and the event id that opens it. Events whose opening event is missing (partial or
+corrupt histories) still get a record, with the opening fields left empty, so nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import namedtuple
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cache
+from typing import Any, NamedTuple
+
+import pandas as pd
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+
+from toolkit.errors import HistoryFormatError
+
+__all__ = [
+    "HISTORY_COLUMNS",
+    "attr",
+    "build_frame",
+    "canonical",
+    "duration",
+    "event_rows",
+    "failure_of",
+    "first_present",
+    "to_int",
+]
+
+#: Columns every table starts with: which history a row comes from.
+HISTORY_COLUMNS: tuple[str, ...] = ("source", "history", "workflow_id", "run_id")
+
+#: Columns of the events frame the tables read (beyond the per-table ones).
+_BASE_REQUIRED = (
+    "source",
+    "history",
+    "run_id",
+    "event_id",
+    "event_time",
+    "event_type",
+    "attributes",
+)
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)s\s*$")
+
+
+def check_events(events: pd.DataFrame, needed: Iterable[str], table: str) -> None:
+    """Raise HistoryFormatError unless ``events`` looks like the events frame.
+
+    Parameters
+    ----------
+    events
+        What the caller passed.
+    needed
+        Columns this table reads besides the always-needed ones.
+    table
+        The table's name, for the message.
+    """
+    if not isinstance(events, pd.DataFrame):
+        raise HistoryFormatError(
+            f"<{type(events).__name__}>",
+            f"{table}() needs an events frame",
+            expected="the DataFrame returned by toolkit.read_history",
+        )
+    missing = [c for c in (*_BASE_REQUIRED, *needed) if c not in events.columns]
+    if missing:
+        raise HistoryFormatError(
+            "<events frame>",
+            f"{table}() cannot read a frame without columns {missing}",
+            position=f"columns {list(events.columns)[:12]}",
+            expected="the columns of toolkit.read_history (see CONTRIBUTING.md)",
+        )
+
+
+class HistoryKey(NamedTuple):
+    """Identifies one history inside a (possibly multi-history, multi-source) events frame."""
+
+    source: Any
+    history: Any
+
+
+def event_rows(
+    events: pd.DataFrame,
+    event_types: Iterable[str],
+    columns: Sequence[str],
+) -> Iterator[Any]:
+    """Yield the events of the given types, in frame order, as namedtuples of ``columns``.
+
+    The frame's own order (history, then event id) is what the joins rely on: an entity's opening
+    event comes before the events that refer to it.
+    """
+    wanted = events[events["event_type"].isin(set(event_types))]
+    row_type = _row_type(tuple(columns))
+    arrays = []
+    for column in columns:
+        if column not in wanted.columns:  # optional contract columns a frame may lack
+            arrays.append([None] * len(wanted))
+        elif column == "attributes":
+            arrays.append([_plain(value) for value in wanted[column].to_numpy(dtype=object)])
+        else:
+            # Plain object arrays: iterating pandas' Arrow-backed strings row by row is slow.
+            arrays.append(wanted[column].to_numpy(dtype=object))
+    for values in zip(*arrays, strict=True):
+        yield row_type._make(values)
+
+
+@cache
+def _row_type(columns: tuple[str, ...]) -> Any:
+    return namedtuple("Event", columns)
+
+
+def _plain(attributes: Any) -> Any:
+    """The attributes as a plain dict when the loader keeps them lazily (faster lookups)."""
+    decoded = getattr(attributes, "value", None)
+    return decoded if isinstance(decoded, dict) else attributes
+
+
+def attr(attributes: Any, *path: str | int, default: Any = None) -> Any:
+    """Walk nested attributes: ``attr(a, "activityType", "name")``; ``default`` if a step fails."""
+    value = attributes
+    for step in path:
+        if isinstance(step, int):
+            if not isinstance(value, Sequence) or isinstance(value, str) or len(value) <= step:
+                return default
+            value = value[step]
+        else:
+            if not isinstance(value, Mapping):
+                return default
+            value = value.get(step)
+        if value is None:
+            return default
+    return value
+
+
+def to_int(value: Any) -> int | None:
+    """int64 fields arrive as numbers or strings; empty, null and non-numbers give None."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+def first_present(*values: Any) -> Any:
+    """The first value that is not None/NaN/empty string."""
+    for value in values:
+        if value is None or value is pd.NA or value == "":
+            continue
+        if isinstance(value, float) and value != value:  # NaN
+            continue
+        return value
+    return None
+
+
+def canonical(enum: EnumTypeWrapper, value: Any, prefix: str) -> str | None:
+    """An enum value as its canonical proto name (``TIMEOUT_TYPE_START_TO_CLOSE``).
+
+    Accepts the proto name, the PascalCase spelling (``StartToClose``, ``TimeoutTypeStartToClose``)
+    and numbers; values unknown to the installed API come back verbatim, never dropped.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return str(enum.Name(value))
+        except ValueError:
+            return str(value)
+    text = str(value)
+    names = enum.DESCRIPTOR.values_by_name
+    if text in names:
+        return text
+    screaming = _CAMEL_BOUNDARY.sub("_", text).upper()
+    for candidate in (screaming, prefix + screaming):
+        if candidate in names:
+            return candidate
+    if text.isdigit():
+        return canonical(enum, int(text), prefix)
+    return text
+
+
+def duration(value: Any) -> pd.Timedelta:
+    """A proto duration (``"10s"``, ``"0.001s"``, ``{"seconds": 1, "nanos": 5}``) or NaT."""
+    if value is None or value == "":
+        return pd.NaT
+    if isinstance(value, Mapping):
+        seconds = to_int(value.get("seconds")) or 0
+        nanos = to_int(value.get("nanos")) or 0
+        return pd.Timedelta(seconds=seconds) + pd.Timedelta(nanoseconds=nanos)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return pd.Timedelta(nanoseconds=int(value))  # pre-1.0 dialects store nanoseconds
+    match = _DURATION.match(str(value))
+    if not match:
+        return pd.NaT
+    return pd.Timedelta(seconds=float(match.group(1)))
+
+
+def failure_of(attributes: Any, key: str = "failure") -> tuple[str | None, str | None]:
+    """``(message, type)`` of a failure object: the application type or the failure-info kind."""
+    failure = attr(attributes, key)
+    if not isinstance(failure, Mapping):
+        return None, None
+    message = failure.get("message")
+    app_type = attr(failure, "applicationFailureInfo", "type")
+    if app_type:
+        return message, app_type
+    kind = next((k for k in failure if k.endswith("FailureInfo")), None)
+    return message, kind
+
+
+def build_frame(
+    records: Iterable[dict[str, Any]],
+    schema: Mapping[str, str],
+    sort_by: Sequence[str],
+) -> pd.DataFrame:
+    """A DataFrame with exactly the schema's columns and dtypes, sorted by ``sort_by``.
+
+    ``schema`` maps column -> dtype (``object``, ``Int64``, ``boolean``, ``datetime``,
+    ``timedelta``). Sorting is stable and keeps missing sources (None) in place.
+    """
+    rows = list(records)
+    columns: dict[str, pd.Series] = {}
+    for column, dtype in schema.items():
+        values = [row.get(column) for row in rows]
+        if dtype == "datetime":
+            columns[column] = pd.Series(
+                pd.to_datetime(values, utc=True), dtype="datetime64[ns, UTC]"
+            )
+        elif dtype == "timedelta":
+            columns[column] = pd.Series(pd.to_timedelta(values), dtype="timedelta64[ns]")
+        elif dtype == "object":
+            # Built as object explicitly: pandas 3 would otherwise infer its own string dtype.
+            columns[column] = pd.Series(values, dtype=object)
+        else:
+            columns[column] = pd.Series(
+                [None if v is None or v is pd.NA else v for v in values],
+                dtype=dtype,
+            )
+    frame = pd.DataFrame(columns)
+    if len(frame):
+        sortable = frame.assign(source=frame["source"].astype(str))
+        order = sortable.sort_values(list(sort_by), kind="stable").index
+        frame = frame.loc[order]
+    return frame.reset_index(drop=True)
+
+
+def history_fields(event: Any) -> dict[str, Any]:
+    """The identity columns of the history an event belongs to."""
+    return {
+        "source": event.source,
+        "history": event.history,
+        "workflow_id": event.workflow_id,
+        "run_id": event.run_id,
+    }
+
+
+def nullable(value: Any) -> Any:
+    """pandas missing markers (NA, NaN, NaT) as None, for records built from frame rows."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, float) and value != value:
+        return None
+    return value
