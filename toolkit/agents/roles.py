@@ -1,0 +1,134 @@
+"""Which activities of an agent framework are model calls, tool listings and tool calls.
+
+Each durable-agent integration turns I/O into activities with fixed names; a :class:`Roles` says
+which names play which part (regular expressions, matched in full against the activity type) and
+which workflow messages are user messages (turn boundaries).
+
+Presets
+-------
+``go_googleadk``
+    Temporal's Go plugin for Google ADK: ``InvokeModel``, ``ListMcpTools``, ``CallMcpTool``.
+``python_adk``
+    temporalio's Python ADK plugin: ``invoke_model`` / ``invoke_model_streaming``,
+    ``<toolset>-list-tools``, ``<toolset>-call-tool``.
+``openai_agents``
+    temporalio's OpenAI Agents plugin: ``invoke_model_activity``, MCP ``<server>-list-tools``,
+    ``<server>-call-tool`` (session/prompt activities are "other").
+``pydantic_ai``
+    pydantic-ai's Temporal integration: ``agent__<name>__model_request[_stream]``,
+    ``agent__<name>__...__get_tools``, ``agent__<name>__...__call_tool``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+from toolkit.errors import ToolkitError
+
+__all__ = ["PRESETS", "Roles", "detect_roles", "resolve_roles"]
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Activity-name patterns for one agent framework, and what counts as a user message.
+
+    Parameters
+    ----------
+    name
+        A label for reports.
+    model, listing, tool_call
+        Regular expressions matched in full against activity type names.
+    user_signals, user_updates
+        Regular expressions for signal / update names that carry a user message (``None``: none
+        do).
+    start_is_user
+        Whether the workflow start carries the first user message.
+    """
+
+    name: str
+    model: str
+    listing: str
+    tool_call: str
+    user_signals: str | None = ".*"
+    user_updates: str | None = ".*"
+    start_is_user: bool = True
+
+    @cached_property
+    def _compiled(self) -> dict[str, re.Pattern[str]]:
+        return {
+            "model": re.compile(self.model),
+            "listing": re.compile(self.listing),
+            "tool_call": re.compile(self.tool_call),
+        }
+
+    def role_of(self, activity_type: str | None) -> str:
+        """``model``, ``listing``, ``tool_call`` or ``other`` for an activity type name."""
+        if not isinstance(activity_type, str):
+            return "other"
+        for role, pattern in self._compiled.items():
+            if pattern.fullmatch(activity_type):
+                return role
+        return "other"
+
+    def is_user_signal(self, name: str | None) -> bool:
+        """Whether a signal of this name is a user message."""
+        return self.user_signals is not None and bool(re.fullmatch(self.user_signals, name or ""))
+
+    def is_user_update(self, name: str | None) -> bool:
+        """Whether an update of this name is a user message."""
+        return self.user_updates is not None and bool(re.fullmatch(self.user_updates, name or ""))
+
+
+PRESETS: dict[str, Roles] = {
+    "go_googleadk": Roles("go_googleadk", "InvokeModel", "ListMcpTools", "CallMcpTool"),
+    "python_adk": Roles(
+        "python_adk", r"invoke_model(_streaming)?", r".+-list-tools", r".+-call-tool"
+    ),
+    "openai_agents": Roles(
+        "openai_agents", r"invoke_model_activity", r".+-list-tools", r".+-call-tool"
+    ),
+    "pydantic_ai": Roles(
+        "pydantic_ai",
+        r"agent__.+__model_request(_stream)?",
+        r"agent__.+__(get_tools|list_tools)",
+        r"agent__.+__call_tool",
+    ),
+}
+
+
+def detect_roles(activity_types: Iterable[str]) -> Roles | None:
+    """The preset whose model pattern matches the most of ``activity_types`` (None if none)."""
+    names = [name for name in activity_types if isinstance(name, str)]
+    best, best_count = None, 0
+    for roles in PRESETS.values():
+        count = sum(roles.role_of(name) == "model" for name in names)
+        if count > best_count:
+            best, best_count = roles, count
+    return best
+
+
+def resolve_roles(roles: str | Roles, activity_types: Iterable[str], source: str) -> Roles:
+    """Turn ``"auto"``, a preset name or a :class:`Roles` into a :class:`Roles`.
+
+    Raises
+    ------
+    toolkit.errors.ToolkitError
+        For an unknown preset name, or ``"auto"`` when no preset recognises any model activity.
+    """
+    if isinstance(roles, Roles):
+        return roles
+    if roles == "auto":
+        types = sorted({t for t in activity_types if isinstance(t, str)})
+        found = detect_roles(types)
+        if found is None:
+            raise ToolkitError(
+                f"{source}: no agent framework recognised (activity types {types[:10]}); "
+                f"pass roles= one of {sorted(PRESETS)} or a Roles(...)"
+            )
+        return found
+    if roles in PRESETS:
+        return PRESETS[roles]
+    raise ToolkitError(f"unknown roles preset {roles!r}; expected 'auto', {sorted(PRESETS)}")

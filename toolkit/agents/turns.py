@@ -1,0 +1,318 @@
+"""Turns and model steps of durable agents, read from their workflow histories.
+
+A *turn* starts at each user message (the workflow start, a user signal or update, as the
+:class:`~toolkit.agents.roles.Roles` say; a start followed by no activity before the first user
+signal/update is not a turn); a *model step* starts at each model activity. Per step:
+the tool listings scheduled before it (since the previous step or the turn start), the tool calls
+scheduled after it (until the next step), and, on a turn's last step, the listings after it.
+
+Examples
+--------
+>>> toolkit.agent_steps(events)                                     # doctest: +SKIP
+>>> toolkit.listings_per_turn(Path("data/adk").glob("*/*.json"))     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from toolkit.agents.roles import Roles, resolve_roles
+from toolkit.replay.commands import events_frame, iter_histories
+
+__all__ = ["activity_spans", "agent_steps", "listings_per_turn"]
+
+_LETTER = {"model": "M", "listing": "L", "tool_call": "C", "other": "o"}
+_CLOSED = {
+    "ActivityTaskCompleted",
+    "ActivityTaskFailed",
+    "ActivityTaskTimedOut",
+    "ActivityTaskCanceled",
+}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _user_messages(frame: pd.DataFrame, roles: Roles) -> list[tuple[int, str]]:
+    """(event id, trigger) of each user message, in order; an update counts once."""
+    out: list[tuple[int, str]] = []
+    seen_updates: set[Any] = set()
+    for event in frame.to_dict("records"):
+        event_type = event["event_type"]
+        if event_type == "WorkflowExecutionStarted" and roles.start_is_user:
+            out.append((int(event["event_id"]), "start"))
+        elif event_type == "WorkflowExecutionSignaled" and roles.is_user_signal(
+            _text(event.get("signal_name"))
+        ):
+            out.append((int(event["event_id"]), f"signal:{event.get('signal_name')}"))
+        elif event_type in {"WorkflowExecutionUpdateAdmitted", "WorkflowExecutionUpdateAccepted"}:
+            key = _text(event.get("update_id")) or event["event_id"]
+            name = _text(event.get("update_name"))
+            if key not in seen_updates and roles.is_user_update(name):
+                seen_updates.add(key)
+                out.append((int(event["event_id"]), f"update:{name}"))
+    return out
+
+
+def activity_spans(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
+    """One row per scheduled activity with its role, turn and times (for timelines).
+
+    Columns: ``history``, ``run_id``, ``turn``, ``trigger``, ``event_id`` (scheduled),
+    ``activity_type``, ``activity_id``, ``role``, ``letter`` (``M``/``L``/``C``/``o``),
+    ``scheduled``, ``started``, ``closed`` (UTC timestamps; NaT when absent), ``outcome`` (the
+    closing event type, or None while open).
+    """
+    frame = events_frame(events)
+    rows: list[dict[str, Any]] = []
+    for history, one in iter_histories(frame):
+        source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
+        scheduled = one[one["event_type"] == "ActivityTaskScheduled"]
+        resolved = resolve_roles(roles, scheduled["activity_type"], source or "<events>")
+        starts = _user_messages(one, resolved)
+        if len(starts) > 1 and starts[0][1] == "start":
+            # A workflow that starts and waits for its first message: the start is no turn.
+            first_activity = scheduled["event_id"].min() if len(scheduled) else None
+            if first_activity is None or first_activity > starts[1][0]:
+                starts = starts[1:]
+        closes: dict[int, Mapping[str, Any]] = {}
+        started: dict[int, Any] = {}
+        for event in one.to_dict("records"):
+            link = event.get("scheduled_event_id")
+            if link is None or pd.isna(link):
+                continue
+            if event["event_type"] in _CLOSED:
+                closes[int(link)] = event
+            elif event["event_type"] == "ActivityTaskStarted":
+                started[int(link)] = event.get("event_time")
+        for event in scheduled.to_dict("records"):
+            event_id = int(event["event_id"])
+            before = [s for s in starts if s[0] < event_id]
+            turn, trigger = (len(before), before[-1][1]) if before else (0, None)
+            role = resolved.role_of(_text(event.get("activity_type")))
+            close = closes.get(event_id)
+            rows.append(
+                {
+                    "history": history,
+                    "run_id": event.get("run_id"),
+                    "turn": turn,
+                    "trigger": trigger,
+                    "event_id": event_id,
+                    "activity_type": event.get("activity_type"),
+                    "activity_id": event.get("activity_id"),
+                    "role": role,
+                    "letter": _LETTER[role],
+                    "scheduled": event.get("event_time"),
+                    "started": started.get(event_id),
+                    "closed": None if close is None else close.get("event_time"),
+                    "outcome": None if close is None else close["event_type"],
+                }
+            )
+    out = pd.DataFrame(
+        rows,
+        columns=[
+            "history", "run_id", "turn", "trigger", "event_id", "activity_type", "activity_id",
+            "role", "letter", "scheduled", "started", "closed", "outcome",
+        ],
+    )  # fmt: skip
+    for column in ("scheduled", "started", "closed"):
+        out[column] = pd.to_datetime(out[column], utc=True)
+    return out
+
+
+def agent_steps(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
+    """Turns and model steps of each history: listings before each step, tool calls after it.
+
+    Parameters
+    ----------
+    events
+        An events frame (one or several histories) or anything ``read_history`` accepts.
+    roles
+        ``"auto"`` (detect the framework from activity names), a preset name
+        (:data:`toolkit.agents.roles.PRESETS`) or a :class:`~toolkit.agents.roles.Roles`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model step: ``history``, ``run_id``, ``turn``, ``trigger``, ``step``
+        (1-based in the turn), ``model_event_id``, ``model_activity``, ``listings_before``,
+        ``tool_calls``, ``listings_after`` (only on a turn's last step), ``other``,
+        ``listing_activities``, ``tool_call_activities`` (lists of names), ``sequence`` (the
+        step's activities as letters, e.g. ``L M C``). A turn without a model step gets one row
+        with ``step`` 0 so that its activities are not lost.
+
+    Raises
+    ------
+    toolkit.errors.ToolkitError
+        When ``roles="auto"`` recognises no framework, or an unknown preset is named.
+    """
+    spans = activity_spans(events, roles)
+    rows: list[dict[str, Any]] = []
+    for (history, turn), group in spans.groupby(["history", "turn"], sort=True):
+        rows.extend(_turn_steps(int(history), int(turn), group))
+    columns = [
+        "history", "run_id", "turn", "trigger", "step", "model_event_id", "model_activity",
+        "listings_before", "tool_calls", "listings_after", "other", "listing_activities",
+        "tool_call_activities", "sequence",
+    ]  # fmt: skip
+    out = pd.DataFrame(rows, columns=columns)
+    out["model_event_id"] = out["model_event_id"].astype("Int64")
+    return out
+
+
+def _turn_steps(history: int, turn: int, group: pd.DataFrame) -> list[dict[str, Any]]:
+    records = group.sort_values("event_id").to_dict("records")
+    models = [i for i, r in enumerate(records) if r["role"] == "model"]
+    bounds = models or [len(records)]
+    steps: list[dict[str, Any]] = []
+    for number, start in enumerate(bounds):
+        last = number + 1 == len(bounds)
+        gap = records[(bounds[number - 1] + 1 if number else 0) : start]
+        # What sits between two steps: tool calls stay with the earlier step, listings go to the
+        # later one; before the first step everything belongs to it.
+        before = gap if number == 0 else [r for r in gap if r["role"] == "listing"]
+        after_to = bounds[number + 1] if not last else len(records)
+        after = records[start + 1 : after_to] if models else []
+        kept_after = after if last else _staying_with_step(after)
+        listings = [r["activity_type"] for r in before if r["role"] == "listing"]
+        calls_before = [r for r in before if r["role"] == "tool_call"]
+        calls = [r["activity_type"] for r in kept_after if r["role"] == "tool_call"]
+        after_listings = [r["activity_type"] for r in kept_after if r["role"] == "listing"]
+        other = [r for r in before + kept_after if r["role"] == "other"]
+        span = before + ([records[start]] if models else []) + kept_after
+        steps.append(
+            {
+                "history": history,
+                "run_id": records[0]["run_id"] if records else None,
+                "turn": turn,
+                "trigger": records[0]["trigger"] if records else None,
+                "step": number + 1 if models else 0,
+                "model_event_id": records[start]["event_id"] if models else None,
+                "model_activity": records[start]["activity_type"] if models else None,
+                "listings_before": len(listings),
+                "tool_calls": len(calls) + len(calls_before),
+                "listings_after": len(after_listings),
+                "other": len(other),
+                "listing_activities": listings + after_listings,
+                "tool_call_activities": [r["activity_type"] for r in calls_before] + calls,
+                "sequence": " ".join(r["letter"] for r in span),
+            }
+        )
+    return steps
+
+
+def _staying_with_step(after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The activities after a (non-final) step that stay with it: everything but listings."""
+    return [r for r in after if r["role"] != "listing"]
+
+
+def _meta_labels(source: str | None) -> dict[str, Any]:
+    """Scalar fields of the lab's ``<name>.meta.json`` next to a history file."""
+    if not source:
+        return {}
+    path = Path(source)
+    meta = path.with_name(path.name.removesuffix(".json") + ".meta.json")
+    if not meta.is_file():
+        return {}
+    data = orjson.loads(meta.read_bytes())
+    if not isinstance(data, Mapping):
+        return {}
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            for inner, item in value.items():
+                if not isinstance(item, (Mapping, list)):
+                    flat[f"meta_{key}_{inner}"] = item
+        elif not isinstance(value, list):
+            flat[f"meta_{key}"] = value
+    return flat
+
+
+def _sdk_label(one: pd.DataFrame) -> dict[str, Any]:
+    """SDK name and version from the first ``WorkflowTaskCompleted`` that names them."""
+    for attributes in one.loc[one["event_type"] == "WorkflowTaskCompleted", "attributes"]:
+        metadata = attributes.get("sdkMetadata") if isinstance(attributes, Mapping) else None
+        if isinstance(metadata, Mapping) and metadata.get("sdkName"):
+            return {"sdk_name": metadata.get("sdkName"), "sdk_version": metadata.get("sdkVersion")}
+    return {"sdk_name": None, "sdk_version": None}
+
+
+def _expand(histories: Any) -> list[Any]:
+    if isinstance(histories, pd.DataFrame):
+        return [histories]
+    if isinstance(histories, (str, Path)) and Path(histories).is_dir():
+        return sorted(
+            p for p in Path(histories).rglob("*.json") if not p.name.endswith(".meta.json")
+        )
+    if isinstance(histories, (str, Path, bytes)):
+        return [histories]
+    if isinstance(histories, Iterable):
+        return [item for h in histories for item in _expand(h)]
+    return [histories]
+
+
+def listings_per_turn(histories: Any, roles: str | Roles = "auto") -> pd.DataFrame:
+    """One row per (history, turn): listings, model steps and tool calls, with version labels.
+
+    Parameters
+    ----------
+    histories
+        A history path, a directory (every ``*.json`` under it except ``*.meta.json``), an
+        events frame, or an iterable of these.
+    roles
+        As in :func:`agent_steps`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``source``, ``history``, ``run_id``, ``workflow_type``, ``turn``, ``trigger``,
+        ``listings``, ``model_steps``, ``tool_calls``, ``other``, ``sequence`` (the turn's
+        activities as letters, e.g. ``L M L C L M``), ``sdk_name``, ``sdk_version`` (from the
+        history's ``sdkMetadata``), ``label`` (``meta_label``/``meta_variant``/... when the lab's
+        ``.meta.json`` sits next to the file, else the SDK name and version) and every scalar
+        field of that ``.meta.json`` as ``meta_<key>``.
+    """
+    rows: list[dict[str, Any]] = []
+    for item in _expand(histories):
+        frame = events_frame(item)
+        spans = activity_spans(frame, roles)
+        for history, one in iter_histories(frame):
+            source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
+            labels = {**_sdk_label(one), **_meta_labels(source)}
+            labels["label"] = _label(labels)
+            mine = spans[spans["history"] == history]
+            for turn, group in mine.groupby("turn", sort=True):
+                ordered = group.sort_values("event_id")
+                rows.append(
+                    {
+                        "source": source,
+                        "history": history,
+                        "run_id": _text(one["run_id"].iloc[0]) if "run_id" in one else None,
+                        "workflow_type": _text(one["workflow_type"].iloc[0])
+                        if "workflow_type" in one
+                        else None,
+                        "turn": int(turn),
+                        "trigger": ordered["trigger"].iloc[0],
+                        "listings": int((ordered["role"] == "listing").sum()),
+                        "model_steps": int((ordered["role"] == "model").sum()),
+                        "tool_calls": int((ordered["role"] == "tool_call").sum()),
+                        "other": int((ordered["role"] == "other").sum()),
+                        "sequence": " ".join(ordered["letter"]),
+                        **labels,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _label(labels: Mapping[str, Any]) -> str | None:
+    for key in ("meta_label", "meta_variant", "meta_env", "meta_google_adk", "meta_adk_version"):
+        if labels.get(key) is not None:
+            return str(labels[key])
+    if labels.get("sdk_name"):
+        return f"{labels['sdk_name']} {labels.get('sdk_version') or ''}".strip()
+    return None
