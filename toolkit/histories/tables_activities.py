@@ -139,7 +139,8 @@ def activities(events: pd.DataFrame) -> pd.DataFrame:
         timeout_type                object           e.g. ``TIMEOUT_TYPE_START_TO_CLOSE``
         last_failure_message        object           failure of the previous attempt (started)
         cancel_requested            boolean          the workflow asked to cancel it
-        queue_duration              timedelta        started - scheduled
+        queue_duration              timedelta        started - scheduled (for a retried
+                                                     activity this spans the earlier attempts)
         run_duration                timedelta        closed - started
         total_duration              timedelta        closed - scheduled
         identity                    object           worker that ran the last attempt
