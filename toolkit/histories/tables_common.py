@@ -21,13 +21,17 @@ from toolkit.errors import HistoryFormatError
 
 __all__ = [
     "HISTORY_COLUMNS",
+    "HistoryKey",
     "attr",
     "build_frame",
     "canonical",
+    "check_events",
     "duration",
     "event_rows",
     "failure_of",
     "first_present",
+    "history_fields",
+    "nullable",
     "to_int",
 ]
 
