@@ -1,0 +1,101 @@
+"""Replaying a history with a version's code through temporalio's ``Replayer``; naming the outcome.
+
+The replayer reports a failed replay as an exception whose text is the Rust ``Debug`` rendering of
+the workflow task failure. :func:`replay_outcome` keeps three things from it:
+
+``outcome``
+    ``ok`` (no failure), ``nondeterminism`` (``NondeterminismError``, the core's verdict), or
+    ``error`` (any other workflow task failure, e.g. an exception raised by workflow code).
+``message``
+    The failure's own ``message`` field exactly as core produced it, e.g.
+    ``[TMPRL1100] Nondeterminism error: Activity type of scheduled event 'reserve' does not match
+    activity type of activity command 'reserve_stock'``. Empty for ``ok``.
+``replayer_error``
+    ``<exception type>: <exception text>`` with every ``stack_trace: "..."`` value replaced by
+    ``"<omitted>"`` (stack traces quote file paths of the machine that replayed).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from temporalio.client import WorkflowHistory
+from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
+from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
+
+from toolkit.lab.gallery.drive import workflow_runner
+
+__all__ = ["ReplayOutcome", "core_message", "replay_outcome", "replay_with"]
+
+# A Rust Debug string literal: "..." with backslash escapes.
+_RUST_STRING = r'"((?:[^"\\]|\\.)*)"'
+_MESSAGE = re.compile(r"\bmessage: " + _RUST_STRING)
+_STACK_TRACE = re.compile(r"\bstack_trace: " + _RUST_STRING)
+_RUST_ESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]+\}|.)", re.DOTALL)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+
+
+_QUIET_RUNTIME: Runtime | None = None
+
+
+def _quiet_runtime() -> Runtime:
+    """A runtime whose core logs only errors: a failed replay is the expected result here, and
+    core would otherwise print a WARN line with the full failure for each one."""
+    global _QUIET_RUNTIME
+    if _QUIET_RUNTIME is None:
+        quiet = TelemetryFilter(core_level="ERROR", other_level="ERROR")
+        _QUIET_RUNTIME = Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(filter=quiet)))
+    return _QUIET_RUNTIME
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    """The verdict of one replay (see the module docstring for the fields)."""
+
+    outcome: str
+    message: str
+    error_type: str | None
+    replayer_error: str | None
+
+    def to_dict(self) -> dict[str, str | None]:
+        """Plain dict for JSON."""
+        return asdict(self)
+
+
+def _unescape_rust(text: str) -> str:
+    def one(match: re.Match[str]) -> str:
+        escape = match.group(1)
+        if escape.startswith("u{"):
+            return chr(int(escape[2:-1], 16))
+        return _SIMPLE_ESCAPES.get(escape, "\\" + escape)
+
+    return _RUST_ESCAPE.sub(one, text)
+
+
+def core_message(error_text: str) -> str:
+    """The first ``message: "..."`` value of a replayer error text, unescaped; else the text."""
+    match = _MESSAGE.search(error_text)
+    return _unescape_rust(match.group(1)) if match else error_text
+
+
+def replay_outcome(failure: Exception | None) -> ReplayOutcome:
+    """Classify a ``WorkflowReplayResult.replay_failure``."""
+    if failure is None:
+        return ReplayOutcome("ok", "", None, None)
+    text = str(failure)
+    outcome = "nondeterminism" if isinstance(failure, NondeterminismError) else "error"
+    redacted = _STACK_TRACE.sub('stack_trace: "<omitted>"', text)
+    return ReplayOutcome(outcome, core_message(text), type(failure).__name__,
+                         f"{type(failure).__name__}: {redacted}")
+
+
+async def replay_with(
+    history: WorkflowHistory, workflow_class: type, support: tuple[type, ...] = ()
+) -> ReplayOutcome:
+    """Replay ``history`` with ``workflow_class`` (plus ``support`` workflows) and classify it."""
+    replayer = Replayer(workflows=[workflow_class, *support], workflow_runner=workflow_runner(),
+                        runtime=_quiet_runtime())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    return replay_outcome(result.replay_failure)
