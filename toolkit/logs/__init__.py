@@ -1,0 +1,19 @@
+"""Worker and agent logs: ``read_logs`` and the detectors built on it."""
+
+from toolkit.logs.detectors import (
+    dead_letters,
+    duplicate_tools,
+    mcp_client_failures,
+    nondeterminism_in_logs,
+    retries,
+)
+from toolkit.logs.read import read_logs
+
+__all__ = [
+    "dead_letters",
+    "duplicate_tools",
+    "mcp_client_failures",
+    "nondeterminism_in_logs",
+    "read_logs",
+    "retries",
+]

@@ -1,0 +1,302 @@
+"""Detectors over a logs frame: structured tables of the messages an investigator looks for.
+
+Each detector takes the frame of :func:`toolkit.read_logs` and returns one row per finding with
+the record's ``line`` (to trace back to the input), ``ts``, ``source``, the parsed columns and the
+matched ``text``. Matching is on exact message shapes only (``duplicate tool:`` with its colon;
+never the fix's own ``skipping duplicate toolset`` line). A record is searched in its message and
+in the string values of its structured fields (errors often travel in an ``error=`` field).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from toolkit.replay.messages import parse_nondeterminism
+
+__all__ = [
+    "dead_letters",
+    "duplicate_tools",
+    "mcp_client_failures",
+    "nondeterminism_in_logs",
+    "retries",
+]
+
+_BASE = ["line", "ts", "level", "source"]
+
+
+def _haystack(message: Any, fields: Any) -> str:
+    """The record's searchable text: its message and the values of its fields."""
+    parts = [message if isinstance(message, str) else ""]
+    if isinstance(fields, dict):
+        for key, value in fields.items():
+            if isinstance(value, str):
+                parts.append(f"{key}={value}")
+            elif isinstance(value, dict | list):
+                parts.append(f"{key}={orjson.dumps(value, default=str).decode()}")
+            elif value is not None:
+                parts.append(f"{key}={value}")
+    return "\n".join(parts)
+
+
+def _scan(
+    logs: pd.DataFrame,
+    needles: Iterable[str],
+    extract: Callable[[str, dict[str, Any]], list[dict[str, Any]]],
+    columns: list[str],
+) -> pd.DataFrame:
+    """Prefilter rows by substrings of ``raw`` (vectorised), then extract findings per row."""
+    _require(logs)
+    raw = logs["raw"].astype(object).fillna("")
+    mask = pd.Series(False, index=logs.index)
+    for needle in needles:
+        mask |= raw.str.contains(needle, regex=False)
+    rows: list[dict[str, Any]] = []
+    for rec in logs.loc[mask, [*_BASE, "message", "fields"]].itertuples(index=False):
+        fields = rec.fields if isinstance(rec.fields, dict) else {}
+        for found in extract(_haystack(rec.message, fields), fields):
+            rows.append({"line": rec.line, "ts": rec.ts, "level": rec.level,
+                         "source": rec.source, **found})
+    frame = pd.DataFrame(rows, columns=[*_BASE, *columns])
+    frame["ts"] = pd.to_datetime(frame["ts"], utc=True).astype("datetime64[ns, UTC]")
+    frame["line"] = frame["line"].astype("int64")
+    return frame
+
+
+def _require(logs: pd.DataFrame) -> None:
+    missing = [c for c in ("line", "ts", "level", "source", "message", "fields", "raw")
+               if c not in logs.columns]
+    if missing:
+        from toolkit.errors import LogFormatError
+
+        raise LogFormatError(
+            f"<logs frame>: missing columns {missing}; expected a frame from toolkit.read_logs")
+
+
+# -- nondeterminism --------------------------------------------------------------------------
+_ND_COLUMNS = ["sdk", "kind", "event_id", "event_type", "command_type", "expected", "actual",
+               "check", "run_id", "text"]
+
+
+def _extract_nondeterminism(text: str, _: dict[str, Any]) -> list[dict[str, Any]]:
+    parsed = parse_nondeterminism(text)
+    if parsed is None:
+        return []
+    parsed = dict(parsed)
+    parsed["text"] = parsed.pop("message")
+    return [parsed]
+
+
+def nondeterminism_in_logs(logs: pd.DataFrame) -> pd.DataFrame:
+    """Nondeterminism (``[TMPRL1100]``) errors in logs, parsed by the shared message parser.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``line``, ``ts``, ``level``, ``source``, then ``sdk``, ``kind``, ``event_id``,
+        ``event_type``, ``command_type``, ``expected``, ``actual``, ``check``, ``run_id``,
+        ``text`` (see :func:`toolkit.replay.messages.parse_nondeterminism`).
+    """
+    frame = _scan(logs, ("TMPRL1100", "ondeterminis"), _extract_nondeterminism, _ND_COLUMNS)
+    frame["event_id"] = frame["event_id"].astype("Int64")
+    return frame
+
+
+# -- duplicate tools ---------------------------------------------------------------------------
+_DUPLICATE_SHAPES: list[tuple[str, re.Pattern[str]]] = [
+    # Go ADK toolutils.PackTool: fmt.Errorf("duplicate tool: %q", name). The colon matters.
+    ("go_adk", re.compile(r'(?<![\w-])duplicate tool: \\?"(?P<tool>(?:[^"\\]|\\[^"])+)\\?"')),
+    # google-adk >= 2.7 LlmRequest.append_tools: logging.warning("Duplicate tool name %r: ...").
+    ("python_adk", re.compile(
+        r"Duplicate tool name (?P<q>['\"])(?P<tool>.+?)(?P=q): the previously registered tool "
+        r"is shadowed and can no longer be called")),
+    ("gemini", re.compile(r"Duplicate function declaration found: (?P<tool>[^\s,;'\"]+)")),
+    ("pydantic_ai", re.compile(
+        r"(?P<toolset>[^\n]*?) defines a tool whose name conflicts with existing tool from "
+        r"(?P<existing>[^\n]*?): '(?P<tool>[^']+)'")),
+    ("mcp_plugin", re.compile(r"Found multiple MCP tools with the same name: (?P<tool>\S+)")),
+    ("mcp_plugin_legacy", re.compile(r"Unable too many matching mcp tools by name: (?P<tool>\S+)")),
+]
+_DUP_NEEDLES = ("uplicate tool", "Duplicate function declaration", "conflicts with existing tool",
+                "multiple MCP tools", "too many matching mcp tools")
+
+
+def _extract_duplicates(text: str, _: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for kind, pattern in _DUPLICATE_SHAPES:
+        for m in pattern.finditer(text):
+            groups = m.groupdict()
+            tool = groups["tool"].replace('\\"', '"')
+            out.append({"kind": kind, "tool": tool, "toolset": groups.get("toolset"),
+                        "existing": groups.get("existing"), "text": m.group(0)})
+    return out
+
+
+def duplicate_tools(logs: pd.DataFrame) -> pd.DataFrame:
+    """Duplicate-tool errors and warnings, one row per occurrence.
+
+    Shapes: Go ADK ``duplicate tool: "<name>"`` (``kind`` ``go_adk``), Python ADK's ``Duplicate
+    tool name '<name>': the previously registered tool is shadowed ...`` (``python_adk``), Gemini's
+    ``Duplicate function declaration found: <name>`` (``gemini``), pydantic-ai's ``... defines a
+    tool whose name conflicts with existing tool from ...: '<name>'`` (``pydantic_ai``), the
+    Temporal ADK plugin's ``Found multiple MCP tools with the same name: <name>`` (``mcp_plugin``)
+    and its older ``Unable too many matching mcp tools by name: <name>`` (``mcp_plugin_legacy``).
+    ``[mcp] skipping duplicate toolset ...`` is not a duplicate tool and never matches.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``line``, ``ts``, ``level``, ``source``, ``kind``, ``tool``, ``toolset``, ``existing``,
+        ``text``.
+    """
+    return _scan(logs, _DUP_NEEDLES, _extract_duplicates,
+                 ["kind", "tool", "toolset", "existing", "text"])
+
+
+# -- retries ----------------------------------------------------------------------------------
+_ATTEMPT_SHAPES: list[tuple[str, re.Pattern[str]]] = [
+    ("delivery_attempt", re.compile(r"\bdelivery_attempt[=:]\s*\"?(?P<attempt>\d+)")),
+    ("attempt_of", re.compile(r"\battempt:? (?P<attempt>\d+) ?/ ?(?P<max>\d+)", re.IGNORECASE)),
+    ("paren_attempt", re.compile(r"\(attempt:? (?P<attempt>\d+)\)", re.IGNORECASE)),
+    ("current_retry_count", re.compile(r"\bcurrent_retry_count[=:]\s*\"?(?P<attempt>\d+)")),
+    ("Attempt", re.compile(r"\bAttempt[=: ]\s*(?P<attempt>\d+)(?: of (?P<max>\d+))?")),
+]
+_MAX_SHAPE = re.compile(r"\bmax(?:imum)?_?(?:delivery_)?attempts?[=: ]\s*\"?(?P<max>\d+)",
+                        re.IGNORECASE)
+_SUBJECT_KEYS = (("tool", "tool"), ("tool_name", "tool"), ("command", "command"),
+                 ("command_type", "command"), ("command_name", "command"),
+                 ("activity_type", "activity"), ("ActivityType", "activity"),
+                 ("activityType", "activity"), ("WorkflowType", "workflow"))
+_SUBJECT_TEXT = re.compile(r"\b(?P<kind>tool|command)[=:] ?\"?(?P<name>[\w.\-/]+)")
+
+
+def _extract_retries(text: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+    for pattern_name, pattern in _ATTEMPT_SHAPES:
+        m = pattern.search(text)
+        if not m:
+            continue
+        maximum = m.groupdict().get("max")
+        if maximum is None:
+            mm = _MAX_SHAPE.search(text)
+            maximum = mm.group("max") if mm else None
+        subject, subject_kind = None, None
+        for key, kind in _SUBJECT_KEYS:
+            value = fields.get(key)
+            if isinstance(value, str) and value:
+                subject, subject_kind = value, kind
+                break
+        if subject is None:
+            sm = _SUBJECT_TEXT.search(text)
+            if sm:
+                subject, subject_kind = sm.group("name"), sm.group("kind")
+        return [{"subject": subject, "subject_kind": subject_kind,
+                 "attempt": int(m.group("attempt")),
+                 "max_attempts": int(maximum) if maximum else None,
+                 "pattern": pattern_name, "text": m.group(0)}]
+    return []
+
+
+def retries(logs: pd.DataFrame) -> pd.DataFrame:
+    """Retry attempts stated in log records (one row per record that states an attempt).
+
+    Shapes: ``delivery_attempt=N``, ``attempt: N/M``, ``(attempt: N)``,
+    ``current_retry_count=N``, ``Attempt N`` (Temporal Go SDK key, ``Attempt N of M``); the maximum
+    comes from ``N/M``, ``of M`` or a ``max_attempts=M`` on the same record. The subject (tool,
+    command, activity) comes from the record's fields, else from ``tool=`` / ``command=`` text.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``line``, ``ts``, ``level``, ``source``, ``subject``, ``subject_kind``, ``attempt``
+        (Int64), ``max_attempts`` (Int64), ``pattern``, ``text``.
+    """
+    needles = ("delivery_attempt", "ttempt", "current_retry_count")
+    frame = _scan(logs, needles, _extract_retries,
+                  ["subject", "subject_kind", "attempt", "max_attempts", "pattern", "text"])
+    frame["attempt"] = frame["attempt"].astype("Int64")
+    frame["max_attempts"] = frame["max_attempts"].astype("Int64")
+    return frame
+
+
+# -- dead letters ------------------------------------------------------------------------------
+_DEAD_LETTER = re.compile(
+    r"\b(?:dead[- ]?letter(?:ed|ing)?|moved to (?:the )?DLQ|sent to (?:the )?DLQ)\b"
+    r"(?:\s*\((?P<reason>[^)]*)\))?",
+    re.IGNORECASE,
+)
+# "archived" counts only in a dead-letter sense (next to a failure word), never history archival.
+_ARCHIVED = re.compile(r"\barchived\b(?:\s*\((?P<reason>[^)]*)\))?", re.IGNORECASE)
+_ARCHIVE_CONTEXT = re.compile(r"\b(?:dlq|dead|poison|terminal|undeliverable|failed|max(?:imum)? "
+                              r"(?:delivery )?attempts|retries exhausted)\b", re.IGNORECASE)
+_NOT_DLQ_ARCHIVE = re.compile(r"histor|visibility|archival", re.IGNORECASE)
+_ID_KEYS = ("command", "command_id", "message_id", "msg_id", "id", "delivery_id", "subject")
+
+
+def _extract_dead_letters(text: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+    m = _DEAD_LETTER.search(text)
+    if m is None:
+        m = _ARCHIVED.search(text)
+        if m is None or not _ARCHIVE_CONTEXT.search(text) or _NOT_DLQ_ARCHIVE.search(text):
+            return []
+    reason = m.group("reason") or fields.get("reason") or fields.get("error")
+    subject = next((str(fields[k]) for k in _ID_KEYS if fields.get(k) not in (None, "")), None)
+    return [{"subject": subject, "reason": reason, "text": m.group(0)}]
+
+
+def dead_letters(logs: pd.DataFrame) -> pd.DataFrame:
+    """Records saying a message or command was dead-lettered.
+
+    Shapes: ``deadlettered``, ``dead-lettered`` / ``dead lettered``, ``moved to DLQ``, and
+    ``archived`` only next to a failure word (DLQ, dead, poison, terminal, failed, max attempts)
+    and never about history/visibility archival. ``reason`` is the parenthesised text after the
+    match (``(terminal:unclassified)``) or the record's ``reason`` / ``error`` field.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``line``, ``ts``, ``level``, ``source``, ``subject``, ``reason``, ``text``.
+    """
+    needles = ("eadletter", "ead-letter", "ead letter", "DLQ", "archived", "Archived")
+    return _scan(logs, needles, _extract_dead_letters, ["subject", "reason", "text"])
+
+
+# -- MCP client failures -----------------------------------------------------------------------
+_MCP_FAILURES: list[tuple[str, re.Pattern[str]]] = [
+    ("list_tools_failed", re.compile(r"Failed to get tools from MCP server")),
+    ("session_terminated", re.compile(r"\bSession terminated\b")),
+    ("client_closed", re.compile(r"\bClient closed\b")),
+    ("tool_not_found", re.compile(r"Unable to find matching mcp tool by name: (?P<tool>\S+)")),
+]
+_URL = re.compile(r"https?://[^\s\"'<>)\]]+")
+
+
+def _extract_mcp(text: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+    for kind, pattern in _MCP_FAILURES:
+        m = pattern.search(text)
+        if m:
+            url = fields.get("url") or fields.get("server") or fields.get("endpoint")
+            if not isinstance(url, str):
+                um = _URL.search(text)
+                url = um.group(0) if um else None
+            return [{"kind": kind, "server": url, "tool": m.groupdict().get("tool"),
+                     "text": m.group(0)}]
+    return []
+
+
+def mcp_client_failures(logs: pd.DataFrame) -> pd.DataFrame:
+    """MCP client failures: ``Failed to get tools from MCP server``, ``Session terminated``,
+    ``Client closed`` and the plugin's ``Unable to find matching mcp tool by name: <name>``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``line``, ``ts``, ``level``, ``source``, ``kind``, ``server`` (URL when stated),
+        ``tool``, ``text``.
+    """
+    needles = ("Failed to get tools from MCP server", "Session terminated", "Client closed",
+               "Unable to find matching mcp tool")
+    return _scan(logs, needles, _extract_mcp, ["kind", "server", "tool", "text"])

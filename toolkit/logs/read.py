@@ -1,0 +1,186 @@
+"""``read_logs``: any worker or agent log into a DataFrame, one row per record."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import gc
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from toolkit.logs.assemble import Assembler
+from toolkit.logs.formats import classify_json
+from toolkit.logs.frame import build_frame
+from toolkit.logs.sources import LineSource, open_source
+
+__all__ = ["read_logs"]
+
+_BLOCK = 65_536  # lines read and parsed per step
+_PROGRESS_MIN_BYTES = 64 << 20
+
+
+def _feed_json_block(asm: Assembler, block: list[str], first_line: int) -> bool:
+    """Fast path: a block made only of JSON log objects (no envelopes, no OTLP) -> columns.
+
+    Returns False (nothing consumed) when any line is something else.
+    """
+    loads = orjson.loads
+    try:
+        objs = [loads(line) for line in block]
+    except orjson.JSONDecodeError:
+        return False
+    for d in objs:
+        if type(d) is not dict or "log" in d or "MESSAGE" in d or "resourceLogs" in d:
+            return False
+    parsed = [classify_json(d) for d in objs]
+    asm.flush()
+    data = asm.out.data
+    n = len(block) - 1  # the last record stays open: the next block may continue it
+    if n > 0:
+        family, ts, level, logger, message, fields = zip(*parsed[:n], strict=True)
+        data["format"].extend(family)
+        data["ts"].extend(ts)
+        data["level"].extend(level)
+        data["logger"].extend(logger)
+        data["message"].extend(message)
+        data["fields"].extend(fields)
+        data["line"].extend(range(first_line, first_line + n))
+        data["lines"].extend(itertools.repeat(1, n))
+        data["raw"].extend(block[:n])
+        for name in ("envelope", "stream", "container", "host", "parse_error"):
+            data[name].extend(itertools.repeat(None, n))
+    asm._start(parsed[-1], None, first_line + n, [block[-1]])
+    return True
+
+
+@contextlib.contextmanager
+def _paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while parsing one block.
+
+    Parsing allocates hundreds of thousands of dicts and tuples that never form cycles; with the
+    collector running, each allocation burst triggers scans of everything allocated so far.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _frames(src: LineSource, tz: str, year: int, chunksize: int | None,
+            progress: Any, year_hint: int | None) -> Iterator[pd.DataFrame]:
+    asm = Assembler()
+    line_no = 1
+    emitted = 0
+    lines = iter(src.lines)
+    while True:
+        with _paused_gc():
+            block = list(itertools.islice(lines, _BLOCK))
+            if not block:
+                asm.finish()
+                break
+            _feed_block(asm, block, line_no)
+            line_no += len(block)
+            frame = None
+            if chunksize and len(asm.out) >= chunksize:
+                cols = asm.out.take()
+                frame = build_frame(cols, src.name, tz, year, emitted, year_hint)
+                emitted += len(cols["line"])
+        if progress is not None:
+            position = src.position()
+            progress.update((position - progress.n) if position is not None else len(block))
+        if frame is not None:
+            yield frame
+    if len(asm.out) or not emitted:
+        with _paused_gc():
+            frame = build_frame(asm.out.take(), src.name, tz, year, emitted, year_hint)
+        yield frame
+
+
+def _feed_block(asm: Assembler, block: list[Any], line_no: int) -> None:
+    if type(block[0]) is tuple:  # Docker multiplexed stream: (line, stream) pairs
+        for offset, (text, stream) in enumerate(block):
+            asm.feed(line_no + offset, text, stream=stream)
+        return
+    if block[0][:1] == "{" and asm.idle() and _feed_json_block(asm, block, line_no):
+        return
+    feed = asm.feed
+    for number, text in enumerate(block, line_no):
+        feed(number, text)
+
+
+def read_logs(
+    source: Any,
+    *,
+    tz: str = "UTC",
+    year: int | None = None,
+    progress: bool | None = None,
+    chunksize: int | None = None,
+) -> pd.DataFrame | Iterator[pd.DataFrame]:
+    """Read a worker / agent log into a DataFrame, one row per log record.
+
+    Parameters
+    ----------
+    source : path, str, bytes, file object or list of str
+        A path (plain or gzip; UTF-8, UTF-16 with BOM, invalid UTF-8 kept with U+FFFD), the text
+        itself, raw bytes, an open file (text or binary) or a list of lines. A ``str`` is a path
+        when it names an existing file or looks like one (no newline, a path separator or a log
+        file suffix); otherwise it is the log text.
+    tz : str
+        Time zone of timestamps printed without an offset (IANA name); default UTC.
+    year : int, optional
+        Year for timestamps printed without one (klog, syslog); default: the year of the
+        closest dated record before them in the same frame, else the current year.
+    progress : bool, optional
+        Show a tqdm progress bar; default: only for files over 64 MiB.
+    chunksize : int, optional
+        When given, return an iterator of frames of about this many records each (bounded
+        memory); otherwise one frame.
+
+    Returns
+    -------
+    pandas.DataFrame or iterator of DataFrame
+        Columns ``ts`` (datetime64[ns, UTC]), ``level`` (debug/info/warning/error/critical or
+        None), ``logger``, ``message``, ``fields`` (dict), ``line`` (first input line, 1-based),
+        ``lines`` (input lines spanned; extra records of one OTLP line have 0), ``format``
+        (family), ``envelope`` (envelopes stripped, joined by ``+``), ``stream``, ``container``,
+        ``host``, ``raw``, ``parse_error`` (None or why), ``source``. The ``lines`` column sums to
+        the number of input lines.
+
+    Raises
+    ------
+    LogFormatError
+        The source cannot be read at all (missing, empty, binary, corrupt compression).
+    """
+    src = open_source(source)
+    year_hint = year
+    year = year or dt.datetime.now(dt.UTC).year
+    show = progress if progress is not None else (src.total or 0) >= _PROGRESS_MIN_BYTES
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=src.total, unit="B", unit_scale=True, desc=src.name, leave=False)
+    frames = _frames(src, tz, year, chunksize, bar, year_hint)
+    if chunksize:
+        return _closing(frames, bar)
+    try:
+        return next(frames)
+    finally:
+        frames.close()
+        if bar is not None:
+            bar.close()
+
+
+def _closing(frames: Iterator[pd.DataFrame], bar: Any) -> Iterator[pd.DataFrame]:
+    try:
+        yield from frames
+    finally:
+        if bar is not None:
+            bar.close()

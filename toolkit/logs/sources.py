@@ -1,0 +1,216 @@
+"""Log sources: paths (plain or gzip), text, bytes, file objects, lists of lines.
+
+Decoding: UTF-8 (invalid bytes kept as U+FFFD), UTF-8/UTF-16 byte-order marks honoured; lines are
+split on ``\\n`` only (``\\r\\n`` and a trailing ``\\r`` are removed), so vertical tabs, form feeds
+and other Unicode line separators inside a record stay part of it. Docker Engine multiplexed
+streams (``docker logs`` through the API: 8-byte frame headers) are de-framed, keeping each frame's
+stream. A source that is not text at all raises :class:`~toolkit.errors.LogFormatError`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from toolkit.errors import LogFormatError
+
+__all__ = ["LineSource", "log_error", "open_source"]
+
+_SAMPLE = 65536
+_MUX_STREAMS = {0: "stdin", 1: "stdout", 2: "stderr"}
+_PATH_SUFFIXES = (".log", ".txt", ".gz", ".json", ".jsonl", ".out", ".err", ".ndjson")
+
+
+def log_error(source: str, problem: str, *, position: str | None = None,
+              expected: str | None = None) -> LogFormatError:
+    """A :class:`LogFormatError` naming the source, the position and what was expected."""
+    where = f" at {position}" if position else ""
+    hint = f"; expected {expected}" if expected else ""
+    err = LogFormatError(f"{source}{where}: {problem}{hint}")
+    err.source, err.position, err.expected = source, position, expected  # type: ignore[attr-defined]
+    return err
+
+
+class LineSource:
+    """Decoded lines of one source plus what a progress bar needs.
+
+    ``lines`` yields ``str`` lines, or ``(line, stream)`` pairs for Docker multiplexed streams.
+    """
+
+    def __init__(self, name: str, lines: Iterator[Any], total: int | None = None,
+                 position: Any = None) -> None:
+        self.name = name
+        self.lines = lines
+        self.total = total
+        self._position = position
+
+    def position(self) -> int | None:
+        """Bytes of the underlying file consumed so far (None when unknown)."""
+        return self._position() if self._position else None
+
+
+def _check_text(name: str, sample: bytes, encoding: str) -> None:
+    """Refuse binary data: NUL bytes or mostly control / undecodable bytes in the first 64 KiB."""
+    if encoding.startswith("utf-16"):
+        return
+    if not sample:
+        raise log_error(name, "the source is empty", position="byte 0",
+                        expected="at least one log line")
+    nul = sample.find(b"\x00")
+    if nul >= 0:
+        raise log_error(name, "binary data (NUL byte), not a text log", position=f"byte {nul}",
+                        expected="text lines")
+    text = sample.decode("utf-8", "replace")
+    bad = sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in "\t\n\r\x1b\x0c\x0b"))
+    if bad > max(8, len(text) // 10):
+        first = next(i for i, ch in enumerate(text) if ch == "\ufffd" or (ch < " " and
+                     ch not in "\t\n\r\x1b\x0c\x0b"))
+        raise log_error(name, f"{bad} of the first {len(text)} characters are binary",
+                        position=f"character {first}", expected="text lines")
+
+
+def _split_lines(stream: IO[str]) -> Iterator[str]:
+    for line in stream:
+        if line.endswith("\n"):
+            line = line[:-2] if line.endswith("\r\n") else line[:-1]
+        elif line.endswith("\r"):
+            line = line[:-1]
+        yield line
+
+
+def _is_multiplexed(head: bytes) -> bool:
+    if len(head) < 8 or head[0] not in _MUX_STREAMS or head[1:4] != b"\x00\x00\x00":
+        return False
+    size = struct.unpack(">I", head[4:8])[0]
+    return 0 < size < 1 << 24
+
+
+def _demultiplex(name: str, raw: IO[bytes]) -> Iterator[tuple[str, str]]:
+    """Docker Engine multiplexed stream -> (line, stream) pairs; lines may span frames."""
+    decoder = {s: codecs.getincrementaldecoder("utf-8")("replace") for s in _MUX_STREAMS}
+    pending: dict[int, str] = {}
+    offset = 0
+    while True:
+        header = raw.read(8)
+        if not header:
+            break
+        if len(header) < 8 or header[0] not in _MUX_STREAMS or header[1:4] != b"\x00\x00\x00":
+            raise log_error(name, "broken Docker stream frame header", position=f"byte {offset}",
+                            expected="8-byte header (stream, 0, 0, 0, big-endian size)")
+        size = struct.unpack(">I", header[4:8])[0]
+        payload = raw.read(size)
+        if len(payload) < size:
+            raise log_error(name, f"truncated frame ({len(payload)} of {size} bytes)",
+                            position=f"byte {offset}", expected="a complete frame")
+        offset += 8 + size
+        stream = header[0]
+        text = pending.pop(stream, "") + decoder[stream].decode(payload)
+        parts = text.split("\n")
+        for part in parts[:-1]:
+            yield (part[:-1] if part.endswith("\r") else part), _MUX_STREAMS[stream]
+        if parts[-1]:
+            pending[stream] = parts[-1]
+    for stream, rest in pending.items():
+        yield rest, _MUX_STREAMS[stream]
+
+
+def _from_binary(name: str, raw: IO[bytes], total: int | None, position: Any) -> LineSource:
+    head = raw.peek(_SAMPLE)[:_SAMPLE] if hasattr(raw, "peek") else b""
+    if not head:
+        raw = io.BufferedReader(raw) if not isinstance(raw, io.BufferedReader) else raw  # type: ignore[arg-type]
+        head = raw.peek(_SAMPLE)[:_SAMPLE]
+    if head[:2] == b"\x1f\x8b":
+        unzipped = gzip.GzipFile(fileobj=raw)
+        buffered = io.BufferedReader(unzipped, buffer_size=1 << 20)  # type: ignore[arg-type]
+        try:
+            buffered.peek(1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise log_error(name, f"unreadable gzip data ({exc})", position="byte 0",
+                            expected="a gzip stream") from None
+        return _from_binary(name, buffered, total, position)
+    if _is_multiplexed(head):
+        return LineSource(name, _demultiplex(name, raw), total, position)
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        encoding = "utf-16"
+    elif head[:3] == b"\xef\xbb\xbf":
+        encoding = "utf-8-sig"
+    else:
+        encoding = "utf-8"
+    _check_text(name, head, encoding)
+    stream = io.TextIOWrapper(raw, encoding=encoding, errors="replace", newline="\n")  # type: ignore[arg-type]
+    return LineSource(name, _guarded(name, _split_lines(stream)), total, position)
+
+
+def _guarded(name: str, lines: Iterator[str]) -> Iterator[str]:
+    """Turn decompression failures in the middle of a file into a LogFormatError."""
+    count = 0
+    try:
+        for line in lines:
+            count += 1
+            yield line
+    except (OSError, EOFError, zlib.error) as exc:
+        raise log_error(name, f"the compressed stream is corrupt or truncated ({exc})",
+                        position=f"after line {count}", expected="a complete gzip stream") from None
+
+
+def _looks_like_path(text: str) -> bool:
+    if "\n" in text or len(text) > 4096:
+        return False
+    if os.path.exists(text):
+        return True
+    return (" " not in text and ("/" in text or "\\" in text)) or text.endswith(_PATH_SUFFIXES)
+
+
+def _from_list(lines: Iterable[str]) -> Iterator[str]:
+    for line in lines:
+        if line.endswith("\n"):
+            line = line[:-2] if line.endswith("\r\n") else line[:-1]
+        yield line
+
+
+def open_source(source: Any) -> LineSource:
+    """Open any supported source as a :class:`LineSource`.
+
+    Raises
+    ------
+    LogFormatError
+        Missing file, empty or binary data, unsupported source type.
+    """
+    if isinstance(source, str) and not _looks_like_path(source):
+        if not source:
+            raise log_error("<text>", "the text is empty", expected="at least one log line")
+        return LineSource("<text>", _split_lines(io.StringIO(source, newline="\n")))
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        name = str(path)
+        if not path.is_file():
+            problem = "no such file" if not path.exists() else "not a regular file"
+            raise log_error(name, problem, expected="a readable log file")
+        handle = open(path, "rb")  # noqa: SIM115 - closed when the line iterator is exhausted
+        return _from_binary(name, io.BufferedReader(handle, 1 << 20), path.stat().st_size,
+                            handle.tell)
+    if isinstance(source, bytes | bytearray | memoryview):
+        data = bytes(source)
+        return _from_binary("<bytes>", io.BufferedReader(io.BytesIO(data)), len(data), None)
+    if isinstance(source, list | tuple):
+        if not source:
+            raise log_error("<lines>", "the list of lines is empty", expected="log lines")
+        if not all(isinstance(x, str) for x in source):
+            raise log_error("<lines>", "the list holds non-text items", expected="str lines")
+        return LineSource("<lines>", _from_list(source))
+    if hasattr(source, "read"):
+        name = str(getattr(source, "name", "<file>"))
+        probe = source.read(0)
+        if isinstance(probe, str):
+            return LineSource(name, _split_lines(source))
+        raw = source if hasattr(source, "peek") else io.BufferedReader(source)  # type: ignore[arg-type]
+        return _from_binary(name, raw, None, None)
+    raise log_error(repr(type(source).__name__), "unsupported log source type",
+                    expected="a path, text, bytes, a file object or a list of lines")
