@@ -104,7 +104,7 @@ def event_rows(
     for column in columns:
         if column not in wanted.columns:  # optional contract columns a frame may lack
             arrays.append([None] * len(wanted))
-        elif column == "attributes":
+        elif column in _LAZY_COLUMNS:
             arrays.append([_plain(value) for value in wanted[column].to_numpy(dtype=object)])
         else:
             # Plain object arrays: iterating pandas' Arrow-backed strings row by row is slow.
@@ -118,10 +118,20 @@ def _row_type(columns: tuple[str, ...]) -> Any:
     return namedtuple("Event", columns)
 
 
-def _plain(attributes: Any) -> Any:
-    """The attributes as a plain dict when the loader keeps them lazily (faster lookups)."""
-    decoded = getattr(attributes, "value", None)
-    return decoded if isinstance(decoded, dict) else attributes
+#: Columns whose cells the loader may keep as lazily decoded proxies.
+_LAZY_COLUMNS = frozenset({"attributes", "input", "result", "details"})
+_LAZY_MODULE = "toolkit.histories.lazy"
+
+
+def _plain(cell: Any) -> Any:
+    """A lazily decoded cell as its plain value (dict, list, None).
+
+    Lookups on plain dicts are faster, ``isinstance(..., Mapping)`` and ``is None`` tests hold,
+    and the tables hand users plain values rather than the loader's proxies.
+    """
+    if type(cell).__module__ == _LAZY_MODULE and hasattr(cell, "value"):
+        return cell.value
+    return cell
 
 
 def attr(attributes: Any, *path: str | int, default: Any = None) -> Any:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WorkflowHandle,
@@ -72,8 +73,7 @@ async def wait_for_event(
 
 def count_events(history: WorkflowHistory, type_name: str) -> int:
     """How many events of ``EVENT_TYPE_<type_name>`` the history holds."""
-    wanted = getattr(__import__("temporalio.api.enums.v1", fromlist=["EventType"]).EventType,
-                     f"EVENT_TYPE_{type_name}")
+    wanted = EventType.Value(f"EVENT_TYPE_{type_name}")
     return sum(1 for event in history.events if event.event_type == wanted)
 
 
@@ -208,11 +208,19 @@ async def nondeterminism(ctx: Context) -> Histories:
         )
     async with _worker(ctx.client, task_queue, [wf.DriftingWorkflowV2], max_cached_workflows=0):
         await handle.signal(wf.DriftingWorkflowV2.release)
-        history = await wait_for_event(
-            handle, lambda h: count_events(h, "WORKFLOW_TASK_FAILED") >= 1, "failed workflow task",
-        )
+        history = await wait_for_event(handle, _failed_then_retried, "failed workflow task")
     await handle.terminate("nondeterminism sample recorded")
     return {"nondeterminism": history}
+
+
+def _failed_then_retried(history: WorkflowHistory) -> bool:
+    """A WorkflowTaskFailed event followed by the retried task (the history's open tail)."""
+    types = [event.event_type for event in history.events]
+    failed = EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    if failed not in types:
+        return False
+    tail = types[len(types) - 1 - types[::-1].index(failed) + 1:]
+    return bool(tail) and tail[0] == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED
 
 
 SCENARIOS: dict[str, Scenario] = {
