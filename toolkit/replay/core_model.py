@@ -147,12 +147,61 @@ def _available(replayed: list[Task], delivered: frozenset[tuple[Any, ...]], star
     return index
 
 
+#: Update acceptance is rebuilt from history's own event in replay (validators do not run), so
+#: it is never matched against code; the handler's completion is.
+_UPDATE_PROTOCOL = frozenset({"WorkflowExecutionUpdateAccepted", "WorkflowExecutionUpdateRejected"})
+
+
+@dataclass
+class _NewCode:
+    """What the new code has issued so far, as sdk-core holds it."""
+
+    queue: deque[dict[str, Any]]
+    local_activities: dict[Any, dict[str, Any]]  # seq -> LA marker row
+    blocked: bool = False  # waiting on a local activity history never resolves
+
+    def issue(self, row: dict[str, Any], recorded_la_seqs: set[Any]) -> None:
+        if self.blocked or row.get("event_type") in _UPDATE_PROTOCOL:
+            return
+        if core_machine_kind(row) == "LocalActivity":
+            seq = row.get("local_activity_seq")
+            self.local_activities[seq] = row
+            if seq not in recorded_la_seqs:
+                # No marker in history: the activity stays "executing" and the code waits.
+                self.blocked = True
+            return
+        if row.get("kind") in {"CancelTimer", "RequestCancelActivityTask"}:
+            started = self._unsent_start(row)
+            if started is not None:
+                # Cancelled before it was ever matched: sdk-core drops both commands.
+                self.queue.remove(started)
+                return
+        self.queue.append(row)
+
+    def _unsent_start(self, cancel: Mapping[str, Any]) -> dict[str, Any] | None:
+        for queued in self.queue:
+            if cancel.get("kind") == "CancelTimer" and queued.get("kind") == "StartTimer":
+                if queued.get("timer_id") == cancel.get("timer_id"):
+                    return queued
+            elif cancel.get("kind") == "RequestCancelActivityTask" and queued.get(
+                "event_id"
+            ) == cancel.get("scheduled_event_id"):
+                return queued
+        return None
+
+
 def core_replay(recorded: list[Task], replayed: list[Task]) -> CoreFailure | None:
     """Replay ``recorded`` against the code that produced ``replayed``, as sdk-core matches.
 
     Returns None when replay succeeds, otherwise the first failure.
     """
-    queue: deque[dict[str, Any]] = deque()
+    code = _NewCode(deque(), {})
+    recorded_la_seqs = {
+        row.get("local_activity_seq")
+        for task in recorded
+        for row in task.commands
+        if core_machine_kind(row) == "LocalActivity"
+    }
     next_task = 0
     for task in recorded:
         available = _available(replayed, task.delivered, next_task)
@@ -160,23 +209,30 @@ def core_replay(recorded: list[Task], replayed: list[Task]) -> CoreFailure | Non
             previous = None
             for row in new_task.commands:
                 if not _is_version_upsert(row, previous):
-                    queue.append(row)
+                    code.issue(row, recorded_la_seqs)
                 previous = row
         next_task = available
         checks_on = ID_AND_TYPE_CHECKS in task.core_flags or task.final_sequence
-        failure = _match_task(task, queue, checks_on)
+        failure = _match_task(task, code, checks_on)
         if failure is not None:
             return failure
     return None
 
 
-def _match_task(task: Task, queue: deque[dict[str, Any]], checks_on: bool) -> CoreFailure | None:
+def _match_task(task: Task, code: _NewCode, checks_on: bool) -> CoreFailure | None:
+    queue = code.queue
     previous: dict[str, Any] | None = None
     for event in task.commands:
-        if _is_version_upsert(event, previous):
+        if _is_version_upsert(event, previous) or event.get("event_type") in _UPDATE_PROTOCOL:
             previous = event
             continue
         previous = event
+        if core_machine_kind(event) == "LocalActivity":
+            # sdk-core finds a local-activity marker's machine by sequence number, not by queue.
+            failure = _match_local_activity(task, event, code, checks_on)
+            if failure is not None:
+                return failure
+            continue
         is_patch_marker = event.get("marker_name") == "core_patch"
         # Patch commands whose marker history lacks are skipped (``patched()`` returned False).
         while queue and core_machine_kind(queue[0]) == "Patch" and not is_patch_marker:
@@ -249,3 +305,24 @@ def _match_task(task: Task, queue: deque[dict[str, Any]], checks_on: bool) -> Co
                 checks_on,
             )
     return None
+
+
+def _match_local_activity(
+    task: Task, event: dict[str, Any], code: _NewCode, checks_on: bool
+) -> CoreFailure | None:
+    seq = event.get("local_activity_seq")
+    command = code.local_activities.get(seq)
+    if command is None:
+        text = f"Missing associated machine for LocalActivity({seq})"
+        return CoreFailure(
+            dict(event), None, "local_activity_seq", seq, None,
+            CORE_PREFIX + text, True, task.index, checks_on,
+        )  # fmt: skip
+    mismatch = _identity_check(event, command, checks_on)
+    if mismatch is None:
+        return None
+    check, expected, actual, text = mismatch
+    return CoreFailure(
+        dict(event), command, check, expected, actual,
+        CORE_PREFIX + text, True, task.index, checks_on,
+    )  # fmt: skip

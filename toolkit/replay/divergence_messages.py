@@ -98,10 +98,15 @@ def core_kind_mismatch(command: Mapping[str, Any], event: Mapping[str, Any]) -> 
     sentence, exact = _CORE_MACHINE_SENTENCE.get(
         core_machine_kind(command), ("{kind} machine does not handle this event: {e}", False)
     )
-    text = sentence.format(
-        e=core_history_event(event.get("event_id"), str(event.get("event_type"))),
-        kind=command.get("kind"),
-    )
+    if exact:
+        shown = core_history_event(event.get("event_id"), str(event.get("event_type")))
+    else:
+        # sdk-core prints the whole struct with {:?}; keep its head and the identifying fields.
+        shown = (
+            f"HistoryEvent {{ event_id: {event.get('event_id')}, ..., "
+            f"event_type: {event.get('event_type')}, ... }}"
+        )
+    text = sentence.format(e=shown, kind=command.get("kind"))
     return CORE_PREFIX + text, exact
 
 
