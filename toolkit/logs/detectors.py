@@ -52,7 +52,9 @@ def _scan(
     """Prefilter rows by substrings of ``raw`` (vectorised), then extract findings per row."""
     _require(logs)
     raw = logs["raw"].astype(object).fillna("")
-    mask = pd.Series(False, index=logs.index)
+    # Records joined from partial lines (CRI "P", split docker json-file records) hold text
+    # that no single raw line does: they are always searched.
+    mask = logs["lines"] > 1 if "lines" in logs.columns else pd.Series(False, index=logs.index)
     for needle in needles:
         mask |= raw.str.contains(needle, regex=False)
     rows: list[dict[str, Any]] = []

@@ -48,7 +48,7 @@ _CORE_DETAILS: list[tuple[str, re.Pattern[str]]] = [
 
 _CORE_PREFIX = re.compile(r"(?:\[TMPRL1100\] )?Nondeterminism error: ")
 _CORE_OLD = re.compile(r'Nondeterminism\("(?P<detail>(?:[^"\\]|\\.)*)"\)')
-_CORE_RUN_ID = re.compile(r"Failing workflow task run_id=(?P<run_id>[\w-]+)")
+_CORE_RUN_ID = re.compile(r"\brun_id[=:] ?\"?(?P<run_id>[0-9a-fA-F-]{8,})")
 _TS_DETAILS = re.compile(
     r"DeterminismViolationError: Replay failed with a nondeterminism error\..*?Details: "
     r"(?P<detail>.*)",
