@@ -131,7 +131,7 @@ def test_payload_encodings(corpus: Path) -> None:
     assert gob["input"].notna().any()
     protobuf = tk.read_history(corpus / H / "temporalio__sdk-go/mutable-side-effect-legacy.json")
     markers = protobuf[protobuf["event_type"] == "MarkerRecorded"]
-    assert all(isinstance(d, dict) for d in markers["details"])
+    assert all(isinstance(d.value, dict) and d["side-effect-id"] for d in markers["details"])
 
 
 def test_failures_and_retry_state(corpus: Path) -> None:

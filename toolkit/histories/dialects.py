@@ -21,6 +21,7 @@ Binary: one ``temporal.api.history.v1.History`` message, or a Cloud export
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,7 @@ _EXPECTED = (
     "or histories, comma-separated events, UI event groups, or binary History/export protobuf"
 )
 
+_LEADING_SPACE = re.compile(rb"\s*")
 _Container = dict[str, msgspec.Raw] | list[msgspec.Raw]
 _container_decoder = msgspec.json.Decoder(_Container)
 _object_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -47,14 +49,33 @@ _list_decoder = msgspec.json.Decoder(list[msgspec.Raw])
 
 @dataclass
 class RawHistory:
-    """One history as found in a source: raw JSON events or protobuf events, plus what is known."""
+    """One history as found in a source: raw JSON events or protobuf events, plus what is known.
 
-    json_events: list[msgspec.Raw] | None = None
+    For JSON, ``json_array`` is the events array as one raw slice when the source has one; the
+    per-event raw slices (``json_events``) are then split off only when someone needs them, so
+    the common path scans the bytes once less.
+    """
+
+    json_array: msgspec.Raw | bytes | None = None
     proto_events: Any = None  # a repeated field of HistoryEvent
     workflow_id: str | None = None
     run_id: str | None = None
     namespace: str | None = None
     container: str = ""
+    source_name: str = ""
+    where: str = "$"
+    _json_events: list[msgspec.Raw] | None = None
+
+    @property
+    def is_json(self) -> bool:
+        return self.proto_events is None
+
+    @property
+    def json_events(self) -> list[msgspec.Raw]:
+        """The raw JSON of each event (split off the array on first use)."""
+        if self._json_events is None:
+            self._json_events = _events_of(self.json_array or b"[]", self.source_name, self.where)
+        return self._json_events
 
 
 def split_histories(source: Source) -> list[RawHistory]:
@@ -71,9 +92,10 @@ def split_histories(source: Source) -> list[RawHistory]:
             for h in source.histories
         ]
     data = source.data or b""
-    if not data.strip():
+    start = _LEADING_SPACE.match(data).end()  # no copy of a large file, unlike lstrip()
+    if start == len(data):
         raise HistoryFormatError(source.name, "the source is empty", expected=_EXPECTED)
-    first = data.lstrip()[:1]
+    first = data[start : start + 1]
     if first in (b"{", b"["):
         histories = _split_json(data, source.name)
     else:
@@ -91,15 +113,18 @@ def _json_position(data: bytes, byte: int) -> str:
     return f"line {line} column {column} (byte {byte}, near {describe(data, byte)!r})"
 
 
-def _decode_container(data: bytes, name: str) -> dict[str, msgspec.Raw] | list[msgspec.Raw]:
+def _decode_container(
+    data: bytes, name: str
+) -> tuple[dict[str, msgspec.Raw] | list[msgspec.Raw], bytes]:
+    """The top-level JSON value (keys or elements kept raw) and the bytes it was read from."""
     try:
-        return _container_decoder.decode(data)
+        return _container_decoder.decode(data), data
     except msgspec.DecodeError as exc:
         message = str(exc)
         if "trailing characters" in message:
             # msgspec reports the position just past the first unexpected character.
             byte = max(0, int(message.rsplit("byte ", 1)[1].rstrip(")")) - 1)
-            if data[byte:].lstrip()[:1] == b",":
+            if data[byte : byte + 64].lstrip()[:1] == b",":
                 # The pre-2023 CLI: events separated by commas, no enclosing brackets.
                 return _decode_container(b"[" + data + b"]", name)
             raise HistoryFormatError(
@@ -152,7 +177,9 @@ def _from_object(obj: dict[str, msgspec.Raw], name: str, where: str) -> list[Raw
     if "events" in obj:
         return [
             RawHistory(
-                json_events=_events_of(obj["events"], name, f"{where}.events"),
+                json_array=obj["events"],
+                source_name=name,
+                where=f"{where}.events",
                 workflow_id=_text(obj.get("workflowId")),
                 run_id=_text(obj.get("runId")),
                 namespace=_text(obj.get("namespace")),
@@ -178,10 +205,10 @@ def _from_object(obj: dict[str, msgspec.Raw], name: str, where: str) -> list[Raw
             histories += _from_object(keys, name, f"{where}.items[{index}]")
         return histories
     if _is_event(obj):
-        return [RawHistory(json_events=[msgspec.json.encode(obj)], container="event")]
+        return [RawHistory(_json_events=[msgspec.json.encode(obj)], container="event")]
     values = [_keys(v) for v in obj.values()]
     if values and all(_is_event(v) for v in values):
-        return [RawHistory(json_events=list(obj.values()), container="keyed-by-type")]
+        return [RawHistory(_json_events=list(obj.values()), container="keyed-by-type")]
     shown = ", ".join(list(obj)[:8])
     raise HistoryFormatError(
         name,
@@ -192,7 +219,7 @@ def _from_object(obj: dict[str, msgspec.Raw], name: str, where: str) -> list[Raw
 
 
 def _split_json(data: bytes, name: str) -> list[RawHistory]:
-    top = _decode_container(data, name)
+    top, data = _decode_container(data, name)
     if isinstance(top, dict):
         return _from_object(top, name, "$")
     if not top:
@@ -211,7 +238,7 @@ def _split_json(data: bytes, name: str) -> list[RawHistory]:
                     name, "event group without eventList", position=f"$[{index}]"
                 )
             events += _events_of(keys["eventList"], name, f"$[{index}].eventList")
-        return [RawHistory(json_events=events, container="ui-event-groups")]
+        return [RawHistory(_json_events=events, container="ui-event-groups")]
     if "events" in first or "history" in first:
         histories = []
         for index, item in enumerate(top):
@@ -223,7 +250,7 @@ def _split_json(data: bytes, name: str) -> list[RawHistory]:
             history.container = "array-of-histories"
         return histories
     if _is_event(first):
-        return [RawHistory(json_events=top, container="array-of-events")]
+        return [RawHistory(_json_events=top, json_array=data, container="array-of-events")]
     raise HistoryFormatError(
         name,
         f"array of objects with keys [{', '.join(list(first)[:8])}] is not a history",

@@ -1,9 +1,9 @@
-"""Read-only mappings that decode on first use.
+"""Cells that decode on first use.
 
-The ``attributes`` and ``extra`` columns hold the complete event as the source wrote it. Building
-51,200 dicts up front would cost more than parsing the file, so each cell keeps its raw JSON bytes
-(or protobuf message) and becomes a dict the first time it is read. They compare equal to dicts,
-print like dicts and pickle as dicts.
+The ``attributes`` and ``extra`` columns hold the complete event as the source wrote it, and the
+payload columns hold decoded values. Building 51,200 dicts up front would cost more than parsing
+the file, so each cell keeps its raw JSON bytes (or protobuf message) and decodes the first time it
+is read. They compare equal to the plain value, print like it and pickle as it.
 """
 
 from __future__ import annotations
@@ -15,40 +15,46 @@ import msgspec
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-__all__ = ["LazyJSON", "LazyProto"]
+__all__ = ["LazyAttributes", "LazyExtra", "LazyJSON", "LazyPayloads", "LazyProto"]
+
+_ENVELOPE = frozenset({"eventId", "eventTime", "eventType"})
 
 
-class _LazyMapping(Mapping[str, Any]):
+class _Lazy:
+    """Proxy of a value decoded on first access; subclasses define ``_decode``."""
+
     __slots__ = ("_value",)
+    _UNSET: Any = object()
 
     def __init__(self) -> None:
-        self._value: dict[str, Any] | None = None
+        self._value = _Lazy._UNSET
 
-    def _decode(self) -> dict[str, Any]:  # pragma: no cover - abstract
+    def _decode(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
     @property
-    def value(self) -> dict[str, Any]:
-        """The decoded dict."""
-        if self._value is None:
+    def value(self) -> Any:
+        """The decoded value (a dict for mappings, a list for payloads)."""
+        if self._value is _Lazy._UNSET:
             self._value = self._decode()
         return self._value
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: Any) -> Any:
         return self.value[key]
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.value)
 
     def __len__(self) -> int:
         return len(self.value)
 
+    def __contains__(self, item: object) -> bool:
+        return item in self.value
+
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, _LazyMapping):
-            return self.value == other.value
-        if isinstance(other, Mapping):
-            return self.value == dict(other)
-        return NotImplemented
+        if isinstance(other, _Lazy):
+            return bool(self.value == other.value)
+        return bool(self.value == other)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -56,26 +62,78 @@ class _LazyMapping(Mapping[str, Any]):
         return repr(self.value)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (dict, (self.value,))
+        value = self.value
+        return (type(value), (value,))
+
+
+class _LazyMapping(_Lazy):
+    __slots__ = ()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.value.get(key, default)
+
+    def keys(self) -> Any:
+        return self.value.keys()
+
+    def items(self) -> Any:
+        return self.value.items()
+
+    def values(self) -> Any:
+        return self.value.values()
+
+
+Mapping.register(_LazyMapping)
 
 
 class LazyJSON(_LazyMapping):
-    """A JSON object kept as bytes until read; ``drop`` names keys to leave out."""
+    """A JSON object kept as bytes until read."""
 
-    __slots__ = ("_drop", "_raw")
+    __slots__ = ("_raw",)
 
-    def __init__(self, raw: bytes, drop: frozenset[str] = frozenset()) -> None:
-        super().__init__()
+    def __init__(self, raw: Any) -> None:
+        self._value = _Lazy._UNSET
         self._raw = raw
-        self._drop = drop
 
     def _decode(self) -> dict[str, Any]:
         value = msgspec.json.decode(self._raw) if self._raw else {}
-        if not isinstance(value, dict):
-            return {"value": value}
-        if self._drop:
-            return {k: v for k, v in value.items() if k not in self._drop}
-        return value
+        return value if isinstance(value, dict) else {"value": value}
+
+
+class LazyAttributes(_LazyMapping):
+    """The ``*EventAttributes`` object of a raw JSON event (decoded on first use).
+
+    Holds the history (whose ``json_events`` are the raw events) and the event's index, so no
+    per-event bytes are split off until one is read.
+    """
+
+    __slots__ = ("_history", "_index", "_key")
+
+    def __init__(self, history: Any, index: int, key: str | None) -> None:
+        self._value = _Lazy._UNSET
+        self._history = history
+        self._index = index
+        self._key = key
+
+    @property
+    def raw(self) -> Any:
+        """The event's raw JSON bytes."""
+        return self._history.json_events[self._index]
+
+    def _decode(self) -> dict[str, Any]:
+        event = msgspec.json.decode(self.raw)
+        if self._key is None:
+            return {}
+        return event.get(self._key) or {}
+
+
+class LazyExtra(LazyAttributes):
+    """Every field of a raw JSON event but its id, time, type and attributes."""
+
+    __slots__ = ()
+
+    def _decode(self) -> dict[str, Any]:
+        event = msgspec.json.decode(self.raw)
+        return {k: v for k, v in event.items() if k not in _ENVELOPE and k != self._key}
 
 
 class LazyProto(_LazyMapping):
@@ -84,7 +142,7 @@ class LazyProto(_LazyMapping):
     __slots__ = ("_message",)
 
     def __init__(self, message: Message) -> None:
-        super().__init__()
+        self._value = _Lazy._UNSET
         self._message = message
 
     def _decode(self) -> dict[str, Any]:
@@ -94,3 +152,31 @@ class LazyProto(_LazyMapping):
     def message(self) -> Message:
         """The protobuf message itself."""
         return self._message
+
+
+class LazyProtoExtra(LazyProto):
+    """The envelope fields of a protobuf ``HistoryEvent`` (``message`` is the whole event)."""
+
+    __slots__ = ()
+
+    def _decode(self) -> dict[str, Any]:
+        value = super()._decode()
+        return {
+            k: v for k, v in value.items() if k not in _ENVELOPE and not k.endswith("Attributes")
+        }
+
+
+class LazyPayloads(_Lazy):
+    """Decoded payload values: a list per ``Payloads`` (a dict of lists for marker details)."""
+
+    __slots__ = ("_codec", "_raw")
+
+    def __init__(self, raw: Any, codec: Any = None) -> None:
+        self._value = _Lazy._UNSET
+        self._raw = raw
+        self._codec = codec
+
+    def _decode(self) -> Any:
+        from toolkit.histories.payloads import decode_any
+
+        return decode_any(self._raw, self._codec)

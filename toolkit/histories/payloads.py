@@ -33,7 +33,13 @@ import orjson
 from google.protobuf import json_format, symbol_database
 from temporalio.api.common.v1 import Payload
 
-__all__ = ["OpaquePayload", "decode_payload", "decode_payloads", "decode_proto_payloads"]
+__all__ = [
+    "OpaquePayload",
+    "decode_any",
+    "decode_payload",
+    "decode_payloads",
+    "decode_proto_payloads",
+]
 
 _KNOWN_ENCODINGS = frozenset(
     {
@@ -229,3 +235,22 @@ def decode_proto_payload(payload: Payload, codec: Any = None) -> Any:
 def decode_proto_payloads(payloads: Any, codec: Any = None) -> list[Any]:
     """Decode a protobuf ``Payloads`` message into a list of values."""
     return [decode_proto_payload(p, codec) for p in payloads.payloads]
+
+
+def decode_any(raw: Any, codec: Any = None) -> Any:
+    """Decode what a payload column keeps: raw JSON, a protobuf ``Payloads``/``Payload``, a map.
+
+    Returns a list of values for ``Payloads`` (and for a single ``Payload``), a dict of lists for
+    a map of them (marker details), ``None`` for JSON null.
+    """
+    import msgspec
+
+    if isinstance(raw, (bytes, msgspec.Raw)):
+        return decode_payloads(msgspec.json.decode(raw), codec)
+    if isinstance(raw, Payload):
+        return [decode_proto_payload(raw, codec)]
+    if hasattr(raw, "payloads"):
+        return decode_proto_payloads(raw, codec)
+    if hasattr(raw, "items"):  # protobuf map<string, Payloads>
+        return {key: decode_proto_payloads(value, codec) for key, value in raw.items()}
+    return raw

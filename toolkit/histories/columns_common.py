@@ -1,0 +1,179 @@
+"""What both column builders (JSON and protobuf) share: type facts, failures, enum names."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from google.protobuf.descriptor import EnumDescriptor
+from temporalio.api.enums.v1 import RetryState
+from temporalio.api.history.v1 import HistoryEvent
+
+from toolkit.histories import enums
+from toolkit.histories.payloads import decode_any
+from toolkit.histories.views import FailureView, failure_decoder, failure_view_from_proto
+
+__all__ = [
+    "NULL",
+    "TypeInfo",
+    "failure_columns",
+    "present",
+    "retry_state_name",
+    "type_info",
+]
+
+NULL = msgspec.Raw(b"null")
+
+#: Columns every builder fills, one list/array each (event_time and history-level ones apart).
+EVENT_COLUMNS = (
+    "event_id", "event_type", "category", "is_command", "activity_id", "activity_type",
+    "task_queue", "scheduled_event_id", "started_event_id", "initiated_event_id", "attempt",
+    "timer_id", "signal_name", "update_name", "update_id", "child_workflow_id",
+    "child_workflow_type", "marker_name", "identity", "failure_message", "failure_type",
+    "retry_state", "cause", "input", "result", "details", "attributes", "extra",
+)  # fmt: skip
+
+_WRAPPER_INFOS = (
+    "activityFailureInfo",
+    "childWorkflowExecutionFailureInfo",
+    "nexusOperationExecutionFailureInfo",
+)
+_INFO_NAMES = {
+    "timeoutFailureInfo": "TimeoutFailure",
+    "canceledFailureInfo": "CanceledFailure",
+    "terminatedFailureInfo": "TerminatedFailure",
+    "serverFailureInfo": "ServerFailure",
+    "resetWorkflowFailureInfo": "ResetWorkflowFailure",
+    "activityFailureInfo": "ActivityFailure",
+    "childWorkflowExecutionFailureInfo": "ChildWorkflowFailure",
+    "nexusOperationExecutionFailureInfo": "NexusOperationFailure",
+    "nexusHandlerFailureInfo": "NexusHandlerFailure",
+}
+
+
+def present(value: Any) -> bool:
+    """A field is present unless it is missing or JSON null (emit-defaults files write nulls)."""
+    return value is not None and not (isinstance(value, msgspec.Raw) and value == NULL)
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """Facts about one event type spelling, computed once per spelling."""
+
+    short: str
+    key: str  # the JSON name of its attributes field
+    field: str | None  # the protobuf oneof field name, when the API knows the type
+    category: str
+    is_command: bool
+    known: bool
+    cause_enum: EnumDescriptor | None
+
+
+_TYPE_INFO: dict[Any, TypeInfo] = {}
+
+
+def _snake(camel: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in camel).lstrip("_")
+
+
+def type_info(spelling: Any) -> TypeInfo:
+    """Type facts for any spelling of an event type (cached)."""
+    info = _TYPE_INFO.get(spelling)
+    if info is not None:
+        return info
+    short = enums.event_type_name(spelling)
+    key = enums.attributes_key(short)
+    field = HistoryEvent.DESCRIPTOR.fields_by_name.get(_snake(key))
+    cause = None
+    if field is not None and field.message_type is not None:
+        cause_field = field.message_type.fields_by_name.get("cause")
+        cause = cause_field.enum_type if cause_field is not None else None
+    info = TypeInfo(
+        short=short,
+        key=key,
+        field=field.name if field is not None else None,
+        category=enums.category_of(short),
+        is_command=short in enums.COMMAND_EVENT_TYPES,
+        known=field is not None,
+        cause_enum=cause,
+    )
+    with contextlib.suppress(TypeError):  # an unhashable spelling: just don't cache it
+        _TYPE_INFO[spelling] = info
+    return info
+
+
+_RETRY_STATES: dict[Any, str | None] = {}
+
+
+def retry_state_name(value: Any) -> str | None:
+    """Canonical ``RETRY_STATE_*`` name of any spelling (cached); 0/unspecified -> None."""
+    if value is None or value == 0 or value == "":
+        return None
+    name = _RETRY_STATES.get(value)
+    if name is None:
+        name = enums.canonical_enum(RetryState.DESCRIPTOR, value)
+        _RETRY_STATES[value] = name
+    return None if name == "RETRY_STATE_UNSPECIFIED" else name
+
+
+def cause_name(enum: EnumDescriptor | None, value: Any) -> str | None:
+    """Canonical name of a cause enum value; unknown enums and values verbatim."""
+    if value is None or value == 0 or value == "":
+        return None
+    if enum is None:
+        return str(value)
+    return enums.canonical_enum(enum, value)
+
+
+def _failure_kind(failure: FailureView) -> str | None:
+    info = failure.applicationFailureInfo
+    if info is not None:
+        return info.type or "ApplicationFailure"
+    for key, name in _INFO_NAMES.items():
+        if present(getattr(failure, key)):
+            return name
+    return None
+
+
+def _cause_view(cause: Any) -> FailureView | None:
+    if isinstance(cause, msgspec.Raw):
+        try:
+            return failure_decoder.decode(cause)
+        except msgspec.MsgspecError:
+            return None
+    return failure_view_from_proto(cause)
+
+
+def failure_columns(
+    failure: FailureView | None, codec: Any, decode: bool
+) -> tuple[str | None, str | None]:
+    """``(failure_message, failure_type)`` of a failure, following wrapper failures' causes.
+
+    An activity/child/Nexus failure wraps the real one: the message becomes
+    ``"<outer>: <innermost>"`` and the type the innermost one's. With an encoding failure
+    converter the real message is a payload under ``encodedAttributes``.
+    """
+    if failure is None:
+        return None, None
+    message = failure.message
+    if decode and present(failure.encodedAttributes):
+        decoded = decode_any(_as_payloads(failure.encodedAttributes), codec)
+        first = decoded[0] if isinstance(decoded, list) and decoded else None
+        if isinstance(first, dict) and first.get("message"):
+            message = first["message"]
+    kind = _failure_kind(failure)
+    wrapper = any(present(getattr(failure, info)) for info in _WRAPPER_INFOS)
+    if wrapper and present(failure.cause):
+        inner_message, inner_kind = failure_columns(_cause_view(failure.cause), codec, decode)
+        if inner_message:
+            message = f"{message}: {inner_message}" if message else inner_message
+        kind = inner_kind or kind
+    return message or None, kind
+
+
+def _as_payloads(payload: Any) -> Any:
+    if isinstance(payload, msgspec.Raw):
+        return msgspec.Raw(b'{"payloads":[' + bytes(payload) + b"]}")
+    return payload
