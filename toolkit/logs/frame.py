@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from toolkit.logs.normalize import Yearless, epoch_to_ns
+
 __all__ = ["FRAME_COLUMNS", "build_frame", "empty_frame"]
 
 #: Column order of every logs frame.
@@ -19,10 +21,10 @@ _AWARE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
 _UTC = "datetime64[ns, UTC]"
 
 
-def _strings_to_utc(texts: list[str], tz: str) -> pd.DatetimeIndex:
+def _strings_to_utc(texts: list[str | None], tz: str) -> pd.DatetimeIndex:
     if tz in ("UTC", "utc", "Z"):
         return pd.DatetimeIndex(pd.to_datetime(texts, format="ISO8601", utc=True, errors="coerce"))
-    aware = np.fromiter((bool(_AWARE.search(t)) for t in texts), bool, len(texts))
+    aware = np.fromiter((bool(t and _AWARE.search(t)) for t in texts), bool, len(texts))
     out = pd.Series(pd.NaT, index=range(len(texts)), dtype=_UTC)
     arr = np.array(texts, dtype=object)
     if aware.any():
@@ -44,13 +46,18 @@ def _first_year(values: list[Any]) -> str | None:
 
 def _to_utc(values: list[Any], tz: str, year: int,
             year_hint: int | None = None) -> tuple[np.ndarray, list[int]]:
-    """Convert the ``ts`` column (ISO text, ``?``-yearless text, int ns, None) to UTC ns.
+    """Convert the ``ts`` column (ISO text, yearless text, int ns, None) to UTC ns.
 
     Yearless timestamps take the year of the closest full timestamp before them (``year_hint``
     when given by the caller), else ``year``. Returns the datetime64[ns] values (UTC) and the
     positions whose text could not be parsed.
     """
     n = len(values)
+    kinds = set(map(type, values))
+    if kinds <= {str, type(None)}:  # the common case: ISO text only, converted in one call
+        parsed = _strings_to_utc(values, tz)
+        result = parsed.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
+        return result, _retry_failed(values, result, list(range(n)), tz)
     result = np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
     str_pos: list[int] = []
     str_val: list[str] = []
@@ -58,17 +65,19 @@ def _to_utc(values: list[Any], tz: str, year: int,
     for i, v in enumerate(values):
         if v is None:
             continue
-        if type(v) is str:
+        kind = type(v)
+        if kind is str:
             str_pos.append(i)
-            if v[:1] == "?":  # yearless (klog, syslog): the year of the records around it
-                str_val.append(f"{seen_year or year}{v[1:]}")
-            else:
-                str_val.append(v)
-                if v[:4].isdigit():
-                    seen_year = v[:4]
+            str_val.append(v)
+            if v[:4].isdigit() and not year_hint:
+                seen_year = v[:4]
+        elif kind is Yearless:  # klog, syslog: the year of the records around it
+            str_pos.append(i)
+            str_val.append(f"{seen_year or year}{v[1:]}")
         else:
+            ns = epoch_to_ns(v) if kind is float else v
             try:
-                result[i] = np.datetime64(int(v), "ns")
+                result[i] = np.datetime64(int(ns), "ns")
             except (OverflowError, ValueError, TypeError):
                 str_pos.append(i)
                 str_val.append(str(v))
@@ -76,23 +85,37 @@ def _to_utc(values: list[Any], tz: str, year: int,
     if str_val:
         parsed = _strings_to_utc(str_val, tz)
         as_ns = parsed.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
-        pos = np.asarray(str_pos)
-        result[pos] = as_ns
-        bad = np.isnat(as_ns)
-        if bad.any():
-            for k in np.flatnonzero(bad):  # rare shapes: let pandas guess, one by one
-                try:
-                    one = pd.Timestamp(str_val[k])
-                    one = one.tz_localize(tz) if one.tzinfo is None else one
-                    result[pos[k]] = one.tz_convert("UTC").tz_localize(None).as_unit("ns").asm8
-                except (ValueError, TypeError, OverflowError):
-                    failed.append(int(pos[k]))
+        result[np.asarray(str_pos)] = as_ns
+        failed = _retry_failed(str_val, result, str_pos, tz, as_ns)
     return result, failed
 
 
+def _retry_failed(texts: list[Any], result: np.ndarray, positions: list[int], tz: str,
+                  parsed: np.ndarray | None = None) -> list[int]:
+    """Texts the ISO parser refused: let pandas guess them one by one (rare shapes)."""
+    parsed = result if parsed is None else parsed
+    bad = np.flatnonzero(np.isnat(parsed))
+    failed: list[int] = []
+    for k in bad:
+        text = texts[k]
+        if text is None:
+            continue
+        try:
+            one = pd.Timestamp(text)
+            one = one.tz_localize(tz) if one.tzinfo is None else one
+            result[positions[k]] = one.tz_convert("UTC").tz_localize(None).as_unit("ns").asm8
+        except (ValueError, TypeError, OverflowError):
+            failed.append(int(positions[k]))
+    return failed
+
+
 def _object(values: list[Any]) -> pd.Series:
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = values
+    n = len(values)
+    if values.count(None) == n:
+        arr = np.full(n, None, dtype=object)
+    else:
+        arr = np.empty(n, dtype=object)
+        arr[:] = values
     return pd.Series(arr, dtype=object, copy=False)
 
 

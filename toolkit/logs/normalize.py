@@ -16,6 +16,7 @@ from typing import Any
 
 __all__ = [
     "LEVELS",
+    "Yearless",
     "epoch_to_ns",
     "level_from_number",
     "month_number",
@@ -23,6 +24,15 @@ __all__ = [
     "otlp_severity_level",
     "syslog_priority_level",
 ]
+
+class Yearless(str):
+    """A ``?-MM-DDTHH:MM:SS`` timestamp text without its year (klog, syslog).
+
+    A distinct type so that the frame builder finds them without scanning every string.
+    """
+
+    __slots__ = ()
+
 
 #: Raw level spellings (lower case) mapped to the five canonical levels.
 LEVELS: dict[str, str | None] = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import gc
 import itertools
@@ -13,7 +12,7 @@ import orjson
 import pandas as pd
 
 from toolkit.logs.assemble import Assembler
-from toolkit.logs.formats import classify_json
+from toolkit.logs.formats import classify_json, classify_json_block
 from toolkit.logs.frame import build_frame
 from toolkit.logs.sources import LineSource, open_source
 
@@ -33,43 +32,43 @@ def _feed_json_block(asm: Assembler, block: list[str], first_line: int) -> bool:
         objs = [loads(line) for line in block]
     except orjson.JSONDecodeError:
         return False
-    for d in objs:
-        if type(d) is not dict or "log" in d or "MESSAGE" in d or "resourceLogs" in d:
-            return False
-    parsed = [classify_json(d) for d in objs]
+    columns = classify_json_block(objs)
+    if columns is None:
+        for d in objs:
+            if type(d) is not dict or "log" in d or "MESSAGE" in d or "resourceLogs" in d:
+                return False
+        columns = [list(col) for col in zip(*map(classify_json, objs), strict=True)]
     asm.flush()
     data = asm.out.data
     n = len(block) - 1  # the last record stays open: the next block may continue it
-    if n > 0:
-        family, ts, level, logger, message, fields = zip(*parsed[:n], strict=True)
-        data["format"].extend(family)
-        data["ts"].extend(ts)
-        data["level"].extend(level)
-        data["logger"].extend(logger)
-        data["message"].extend(message)
-        data["fields"].extend(fields)
-        data["line"].extend(range(first_line, first_line + n))
-        data["lines"].extend(itertools.repeat(1, n))
-        data["raw"].extend(block[:n])
-        for name in ("envelope", "stream", "container", "host", "parse_error"):
-            data[name].extend(itertools.repeat(None, n))
-    asm._start(parsed[-1], None, first_line + n, [block[-1]])
+    for name, values in zip(("format", "ts", "level", "logger", "message", "fields"), columns,
+                            strict=True):
+        data[name].extend(values[:n])
+    data["line"].extend(range(first_line, first_line + n))
+    data["lines"].extend(itertools.repeat(1, n))
+    data["raw"].extend(block[:n])
+    for name in ("envelope", "stream", "container", "host", "parse_error"):
+        data[name].extend(itertools.repeat(None, n))
+    last = tuple(col[-1] for col in columns)
+    asm._start(last, None, first_line + n, [block[-1]])  # type: ignore[arg-type]
     return True
 
 
-@contextlib.contextmanager
-def _paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while parsing one block.
+class _PausedGC:
+    """Pause the cyclic garbage collector while parsing, resume it around every ``yield``.
 
-    Parsing allocates hundreds of thousands of dicts and tuples that never form cycles; with the
-    collector running, each allocation burst triggers scans of everything allocated so far.
+    Parsing allocates millions of dicts and tuples that never form cycles; with the collector
+    running, allocation bursts trigger repeated scans of everything allocated so far.
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
+
+    def __init__(self) -> None:
+        self.was_enabled = gc.isenabled()
+
+    def pause(self) -> None:
+        gc.disable()
+
+    def resume(self) -> None:
+        if self.was_enabled:
             gc.enable()
 
 
@@ -79,28 +78,32 @@ def _frames(src: LineSource, tz: str, year: int, chunksize: int | None,
     line_no = 1
     emitted = 0
     lines = iter(src.lines)
-    while True:
-        with _paused_gc():
+    collector = _PausedGC()
+    collector.pause()
+    try:
+        while True:
             block = list(itertools.islice(lines, _BLOCK))
             if not block:
                 asm.finish()
                 break
             _feed_block(asm, block, line_no)
             line_no += len(block)
-            frame = None
+            if progress is not None:
+                position = src.position()
+                progress.update((position - progress.n) if position is not None else len(block))
             if chunksize and len(asm.out) >= chunksize:
                 cols = asm.out.take()
                 frame = build_frame(cols, src.name, tz, year, emitted, year_hint)
                 emitted += len(cols["line"])
-        if progress is not None:
-            position = src.position()
-            progress.update((position - progress.n) if position is not None else len(block))
-        if frame is not None:
-            yield frame
-    if len(asm.out) or not emitted:
-        with _paused_gc():
+                collector.resume()
+                yield frame
+                collector.pause()
+        if len(asm.out) or not emitted:
             frame = build_frame(asm.out.take(), src.name, tz, year, emitted, year_hint)
-        yield frame
+            collector.resume()
+            yield frame
+    finally:
+        collector.resume()
 
 
 def _feed_block(asm: Assembler, block: list[Any], line_no: int) -> None:

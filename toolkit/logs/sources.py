@@ -76,13 +76,20 @@ def _check_text(name: str, sample: bytes, encoding: str) -> None:
                         position=f"character {first}", expected="text lines")
 
 
-def _split_lines(stream: IO[str]) -> Iterator[str]:
-    for line in stream:
-        if line.endswith("\n"):
-            line = line[:-2] if line.endswith("\r\n") else line[:-1]
-        elif line.endswith("\r"):
-            line = line[:-1]
-        yield line
+def _split_lines(stream: IO[str], chunk_chars: int = 1 << 22) -> Iterator[str]:
+    """Lines of a text stream split on ``\n`` only, read in large chunks (fast and bounded)."""
+    tail = ""
+    while True:
+        chunk = stream.read(chunk_chars)
+        if not chunk:
+            break
+        parts = (tail + chunk).split("\n")
+        tail = parts.pop()
+        if "\r" in chunk:
+            parts = [p[:-1] if p.endswith("\r") else p for p in parts]
+        yield from parts
+    if tail:
+        yield tail[:-1] if tail.endswith("\r") else tail
 
 
 def _is_multiplexed(head: bytes) -> bool:

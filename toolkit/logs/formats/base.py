@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from toolkit.logs.normalize import month_number
+from toolkit.logs.normalize import Yearless, month_number
 
 Parsed = tuple[str, Any, str | None, str | None, str, dict[str, Any]]
 
@@ -44,7 +44,7 @@ def syslog_iso(text: str) -> str | None:
     if month is None:
         return None
     day = text[4:6].strip().zfill(2)
-    return f"?-{month:02d}-{day}T{text[7:]}"
+    return Yearless(f"?-{month:02d}-{day}T{text[7:]}")
 
 
 def unquote(value: str) -> str:

@@ -23,7 +23,7 @@ from toolkit.logs.formats.base import (
     split_trailing_pairs,
     unquote,
 )
-from toolkit.logs.normalize import norm_level
+from toolkit.logs.normalize import Yearless, norm_level
 
 __all__ = ["FAMILIES", "GO_SDK_KEYS"]
 
@@ -47,7 +47,8 @@ def parse_klog(text: str) -> Parsed | None:
         if not left.strip():
             message = unquote(q.group(0))
             fields.update(pairs)
-    return "klog", f"?-{month}-{day}T{clock}", _KLOG_LEVEL[sev], None, message, fields
+    ts = Yearless(f"?-{month}-{day}T{clock}")
+    return "klog", ts, _KLOG_LEVEL[sev], None, message, fields
 
 
 _ZAP_CONSOLE = re.compile(rf"({ISO_TS})\t([A-Za-z]+)\t(.*)", re.DOTALL)

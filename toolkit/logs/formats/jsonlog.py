@@ -22,7 +22,7 @@ from toolkit.logs.normalize import (
     otlp_severity_level,
 )
 
-__all__ = ["classify_json", "otlp_records"]
+__all__ = ["classify_json", "classify_json_block", "otlp_records"]
 
 _TS_KEYS = ("time", "ts", "timestamp", "@timestamp", "t", "asctime", "datetime", "date", "Time")
 _LEVEL_KEYS = ("level", "severity", "lvl", "levelname", "log.level", "loglevel", "Level")
@@ -147,3 +147,68 @@ def otlp_records(d: dict[str, Any]) -> list[Parsed]:
                 body = _otlp_value(rec.get("body") or {})
                 out.append(("otlp", ts, level, scope.get("name"), _text(body), fields))
     return out
+
+
+# Keys whose presence decides a JSON record's family or header; records of one block that share
+# the same subset of them are parsed column by column (see classify_json_block).
+_SIGNATURE_KEYS = frozenset({
+    *_TS_KEYS, *_LEVEL_KEYS, *_MSG_KEYS, *_LOGGER_KEYS, "logging-call-at", "v", "hostname",
+    "pid", "sdkComponent", "taskQueue", "namespace", "fields", "log", "resourceLogs",
+    "__REALTIME_TIMESTAMP", "_PID", "PRIORITY", "__CURSOR",
+})
+_SPECIAL = frozenset({"rust_tracing_json", "bunyan"})
+
+
+def _layout(d: dict[str, Any]) -> tuple[str, str | None, str | None, str | None, str | None]:
+    family = _family(d)
+    pick = lambda keys: next((k for k in keys if k in d), None)  # noqa: E731
+    return family, pick(_TS_KEYS), pick(_LEVEL_KEYS), pick(_MSG_KEYS), pick(_LOGGER_KEYS)
+
+
+def classify_json_block(objs: list[Any]) -> list[list[Any]] | None:
+    """Parse a block of decoded JSON records column by column, when they share one layout.
+
+    Returns the columns ``[family, ts, level, logger, message, fields]`` or None when the block
+    mixes layouts (or holds envelopes, OTLP, non-objects): the caller then parses per record.
+    Same result as :func:`classify_json` on each record, at a fraction of the cost.
+    """
+    first = objs[0]
+    if type(first) is not dict:
+        return None
+    signature = _SIGNATURE_KEYS.intersection(first)
+    if "log" in signature or "resourceLogs" in signature or "MESSAGE" in signature:
+        return None
+    same = _SIGNATURE_KEYS.intersection
+    if not all(type(d) is dict and same(d) == signature for d in objs):
+        return None
+    family, ts_key, level_key, msg_key, logger_key = _layout(first)
+    if family in _SPECIAL:
+        return None
+    n = len(objs)
+    ts = [d.pop(ts_key) for d in objs] if ts_key else [None] * n
+    if ts_key and not all(type(v) is str for v in ts):
+        ts = [_ts(v) for v in ts]
+    raw_levels = [d.pop(level_key) for d in objs] if level_key else [None] * n
+    cache: dict[Any, str | None] = {}
+    try:
+        levels = [cache[v] if v in cache else cache.setdefault(v, norm_level(v))
+                  for v in raw_levels]
+    except TypeError:  # an unhashable level value: normalise one by one
+        levels = [norm_level(v) for v in raw_levels]
+    messages = [d.pop(msg_key) for d in objs] if msg_key else [""] * n
+    if not all(type(m) is str for m in messages):
+        messages = [_text(m) for m in messages]
+    loggers = [d.pop(logger_key) for d in objs] if logger_key else [None] * n
+    if logger_key and not all(type(g) is str or g is None for g in loggers):
+        for d, g in zip(objs, loggers, strict=True):
+            if g is not None and not isinstance(g, str):
+                d["logger"] = g
+        loggers = [g if isinstance(g, str) else None for g in loggers]
+    if family in ("slog_json", "logrus_json"):  # told apart per record by the level's case
+        families = [
+            "slog_json" if isinstance(v, str) and v[:1].isupper() else "logrus_json"
+            for v in raw_levels
+        ]
+    else:
+        families = [family] * n
+    return [families, ts, levels, loggers, messages, objs]

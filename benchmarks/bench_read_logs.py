@@ -1,0 +1,105 @@
+"""Benchmark read_logs against ``[orjson.loads(l) for l in lines]`` measured in the same run.
+
+Generates, in a temporary directory, a 1,000,000-line JSON log (slog/zap/logrus-style records)
+and a 1,000,000-line mixed text log (slog text, klog, Python logging, Go SDK logger, Rust tracing,
+tracebacks and panics), then prints, for each, the read_logs time divided by the time of
+``[orjson.loads(l) for l in lines]`` on the same lines already in memory (target on JSON: <= 1.5).
+
+Run: ``.venv/bin/python benchmarks/bench_read_logs.py [--lines N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pandas as pd
+
+from toolkit.logs import read_logs
+
+LEVELS = ["INFO", "DEBUG", "WARN", "ERROR"]
+
+
+def json_lines(n: int, rng: random.Random) -> list[str]:
+    out = []
+    for i in range(n):
+        sec, frac = divmod(i, 1000)
+        record = {
+            "time": f"2026-09-27T10:{(sec // 60) % 60:02d}:{sec % 60:02d}.{frac:03d}Z",
+            "level": rng.choice(LEVELS),
+            "msg": rng.choice(["tool call", "model step", "listing tools", "turn complete"]),
+            "workflow_id": f"agent-{i % 97}",
+            "activity_type": rng.choice(["InvokeModel", "ListMcpTools", "CallMcpTool"]),
+            "attempt": 1 + i % 3,
+            "duration_ms": rng.randint(1, 5000),
+        }
+        out.append(orjson.dumps(record).decode())
+    return out
+
+
+def text_lines(n: int, rng: random.Random) -> list[str]:
+    shapes = [
+        'time=2026-09-27T10:00:{s:02d}.000Z level=INFO msg="tool call" tool=search attempt={a}',
+        'I0927 10:00:{s:02d}.000000       1 controller.go:120] "Reconciling" agent="a-{a}"',
+        "2026-09-27 10:00:{s:02d},123 - agent.runner - WARNING - slow model step {a}",
+        "2026/09/27 10:00:{s:02d} INFO  Started Worker Namespace default TaskQueue q{a}",
+        "2026-09-27T10:00:{s:02d}.000000Z  WARN temporal_sdk_core::worker: poll failed n={a}",
+        "plain text line number {a}",
+    ]
+    block = [
+        "2026-09-27 10:00:00,000 ERROR failed",
+        "Traceback (most recent call last):",
+        '  File "/app/x.py", line 1, in <module>',
+        "ValueError: bad",
+        "panic: boom",
+        "",
+        "goroutine 1 [running]:",
+        "main.main()",
+        "\t/app/main.go:10",
+    ]
+    out: list[str] = []
+    while len(out) < n:
+        if rng.random() < 0.01:
+            out.extend(block)
+        else:
+            out.append(rng.choice(shapes).format(s=len(out) % 60, a=len(out) % 7))
+    return out[:n]
+
+
+def best_of(repeats: int, fn: Callable[[], object]) -> tuple[float, object]:
+    """Best wall time of ``repeats`` calls, and the last result."""
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    rng = random.Random(7)
+    json_version = json_lines(args.lines, rng)
+    # The baseline is the same in both rows: orjson over the 1M JSON lines, already in memory.
+    baseline, _ = best_of(args.repeats, lambda: [orjson.loads(x) for x in json_version])
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, lines in (("json", json_version), ("mixed text", text_lines(args.lines, rng))):
+            path = Path(tmp) / f"{name.replace(' ', '_')}.log"
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            elapsed, frame = best_of(args.repeats, lambda path=path: read_logs(path))
+            assert isinstance(frame, pd.DataFrame) and frame["lines"].sum() == args.lines
+            print(f"{name:>10}: {args.lines:,} lines  read_logs {elapsed:6.2f}s  "
+                  f"orjson baseline {baseline:6.2f}s  ratio {elapsed / baseline:5.2f}x  "
+                  f"({len(frame):,} records, {frame['format'].nunique()} formats)")
+
+
+if __name__ == "__main__":
+    main()
