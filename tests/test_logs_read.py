@@ -270,3 +270,9 @@ def test_truncated_gzip_raises(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(data)[:-4000])
     with pytest.raises(LogFormatError, match="corrupt or truncated"):
         read_logs(path)
+
+
+def test_progress_bar_runs_to_the_end(capsys: pytest.CaptureFixture[str]) -> None:
+    logs = read_logs(FIXTURES / "slog_text.log", progress=True)
+    assert len(logs) == 3
+    assert "slog_text.log" in capsys.readouterr().err

@@ -53,7 +53,12 @@ class LineSource:
 
     def position(self) -> int | None:
         """Bytes of the underlying file consumed so far (None when unknown)."""
-        return self._position() if self._position else None
+        if not self._position:
+            return None
+        try:
+            return self._position()
+        except ValueError:  # the file was closed at the end of the input: all of it was read
+            return self.total
 
 
 def _check_text(name: str, sample: bytes, encoding: str) -> None:
