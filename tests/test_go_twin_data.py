@@ -107,3 +107,18 @@ def test_committed_histories_replay_with_the_stored_outcome_and_message(scenario
     for row, (outcome, error_type, message) in zip(rows, asyncio.run(replay_all()), strict=True):
         assert (outcome, error_type, message) == (
             row["outcome"], row["error_type"], row["message"]), row["history"]
+
+
+def test_the_toolkit_loader_counts_the_same_listings_per_turn() -> None:
+    """Cross-check with the package's own loader and turn splitter (``toolkit.read_history``,
+    ``toolkit.listings_per_turn``): nothing lost, same listings in every turn of every history."""
+    toolkit = pytest.importorskip("toolkit")
+    if not hasattr(toolkit, "listings_per_turn"):
+        pytest.skip("toolkit.listings_per_turn is not exported yet")
+    for variant in (v.name for v in VARIANTS):
+        for scenario in (s.name for s in SCENARIOS):
+            path = TWIN / variant / f"{scenario}.json"
+            assert len(toolkit.read_history(path)) == len(load_history(path).events)
+            table = toolkit.listings_per_turn(path)
+            assert table["listings"].tolist() == _meta(variant, scenario)["listings_per_turn"], (
+                variant, scenario)

@@ -75,7 +75,8 @@ def play(scenario_name: str, variant: Variant) -> tuple[CatalogEffects, list[lis
                 await session.turn(value)
             elif kind == "exclude_tool":
                 session.exclude(value)
-            else:
+            else:  # an approval resumes the paused run as a new run: a turn of its own
+                turns.append([])
                 assert session.pending is not None
                 approvals.append(session.pending.confirmation_id)
                 await session.approve(approvals[-1])

@@ -1,8 +1,10 @@
 """Read a twin history: the commands of each turn, in order, and the listings per turn.
 
-A turn starts at each ``turn`` signal in the history; every command event after it (until the next
-``turn`` signal) belongs to it, approvals and resumed runs included. Parsing uses temporalio's own
-protobuf types (``WorkflowHistory.from_json``), which is enough for the histories this lab writes.
+A turn is one agent run started from outside (one ``Runner.Run``, as ``incidents.md`` counts turns):
+it starts at each ``turn`` signal (a user message) and at each ``approve`` signal (the approval
+resumes the paused run as a new run); every command event after it, until the next such signal,
+belongs to it. ``exclude_tool`` signals start no run and split nothing. Parsing uses temporalio's
+own protobuf types (``WorkflowHistory.from_json``), enough for the histories this lab writes.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ __all__ = [
     "load_history",
 ]
 
-TURN_SIGNAL = "turn"
+TURN_SIGNALS = frozenset({"turn", "approve"})
 
 ABBREVIATIONS = {"ListMcpTools": "L", "InvokeModel": "M", "CallMcpTool": "C"}
 """One letter per activity type; timers become ``T(<summary>)``."""
@@ -65,15 +67,14 @@ def _timer_label(event: HistoryEvent) -> str:
 def commands_per_turn(history: WorkflowHistory) -> list[list[str]]:
     """Activity types and timer labels (``T(instruction)``) of each turn, in command order.
 
-    Commands before the first ``turn`` signal (none in the twin) are dropped from the result on
-    purpose: they belong to no turn.
+    Commands before the first turn signal (none in the twin) belong to no turn and are left out.
     """
     turns: list[list[str]] = []
     for event in history.events:
         kind = event.event_type
         if (kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
                 and event.workflow_execution_signaled_event_attributes.signal_name
-                == TURN_SIGNAL):
+                in TURN_SIGNALS):
             turns.append([])
         elif turns and kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             turns[-1].append(
