@@ -29,6 +29,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_read_history.py
+	$(PY) benchmarks/bench_read_logs.py
 
 clean:
 	rm -rf build .pytest_cache

@@ -11,6 +11,7 @@ from one run, ratios against baselines measured on the same bytes in the same pr
 - peak memory of each (tracemalloc, separate runs)
 
 Usage: ``python benchmarks/bench_read_history.py [--events 51200] [--repeat 3] [--source FILE]``
+(the default seed is the lab's recorded google-adk two-turn history in ``data/adk``).
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--source", type=Path, help="a real proto-JSON history to tile")
     args = parser.parse_args()
-    source = args.source or ROOT / "data" / "benchmark-seed.json"
+    # Default seed: a real agent history recorded by the lab (google-adk on temporalio).
+    source = args.source or ROOT / "data" / "adk" / "adk-2.13.0" / "two_turns.json"
     if not source.exists():
         sys.exit(f"no seed history at {source}; pass --source FILE (any recorded proto-JSON)")
     history = build_large_history(source, args.events)

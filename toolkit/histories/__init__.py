@@ -3,47 +3,50 @@
 The events frame
 ----------------
 :func:`toolkit.read_history` returns one row per event, sorted by ``history`` then ``event_id``.
-String columns use pandas' ``str`` dtype (missing values are NaN); id links and attempts are
-nullable ``Int64``.
+Text columns are ``object`` columns of Python ``str`` (``None`` where absent: building pandas'
+Arrow-backed ``str`` arrays would cost more than parsing the file); id links and attempts are
+nullable ``Int64``. ``input``/``result``/``details``/``attributes``/``extra`` cells decode on
+first use: they behave like the list or dict they hold (index them, iterate, compare with
+``==``, print them) and ``cell.value`` gives the plain Python object.
 
 ======================  =====================  ================================================
 column                  dtype                  meaning
 ======================  =====================  ================================================
-source                  str                    file path, or a description of the source
+source                  object                 file path, or a description of the source
 history                 int64                  index of the history inside the source
-namespace               str                    when the source says it (export path, server)
-workflow_id             str                    when known (server, SDK object, file field)
-run_id                  str                    ``originalExecutionRunId``, or the file name
-workflow_type           str                    from the started event
+namespace               object                 when the source says it (export path, server)
+workflow_id             object                 when known (server, SDK object, file field)
+run_id                  object                 ``originalExecutionRunId``, or the file name
+workflow_type           object                 from the started event
 event_id                int64                  event id
 event_time              datetime64[ns, UTC]    event time (``timestamp`` epoch-ns in old files)
-event_type              str                    ``ActivityTaskScheduled``; unknown types verbatim
-category                str                    workflow, workflow_task, activity, timer,
+event_type              object                 ``ActivityTaskScheduled``; unknown types verbatim
+category                object                 workflow, workflow_task, activity, timer,
                                                signal, update, child_workflow, external,
                                                marker, search_attributes, nexus, other
 is_command              bool                   records a command issued by workflow code
 workflow_task           Int64                  ordinal of the workflow task: the one that
                                                produced a command, a task event's own task,
                                                else the first task started after the event
-activity_id             str                    activity events (copied to started/closed)
-activity_type           str                    activity events (copied to started/closed)
-task_queue              str                    where the event names one
+activity_id             object                 activity events (copied to started/closed)
+activity_type           object                 activity events (copied to started/closed)
+task_queue              object                 where the event names one
 scheduled_event_id      Int64                  link to the scheduled event
 started_event_id        Int64                  link to the started event
 initiated_event_id      Int64                  link to the initiated event (children, external)
 attempt                 Int64                  activity / workflow task attempt
-timer_id                str                    timer events
-signal_name             str                    signal received / signal external initiated
-update_name             str                    update events (copied to completed)
-update_id               str                    update events
-child_workflow_id       str                    child workflow events
-child_workflow_type     str                    child workflow events
-marker_name             str                    MarkerRecorded
-identity                str                    worker or client identity
-failure_message         str                    failure message (wrapper: ``outer: innermost``)
-failure_type            str                    application failure type, or the failure kind
-retry_state             str                    ``RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED``, ...
-cause                   str                    cause enum (``WORKFLOW_TASK_FAILED_CAUSE_...``)
+timer_id                object                 timer events
+signal_name             object                 signal received / signal external initiated
+update_name             object                 update events (copied to completed)
+update_id               object                 update events
+child_workflow_id       object                 child workflow events
+child_workflow_type     object                 child workflow events
+marker_name             object                 MarkerRecorded
+identity                object                 worker or client identity
+failure_message         object                 failure message (wrapper: ``outer: innermost``)
+failure_type            object                 application failure type, or the failure kind
+retry_state             object                 ``RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED``, ...
+cause                   object                 cause enum (``WORKFLOW_TASK_FAILED_CAUSE_...``)
 input                   object                 decoded input payloads (list), else None
 result                  object                 decoded result payloads (list), else None
 details                 object                 decoded details (list, or dict for markers)

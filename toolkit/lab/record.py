@@ -1,0 +1,94 @@
+"""``make record``: regenerate ``data/`` from scratch on the embedded dev server.
+
+Every recorder runs against one dev server started here (and stopped by PID at the end):
+
+=================  ============================================================================
+part               what it writes
+=================  ============================================================================
+``adk``            real google-adk stacks across versions (each in its own virtual environment),
+                   every scenario, and the Python replay matrix: ``data/adk/``
+``go_twin``        the Go plugin twin, every scenario x variant, and its replay matrix:
+                   ``data/go_twin/``
+``gallery``        the gallery of workflow code changes, replayed both ways: ``data/gallery/``
+``duplicate_tool`` the hosted-runtime reconstruction of the duplicate-tool incident:
+                   ``data/duplicate_tool/``
+=================  ============================================================================
+
+Usage: ``python -m toolkit.lab.record --data data [--only adk go_twin ...]``. Minutes are fine:
+the multi-version ADK part builds several virtual environments from PyPI the first time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from toolkit.lab.server import DevServer
+
+__all__ = ["PARTS", "main", "record"]
+
+
+def _adk(data: Path, address: str) -> object:
+    from toolkit.lab.adk_python import record_all
+
+    return record_all(data, address)
+
+
+def _go_twin(data: Path, address: str) -> object:
+    from toolkit.lab.go_twin import record_all
+
+    return record_all(data, address)
+
+
+def _gallery(data: Path, address: str) -> object:
+    from toolkit.lab.gallery import record_gallery
+
+    return record_gallery(data, address)
+
+
+def _duplicate_tool(data: Path, address: str) -> object:
+    module = importlib.import_module("toolkit.lab.hosted_runtime")
+    return module.record_all(data, address)
+
+
+PARTS: dict[str, Callable[[Path, str], object]] = {
+    "go_twin": _go_twin,
+    "gallery": _gallery,
+    "duplicate_tool": _duplicate_tool,
+    "adk": _adk,
+}
+
+
+def record(data: Path, only: list[str] | None = None) -> dict[str, float]:
+    """Record the chosen parts (all by default) into ``data``; returns seconds per part."""
+    chosen = only or list(PARTS)
+    unknown = sorted(set(chosen) - set(PARTS))
+    if unknown:
+        raise SystemExit(f"unknown parts {unknown}; choose from {sorted(PARTS)}")
+    data.mkdir(parents=True, exist_ok=True)
+    seconds: dict[str, float] = {}
+    with DevServer() as server:
+        for name in chosen:
+            start = time.perf_counter()
+            print(f"[record] {name} ...", flush=True)
+            PARTS[name](data, server.address)
+            seconds[name] = time.perf_counter() - start
+            print(f"[record] {name} done in {seconds[name]:.0f} s", flush=True)
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m toolkit.lab.record", description=__doc__)
+    parser.add_argument("--data", type=Path, default=Path("data"))
+    parser.add_argument("--only", nargs="*", help=f"parts to record (default: {list(PARTS)})")
+    args = parser.parse_args(argv)
+    record(args.data, args.only)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
