@@ -45,7 +45,7 @@ def test_two_turns_lists_once_per_turn(live: dict[str, Path]) -> None:
         "get_weather says: The weather in Paris is sunny, 21 °C.",
         "Noted: Thanks, that is all.",
     ]
-    calls = [r for r in meta["mcp"]["tools_sequence"] if r["mcp_method"] == "tools/call"]
+    calls = [r for r in meta["mcp_requests"]["tools_sequence"] if r["mcp_method"] == "tools/call"]
     assert calls == [{"mcp_method": "tools/call", "tool": "get_weather", "query": ""}]
 
 
@@ -59,9 +59,9 @@ def test_two_toolsets_route_the_call_to_the_token_endpoint(live: dict[str, Path]
                  if "activityTaskScheduledEventAttributes" in e]
     call_input = next(a for a in scheduled if a["activityType"]["name"] == token_call)["input"]
     assert TOKEN_QUERY.encode().hex() in _payload_hex(call_input)
-    calls = [r for r in meta["mcp"]["tools_sequence"] if r["mcp_method"] == "tools/call"]
+    calls = [r for r in meta["mcp_requests"]["tools_sequence"] if r["mcp_method"] == "tools/call"]
     assert [(c["tool"], c["query"]) for c in calls] == [("get_weather", TOKEN_QUERY)]
-    sequence = meta["mcp"]["tools_sequence"]
+    sequence = meta["mcp_requests"]["tools_sequence"]
     listed_on = {r["query"] for r in sequence if r["mcp_method"] == "tools/list"}
     assert listed_on == {"", TOKEN_QUERY}
 

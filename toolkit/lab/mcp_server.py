@@ -215,7 +215,8 @@ class McpServer:
     list_twice
         List every tool twice (same name) in ``tools/list``.
     request_log
-        JSON-lines file receiving one record per request; a temporary file when omitted.
+        JSON-lines file receiving one record per request (emptied at start); a temporary file
+        when omitted.
     startup_timeout
         Seconds to wait for the port to accept connections.
 
@@ -262,7 +263,7 @@ class McpServer:
         if self._process is not None:
             return self
         self.request_log.parent.mkdir(parents=True, exist_ok=True)
-        self.request_log.touch()
+        self.request_log.write_text("", encoding="utf-8")  # a fresh server, a fresh log
         self.port = free_port(HOST)
         args = [sys.executable, "-m", "toolkit.lab.mcp_server", "--port", str(self.port),
                 "--request-log", str(self.request_log)]

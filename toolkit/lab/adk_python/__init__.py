@@ -53,7 +53,8 @@ def record_all(data_dir: Path, server_address: str, envs: list[str] | None = Non
     ----------
     data_dir
         The repository's ``data`` directory: histories go to ``data_dir/adk/<env>/``, virtual
-        environments are built under ``data_dir/venvs/<env>`` (gitignored) when missing.
+        environments are built under ``data_dir/venvs/<env>`` (gitignored) when missing; worker
+        logs and MCP request logs go to ``data_dir/adk/<env>/logs/``.
     server_address
         Temporal frontend ``host:port``.
     envs
@@ -76,10 +77,12 @@ def record_all(data_dir: Path, server_address: str, envs: list[str] | None = Non
     names = {env.name for env in selected}
     paths: list[Path] = []
     for env in selected:
-        paths += asyncio.run(record_env(env, server_address, adk_dir, venvs_dir=venvs_dir))
+        paths += asyncio.run(record_env(env, server_address, adk_dir, venvs_dir=venvs_dir,
+                                        log_dir=adk_dir / env.name / "logs"))
     for upgrade in UPGRADES:
         if {upgrade.before, upgrade.after} <= names:
             paths.append(asyncio.run(
-                record_upgrade(upgrade, server_address, adk_dir, venvs_dir=venvs_dir)))
+                record_upgrade(upgrade, server_address, adk_dir, venvs_dir=venvs_dir,
+                               log_dir=adk_dir / upgrade.before / "logs")))
     paths.append(build_matrix(adk_dir, selected, venvs_dir=venvs_dir))
     return paths

@@ -78,9 +78,10 @@ ENVIRONMENTS: tuple[AdkEnvironment, ...] = (
     _pair("1.28.1", "1.30.0"),
     _pair("1.29.0", "1.30.0"),
     _pair("1.39.1", "1.30.0"),
-    _pair("2.5.0", "1.33.0"),
+    # google-adk 2.x makes MCP optional; the plugin's MCP toolsets need MCP SDK v1.
+    _pair("2.5.0", "1.33.0", "mcp==1.30.0"),
     # temporalio 1.33 with google-adk >= 2.9 needs the sandbox pass-through added by the worker.
-    _pair("2.9.2", "1.33.0"),
+    _pair("2.9.2", "1.33.0", "mcp==1.30.0"),
     AdkEnvironment("adk-2.13.0", "2.13.0", "1.35.0", main=True),
 )
 """Every environment Recorder A records, oldest google-adk first."""

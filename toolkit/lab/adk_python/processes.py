@@ -8,6 +8,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -67,6 +68,7 @@ class WorkerProcess:
         self.info: dict[str, Any] = {}
         self.started_seconds = 0.0
         self._process: subprocess.Popen[str] | None = None
+        self._drain: threading.Thread | None = None
 
     @property
     def pid(self) -> int | None:
@@ -80,6 +82,8 @@ class WorkerProcess:
                               "--task-queue", self.task_queue, "--identity", identity)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         began = time.monotonic()
+        # Both the child's stderr and the stdout drain append (O_APPEND) to one fresh file.
+        self.log_path.write_text("", encoding="utf-8")
         with self.log_path.open("a", encoding="utf-8") as log:
             self._process = subprocess.Popen(
                 args, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
@@ -87,7 +91,20 @@ class WorkerProcess:
             )
         self.info = self._read_ready_line()
         self.started_seconds = time.monotonic() - began
+        # The SDK core logs (e.g. "Failing workflow task ... Nondeterminism") go to stdout: keep
+        # them in the log, and keep the pipe drained so the worker never blocks on a full pipe.
+        self._drain = threading.Thread(target=self._drain_stdout, daemon=True)
+        self._drain.start()
         return self
+
+    def _drain_stdout(self) -> None:
+        process = self._process
+        if process is None or process.stdout is None:
+            return
+        with self.log_path.open("a", encoding="utf-8") as log:
+            for line in process.stdout:
+                log.write(line)
+                log.flush()
 
     def _read_ready_line(self) -> dict[str, Any]:
         assert self._process is not None and self._process.stdout is not None
@@ -122,6 +139,9 @@ class WorkerProcess:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=10)
+        if self._drain is not None:
+            self._drain.join(timeout=10)  # ends at EOF, once the worker has exited
+            self._drain = None
         if process.stdout is not None:
             process.stdout.close()
 

@@ -3,7 +3,9 @@
 Outputs per run, under ``<out_dir>/<env name>/``: ``<scenario>.json`` (the history exactly as
 ``temporal workflow show --output json`` prints it) and ``<scenario>.meta.json`` (scenario,
 versions, workflow/run id, task queue, timings, activity sequence, listings per turn, and a
-summary of the MCP server's request log).
+summary of the MCP server's request log under ``mcp_requests``). With a ``log_dir``, the worker's
+stderr (``worker.log``) and each MCP server's full request log (``<scenario>.mcp.jsonl``) are kept
+there too.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ async def _run_scenario(
     env = worker.env
     workflow_id = f"lab-adk-{env.name}-{scenario.name}-{uuid.uuid4().hex[:8]}"
     began = time.monotonic()
-    with _mcp(scenario, log_dir / f"{env.name}-{scenario.name}.mcp.jsonl") as mcp:
+    with _mcp(scenario, log_dir / f"{scenario.name}.mcp.jsonl") as mcp:
         handle = await driver.start_agent(client, _spec(scenario, mcp.url),
                                           workflow_id=workflow_id, task_queue=worker.task_queue)
         turns = []
@@ -117,7 +119,7 @@ async def _run_scenario(
         "task_queue": worker.task_queue, "status": status, "turns": turns,
         "timings": {"worker_start_seconds": round(worker.started_seconds, 3),
                     "run_seconds": round(run_seconds, 3)},
-        "mcp": _request_summary(requests),
+        "mcp_requests": _request_summary(requests),
     }
     return _write(out_dir / env.name / f"{scenario.name}.json", history, meta)
 
@@ -132,7 +134,7 @@ async def record_env(
         logs = log_dir or Path(tmp)
         task_queue = f"lab-adk-{env.name}-{uuid.uuid4().hex[:8]}"
         client = await Client.connect(address)
-        with WorkerProcess(env, address, task_queue, logs / f"{env.name}.worker.log",
+        with WorkerProcess(env, address, task_queue, logs / "worker.log",
                            venvs_dir=venvs_dir) as worker:
             return [await _run_scenario(client, address, worker, s, out_dir, logs)
                     for s in scenarios]
@@ -183,13 +185,17 @@ async def record_upgrade(
         logs = log_dir or Path(tmp)
         client = await Client.connect(address)
         began = time.monotonic()
-        with _mcp(scenario, logs / f"{before.name}-{upgrade.name}.mcp.jsonl") as mcp:
-            with WorkerProcess(before, address, task_queue, logs / f"{before.name}.worker.log",
+        # Not Path.with_suffix: the upgrade name holds version dots.
+        def log(kind: str) -> Path:
+            return logs / f"{upgrade.name}.{kind}"
+
+        with _mcp(scenario, log("mcp.jsonl")) as mcp:
+            with WorkerProcess(before, address, task_queue, log("before.worker.log"),
                                venvs_dir=venvs_dir) as old:
                 handle = await driver.start_agent(client, _spec(scenario, mcp.url),
                                                   workflow_id=workflow_id, task_queue=task_queue)
                 turns = [await driver.send_turn(handle, scenario.turns[0], replies_before=0)]
-            with WorkerProcess(after, address, task_queue, logs / f"{after.name}.worker.log",
+            with WorkerProcess(after, address, task_queue, log("after.worker.log"),
                                venvs_dir=venvs_dir) as new:
                 turns.append(await _turn_or_task_failure(handle, scenario.turns[1], 1))
                 if turns[-1]["reply"] is not None:
@@ -211,6 +217,6 @@ async def record_upgrade(
         "timings": {"worker_start_seconds": round(old.started_seconds, 3),
                     "worker_after_start_seconds": round(new.started_seconds, 3),
                     "run_seconds": round(time.monotonic() - began, 3)},
-        "mcp": _request_summary(requests),
+        "mcp_requests": _request_summary(requests),
     }
     return _write(out_dir / before.name / f"{upgrade.name}.json", history, meta)
