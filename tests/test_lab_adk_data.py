@@ -136,7 +136,6 @@ def test_matrix_fails_exactly_across_the_listing_boundaries() -> None:
     assert not _parallel_listing("adk-1.39.1") and _parallel_listing("adk-2.5.0")
 
 
-@pytest.mark.server
 def test_committed_histories_replay_as_the_matrix_says_with_the_installed_version() -> None:
     pytest.importorskip("google.adk")
     from toolkit.lab.adk_python.replay import replay_files

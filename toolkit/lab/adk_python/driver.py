@@ -19,7 +19,9 @@ from toolkit.errors import LabError
 from toolkit.lab.adk_python.scenarios import WORKFLOW_TYPE
 from toolkit.lab.server import find_temporal_binary
 
-__all__ = ["export_history", "finish", "send_turn", "start_agent", "wait_for_event"]
+__all__ = [
+    "export_history", "finish", "send_turn", "send_turn_or_task_failure", "start_agent",
+]
 
 RUN_TIMEOUT = timedelta(minutes=5)
 """Safety net: no recorded run outlives this, whatever a scenario does."""
@@ -62,7 +64,7 @@ async def send_turn(
                     "status": status.name if status else None}
         try:
             replies = await handle.query("replies", result_type=list[str])
-        except Exception:
+        except Exception:  # a query can fail while a workflow task retries; poll again
             replies = []
         if len(replies) > replies_before:
             return {"text": text, "reply": replies[replies_before],
@@ -84,25 +86,30 @@ async def finish(handle: WorkflowHandle[Any, Any], timeout: float = 60.0) -> str
     raise LabError(f"workflow {handle.id} still open {timeout:.0f} s after finish")
 
 
-async def wait_for_event(
-    handle: WorkflowHandle[Any, Any], event_type: str, *, timeout: float = 90.0
+async def send_turn_or_task_failure(
+    handle: WorkflowHandle[Any, Any], text: str, replies_before: int, timeout: float = 120.0
 ) -> dict[str, Any]:
-    """Poll the history until an event of ``event_type`` (PascalCase) appears; return it."""
+    """Signal a turn; wait for its reply or for a ``WorkflowTaskFailed`` event."""
     began = time.monotonic()
+    await handle.signal("user_turn", text)
     while time.monotonic() - began < timeout:
         history = json.loads((await handle.fetch_history()).to_json())
-        for event in history.get("events", []):
-            if _short_type(event.get("eventType", "")) == event_type:
-                return dict(event)
+        failed = [e for e in history["events"] if "workflowTaskFailedEventAttributes" in e]
+        if failed:
+            attributes = failed[0]["workflowTaskFailedEventAttributes"]
+            return {"text": text, "reply": None, "seconds": time.monotonic() - began,
+                    "status": "WORKFLOW_TASK_FAILED", "cause": attributes.get("cause"),
+                    "failure": attributes.get("failure", {}).get("message")}
+        try:
+            replies = await asyncio.wait_for(handle.query("replies", result_type=list[str]), 5)
+        except Exception:  # the query fails while the task fails; poll the history again
+            replies = []
+        if len(replies) > replies_before:
+            return {"text": text, "reply": replies[replies_before],
+                    "seconds": time.monotonic() - began, "status": "RUNNING"}
         await asyncio.sleep(0.5)
-    raise LabError(f"workflow {handle.id}: no {event_type} event within {timeout:.0f} s")
-
-
-def _short_type(event_type: str) -> str:
-    """``EVENT_TYPE_WORKFLOW_TASK_FAILED`` or ``WorkflowTaskFailed`` -> ``WorkflowTaskFailed``."""
-    if event_type.startswith("EVENT_TYPE_"):
-        return "".join(p.capitalize() for p in event_type[len("EVENT_TYPE_"):].split("_"))
-    return event_type
+    raise LabError(f"workflow {handle.id}: neither a reply nor a WorkflowTaskFailed event "
+                   f"within {timeout:.0f} s after turn {text!r}")
 
 
 def export_history(address: str, workflow_id: str, run_id: str) -> dict[str, Any]:

@@ -10,7 +10,6 @@ there too.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import tempfile
 import time
@@ -19,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 
 from toolkit.lab.adk_python import driver
 from toolkit.lab.adk_python.envs import AdkEnvironment, environment
@@ -140,34 +139,6 @@ async def record_env(
                     for s in scenarios]
 
 
-async def _turn_or_task_failure(
-    handle: WorkflowHandle[Any, Any], text: str, replies_before: int, timeout: float = 120.0
-) -> dict[str, Any]:
-    """Signal a turn; wait for its reply or for a ``WorkflowTaskFailed`` event."""
-    began = time.monotonic()
-    await handle.signal("user_turn", text)
-    while time.monotonic() - began < timeout:
-        history = json.loads((await handle.fetch_history()).to_json())
-        failed = [e for e in history["events"] if "workflowTaskFailedEventAttributes" in e]
-        if failed:
-            attributes = failed[0]["workflowTaskFailedEventAttributes"]
-            return {"text": text, "reply": None, "seconds": time.monotonic() - began,
-                    "status": "WORKFLOW_TASK_FAILED", "cause": attributes.get("cause"),
-                    "failure": attributes.get("failure", {}).get("message")}
-        try:
-            replies = await asyncio.wait_for(handle.query("replies", result_type=list[str]), 5)
-        except Exception:
-            replies = []
-        if len(replies) > replies_before:
-            return {"text": text, "reply": replies[replies_before],
-                    "seconds": time.monotonic() - began, "status": "RUNNING"}
-        await asyncio.sleep(0.5)
-    from toolkit.errors import LabError
-
-    raise LabError(f"workflow {handle.id}: neither a reply nor a WorkflowTaskFailed event "
-                   f"within {timeout:.0f} s after turn {text!r}")
-
-
 async def record_upgrade(
     upgrade: Upgrade, address: str, out_dir: Path, *, venvs_dir: Path | None = None,
     log_dir: Path | None = None,
@@ -197,7 +168,7 @@ async def record_upgrade(
                 turns = [await driver.send_turn(handle, scenario.turns[0], replies_before=0)]
             with WorkerProcess(after, address, task_queue, log("after.worker.log"),
                                venvs_dir=venvs_dir) as new:
-                turns.append(await _turn_or_task_failure(handle, scenario.turns[1], 1))
+                turns.append(await driver.send_turn_or_task_failure(handle, scenario.turns[1], 1))
                 if turns[-1]["reply"] is not None:
                     status = await driver.finish(handle)
                 else:
