@@ -1,0 +1,164 @@
+"""Parquet datasets: nothing lost, idempotent, deduplicated by run id, readable elsewhere."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import orjson
+import pyarrow.dataset as ds
+import pytest
+from temporalio.api.export.v1 import WorkflowExecution, WorkflowExecutions
+
+import toolkit as tk
+from toolkit.datasets import TABLES, is_dataset, table_files, write_dataset
+from toolkit.errors import HistoryFormatError, ToolkitError
+from toolkit.sql import sql
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+GO_TWIN = DATA / "go_twin"
+ADK = DATA / "adk" / "adk-2.13.0"
+
+
+def _count(dataset: Path, table: str) -> int:
+    return int(sql(f"select count(*) n from {table}", dataset=dataset)["n"].iloc[0])
+
+
+def test_rows_in_equal_rows_out_and_second_write_adds_nothing(tmp_path: Path) -> None:
+    dataset = tmp_path / "ds"
+    events = tk.read_histories(GO_TWIN, progress=False).events
+    first = write_dataset(GO_TWIN, dataset)
+    assert first.runs_written == events.groupby(["source", "history"]).ngroups
+    assert first.events_written == len(events) == _count(dataset, "events")
+    assert _count(dataset, "activities") == len(tk.activities(events))
+    assert _count(dataset, "workflow_tasks") == len(tk.workflow_tasks(events))
+    assert _count(dataset, "runs") == first.runs_written
+    files_before = {t: table_files(dataset, t) for t in TABLES}
+
+    second = write_dataset(GO_TWIN, dataset)
+    assert second.files_skipped == second.files == first.files
+    assert second.runs_written == 0 and second.batches == []
+    assert {t: table_files(dataset, t) for t in TABLES} == files_before
+    assert _count(dataset, "events") == len(events)
+
+
+def test_columns_round_trip_through_parquet(tmp_path: Path) -> None:
+    path = ADK / "two_turns.json"
+    events = tk.read_history(path)
+    write_dataset(path, tmp_path / "ds")
+    back = sql("select * from events order by event_id", dataset=tmp_path / "ds")
+    assert list(back["event_type"]) == list(events["event_type"])
+    assert back["workflow_type"].unique().tolist() == [events["workflow_type"].iloc[0]]
+    # JSON text columns hold the source's attributes and the decoded payloads.
+    for row, (_, original) in zip(back.itertuples(), events.iterrows(), strict=True):
+        assert orjson.loads(row.attributes) == original["attributes"].value
+        if original["input"] is not None:
+            assert orjson.loads(row.input) == original["input"].value
+    assert (back["event_time"].dt.floor("us") == events["event_time"].dt.floor("us")).all()
+    assert str(back["event_time"].dt.tz) == "UTC"
+    runs = sql("select * from runs", dataset=tmp_path / "ds")
+    assert runs["events"].tolist() == [len(events)]
+    assert runs["run_id"].tolist() == [events["run_id"].iloc[0]]
+
+
+def _export_tree(root: Path, namespace: str, files: dict[str, list[Path]]) -> Path:
+    folder = root / "temporal-workflow-history" / "export" / namespace / "2026/11/29/19/00"
+    folder.mkdir(parents=True)
+    for name, paths in files.items():
+        items = [WorkflowExecution(history=tk.to_history(tk.read_history(p))) for p in paths]
+        (folder / name).write_bytes(WorkflowExecutions(items=items).SerializeToString())
+    return root / "temporal-workflow-history"
+
+
+def test_cloud_export_delivered_twice_is_written_once(tmp_path: Path) -> None:
+    a, b, c = sorted(GO_TWIN.glob("with_fix-adk_v2.6.0/*[!a].json"))[:3]
+    tree = _export_tree(tmp_path, "prod-ns", {"part-1": [a, b], "part-2": [b, c], "part-3": [a]})
+    report = write_dataset(tree, tmp_path / "ds")
+    assert report.files == 3 and report.histories == 5
+    assert report.runs_written == 3 and report.runs_duplicate == 2
+    runs = sql("select namespace, run_id from runs order by run_id", dataset=tmp_path / "ds")
+    assert runs["namespace"].unique().tolist() == ["prod-ns"]
+    assert runs["run_id"].is_unique
+    expected = sum(len(tk.read_history(p)) for p in (a, b, c))
+    assert _count(tmp_path / "ds", "events") == expected
+    # A later delivery in a new file (different bytes) still adds no run.
+    _export_tree(tmp_path / "later", "prod-ns", {"part-9": [c, a]})
+    again = write_dataset(tmp_path / "later", tmp_path / "ds")
+    assert again.runs_written == 0 and again.runs_duplicate == 2 and again.files_skipped == 0
+    assert _count(tmp_path / "ds", "events") == expected
+
+
+def test_a_longer_copy_of_a_run_is_reported_not_doubled(tmp_path: Path) -> None:
+    full = tk.read_history(ADK / "two_turns.json")
+    open_copy = tmp_path / "in" / "open.json"
+    open_copy.parent.mkdir()
+    tk.write_history(full.iloc[: len(full) // 2], open_copy)
+    write_dataset(open_copy, tmp_path / "ds")
+    report = write_dataset(ADK / "two_turns.json", tmp_path / "ds")
+    assert report.runs_written == 0 and report.runs_conflicting == 1
+    assert report.conflicts["events"].tolist() == [len(full)]
+    assert report.conflicts["kept_events"].tolist() == [len(full) // 2]
+    assert _count(tmp_path / "ds", "events") == len(full) // 2
+    # Within one write the most complete copy wins.
+    both = write_dataset([open_copy, ADK / "two_turns.json"], tmp_path / "fresh")
+    assert both.runs_written == 1 and both.runs_conflicting == 1
+    assert _count(tmp_path / "fresh", "events") == len(full)
+
+
+def test_other_engines_read_the_partitions(tmp_path: Path) -> None:
+    text = (ADK / "two_turns.json").read_text()
+    odd = tmp_path / "in" / "odd.json"
+    odd.parent.mkdir()
+    odd.write_text(text.replace('"LabAdkAgent"', '"billing/Checkout v2=x%"'))
+    write_dataset(odd, tmp_path / "ds", namespace="team a")
+    # pyarrow's own hive discovery, no toolkit involved.
+    table = ds.dataset(tmp_path / "ds" / "events", format="parquet", partitioning="hive").to_table()
+    assert set(table.column("workflow_type").to_pylist()) == {"billing/Checkout v2=x%"}
+    assert set(table.column("namespace").to_pylist()) == {"team a"}
+    assert table.num_rows == len(tk.read_history(odd))
+    # Plain DuckDB over the files, as another machine would query them.
+    pattern = str(tmp_path / "ds" / "activities" / "**" / "*.parquet")
+    found = duckdb.sql(
+        f"select distinct workflow_type, namespace from read_parquet('{pattern}', "
+        "hive_partitioning = true)"
+    ).fetchall()
+    assert found == [("billing/Checkout v2=x%", "team a")]
+    described = orjson.loads((tmp_path / "ds" / "_toolkit" / "dataset.json").read_bytes())
+    assert described["tables"]["events"]["partitioning"] == ["namespace", "date", "workflow_type"]
+    assert "namespace" not in described["tables"]["events"]["columns"]
+
+
+def test_parts_of_an_interrupted_write_are_removed(tmp_path: Path) -> None:
+    dataset = tmp_path / "ds"
+    write_dataset(ADK / "two_turns.json", dataset)
+    part = table_files(dataset, "events")[0]
+    orphan = part.with_name("part-20260101T000000-deadbeef-0.parquet")
+    shutil.copy(part, orphan)
+    assert _count(dataset, "events") == 2 * len(tk.read_history(ADK / "two_turns.json"))
+    write_dataset(ADK / "two_toolsets.json", dataset)
+    assert not orphan.exists()
+    expected = len(tk.read_history(ADK / "two_turns.json")) + len(
+        tk.read_history(ADK / "two_toolsets.json")
+    )
+    assert _count(dataset, "events") == expected
+
+
+def test_unreadable_files_are_listed_and_bad_targets_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(ADK / "two_turns.json", folder / "good.json")
+    (folder / "empty.json").write_text("")
+    report = write_dataset(folder, tmp_path / "ds")
+    assert report.runs_written == 1 and report.files_failed == 1
+    assert report.errors["source"].tolist() == [str(folder / "empty.json")]
+    assert "empty" in report.errors["message"].iloc[0]
+    with pytest.raises(HistoryFormatError):
+        write_dataset(folder, tmp_path / "ds2", errors="raise")
+    with pytest.raises(HistoryFormatError, match="no such file"):
+        write_dataset(tmp_path / "nothing-here", tmp_path / "ds3")
+    with pytest.raises(HistoryFormatError, match="no history files"):
+        write_dataset(str(tmp_path / "*.nothing"), tmp_path / "ds3")
+    with pytest.raises(ToolkitError, match="not empty"):
+        write_dataset(folder, folder)
+    assert is_dataset(tmp_path / "ds") and not is_dataset(folder)

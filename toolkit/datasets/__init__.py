@@ -1,0 +1,57 @@
+"""Parquet datasets of workflow histories, for fleet-scale questions and for other engines.
+
+>>> report = tk.write_dataset("exports/", "histories.parquet")       # doctest: +SKIP
+>>> tk.sql("select workflow_type, count(*) from runs group by 1",     # doctest: +SKIP
+...        dataset="histories.parquet")
+
+A dataset is a folder of plain Parquet files (pyarrow, no custom encodings) in hive-style
+partitions ``namespace=<ns>/date=<YYYY-MM-DD>/workflow_type=<type>/``, one folder per table.
+Spark (``spark.read.parquet("DATASET/events")``), Trino (a Hive table over ``DATASET/events``
+partitioned by the three columns) and DuckDB (``read_parquet('DATASET/events/**/*.parquet',
+hive_partitioning = true)``) read it as it is. :mod:`toolkit.datasets.layout` describes the
+folders and the manifest, and ``_toolkit/dataset.json`` lists every column with its type.
+
+Tables
+------
+``events``
+    the events frame (:mod:`toolkit.histories`), one row per event.
+``activities``
+    :func:`toolkit.activities`, one row per activity execution.
+``workflow_tasks``
+    :func:`toolkit.workflow_tasks`, one row per workflow task (``commands`` and the SDK flags
+    as JSON text).
+``runs``
+    one row per run: ``run_key`` (the run id, or ``sha256:<file>#<history>`` for a history
+    without one), ``run_id``, ``workflow_id``, ``source``, ``history``, ``start_time``,
+    ``close_time``, ``status`` (``completed``, ``failed``, ``timed_out``, ``canceled``,
+    ``terminated``, ``continued_as_new`` or ``open``), ``events``, ``last_event_id``,
+    ``activities``, ``failed_activities``, ``workflow_tasks``, ``failed_workflow_tasks``,
+    ``nondeterminism`` (a workflow task failed with a nondeterminism cause), ``file_sha256``,
+    ``batch``.
+
+Every table also has the partition columns ``namespace``, ``date`` (UTC date of the run's first
+event) and ``workflow_type``; ``events`` keeps its other columns, with the types of
+:mod:`toolkit.datasets.arrow`: payloads, ``attributes`` and ``extra`` are JSON text, times are
+UTC microseconds, durations are seconds.
+
+Writes
+------
+Incremental and idempotent: each batch of files is deduplicated by run key (the first copy of a
+run stays; later copies of a different length are reported as conflicts, never written twice),
+and files already written (same sha256) are skipped without being read.
+"""
+
+from toolkit.datasets.arrow import json_text, to_arrow
+from toolkit.datasets.layout import PARTITIONS, TABLES, is_dataset, table_files
+from toolkit.datasets.writer import DatasetWrite, write_dataset
+
+__all__ = [
+    "PARTITIONS",
+    "TABLES",
+    "DatasetWrite",
+    "is_dataset",
+    "json_text",
+    "table_files",
+    "to_arrow",
+    "write_dataset",
+]

@@ -1,0 +1,133 @@
+"""One batch of events -> the dataset's tables, each row tagged with its run's partition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from toolkit.histories.tables import activities, workflow_tasks
+
+__all__ = ["RUN_KEYS", "batch_tables", "run_facts", "run_key"]
+
+#: Columns that identify one history inside a batch's events frame.
+RUN_KEYS = ["source", "history"]
+
+_CLOSED = {
+    "WorkflowExecutionCompleted": "completed",
+    "WorkflowExecutionFailed": "failed",
+    "WorkflowExecutionTimedOut": "timed_out",
+    "WorkflowExecutionCanceled": "canceled",
+    "WorkflowExecutionTerminated": "terminated",
+    "WorkflowExecutionContinuedAsNew": "continued_as_new",
+}
+_NONDETERMINISM = "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR"
+
+
+def run_facts(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per history of ``events``: its identity, size, times and closing status."""
+    ordered = events.sort_values([*RUN_KEYS, "event_id"], kind="stable")
+    grouped = ordered.groupby(RUN_KEYS, sort=False, dropna=False)
+    facts = grouped.agg(
+        run_id=("run_id", "first"),
+        workflow_id=("workflow_id", "first"),
+        namespace=("namespace", "first"),
+        workflow_type=("workflow_type", "first"),
+        start_time=("event_time", "min"),
+        events=("event_id", "size"),
+        last_event_id=("event_id", "max"),
+        last_type=("event_type", "last"),
+        last_time=("event_time", "last"),
+    ).reset_index()
+    closed = facts["last_type"].map(_CLOSED)
+    facts["status"] = closed.fillna("open").astype(object)
+    facts["close_time"] = facts["last_time"].where(closed.notna())
+    return facts.drop(columns=["last_type", "last_time"])
+
+
+def _partition_of(facts: pd.DataFrame, default_namespace: str | None) -> pd.DataFrame:
+    keys = facts[RUN_KEYS].copy()
+    namespace = facts["namespace"].astype(object)
+    if default_namespace is not None:
+        namespace = namespace.where(namespace.notna(), default_namespace)
+    keys["namespace"] = namespace
+    keys["date"] = np.where(
+        facts["start_time"].notna(), facts["start_time"].dt.strftime("%Y-%m-%d"), None
+    )
+    keys["workflow_type"] = facts["workflow_type"].astype(object)
+    for column in ("namespace", "date", "workflow_type"):
+        keys[column] = keys[column].where(keys[column].notna(), None).astype(object)
+    return keys
+
+
+def _tag(table: pd.DataFrame, partitions: pd.DataFrame) -> pd.DataFrame:
+    """Attach each row's partition columns (by source and history), keeping row order."""
+    keyed = table.drop(columns=[c for c in ("namespace", "workflow_type") if c in table.columns])
+    left = keyed.assign(history=keyed["history"].astype("int64"))
+    return left.merge(partitions, on=RUN_KEYS, how="left", validate="many_to_one", sort=False)
+
+
+def batch_tables(
+    events: pd.DataFrame,
+    files: dict[str, str],
+    batch: str,
+    default_namespace: str | None,
+) -> dict[str, pd.DataFrame]:
+    """The dataset tables of one batch (events already deduplicated).
+
+    Parameters
+    ----------
+    events
+        The batch's events frame (several files).
+    files
+        Source name -> sha256 of the file's bytes.
+    batch
+        The batch id, stored on every run.
+    default_namespace
+        Namespace for histories whose source does not name one.
+
+    Returns
+    -------
+    dict
+        ``events``, ``activities``, ``workflow_tasks``, ``runs``: frames carrying the partition
+        columns ``namespace``, ``date``, ``workflow_type``.
+    """
+    facts = run_facts(events)
+    partitions = _partition_of(facts, default_namespace)
+    acts = activities(events)
+    tasks = workflow_tasks(events)
+    runs = facts.drop(columns=["namespace", "workflow_type"]).copy()
+    identities = zip(runs["run_id"], runs["source"], runs["history"], strict=True)
+    runs["run_key"] = [run_key(run, files.get(source), h) for run, source, h in identities]
+    runs["file_sha256"] = runs["source"].map(files).astype(object)
+    runs["batch"] = batch
+    counts: dict[str, Any] = {
+        "activities": acts.groupby(RUN_KEYS).size(),
+        "failed_activities": acts[acts["outcome"].isin(["failed", "timed_out"])]
+        .groupby(RUN_KEYS)
+        .size(),
+        "workflow_tasks": tasks.groupby(RUN_KEYS).size(),
+        "failed_workflow_tasks": tasks[tasks["outcome"].isin(["failed", "timed_out"])]
+        .groupby(RUN_KEYS)
+        .size(),
+        "nondeterminism": tasks[tasks["cause"] == _NONDETERMINISM].groupby(RUN_KEYS).size(),
+    }
+    index = pd.MultiIndex.from_frame(runs[RUN_KEYS].astype({"history": "int64"}))
+    for name, series in counts.items():
+        series.index = series.index.set_levels(series.index.levels[1].astype("int64"), level=1)
+        values = series.reindex(index, fill_value=0).to_numpy()
+        runs[name] = values > 0 if name == "nondeterminism" else values
+    return {
+        "events": _tag(events, partitions),
+        "activities": _tag(acts, partitions),
+        "workflow_tasks": _tag(tasks, partitions),
+        "runs": _tag(runs, partitions),
+    }
+
+
+def run_key(run_id: Any, file_sha256: str | None, history: Any) -> str:
+    """The key a run is deduplicated by: its run id, else its file's hash and position."""
+    if isinstance(run_id, str) and run_id:
+        return run_id
+    return f"sha256:{file_sha256}#{int(history)}"

@@ -1,0 +1,205 @@
+"""``toolkit.sql``: ask DuckDB about histories, derived tables, logs and Parquet datasets.
+
+>>> tk.sql("select activity_type, max(attempt) from activities group by 1", events=events)
+>>> tk.sql("select * from runs where workflow_type = 'Checkout'", dataset="exports.parquet")
+
+Table names
+-----------
+Every keyword argument is registered under its own name. Some names bring others with them:
+
+``events=`` (an events frame, see :mod:`toolkit.histories`)
+    also exposes tables derived from it, each built only when its name appears in the query:
+    ``activities``, ``workflow_tasks``, ``timers``, ``signals``, ``updates``,
+    ``child_workflows``, ``markers`` (``toolkit.<name>(events)``), ``commands``
+    (:func:`toolkit.commands`), ``agent_steps`` (:func:`toolkit.agent_steps`, roles detected
+    from activity names) and ``nondeterminism_errors``. ``commands`` and ``agent_steps`` are
+    computed per source file and carry a ``source`` column, so frames of many files stay apart;
+    ``agent_steps`` leaves out the files whose activities match no agent framework (it raises
+    only when none does).
+    A table passed explicitly (``activities=my_frame``) wins over the derived one.
+``logs=`` (a frame from :func:`toolkit.read_logs`)
+    registered as ``logs``; its ``fields`` dict becomes JSON text.
+``dataset=`` (a directory written by :func:`toolkit.write_dataset`)
+    registers each of its tables (``events``, ``activities``, ``workflow_tasks``, ``runs``) as a
+    view over its Parquet files, partition columns ``namespace``, ``date`` and
+    ``workflow_type`` included.
+any other name
+    a DataFrame is registered as a table; a path (a Parquet file, a directory of Parquet
+    files, or a glob) as a view over ``read_parquet``.
+
+Columns follow :mod:`toolkit.datasets.arrow`: dicts, lists and lazy cells are JSON text
+(``attributes->>'$.activityType.name'``), durations are seconds (DOUBLE), times are TIMESTAMPTZ
+in UTC; everything else keeps its name and meaning.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from toolkit.datasets.arrow import to_arrow
+from toolkit.datasets.layout import is_dataset, register_dataset
+from toolkit.errors import ToolkitError
+
+__all__ = ["DERIVED_FROM_EVENTS", "sql"]
+
+
+def _per_source(
+    function: Callable[[pd.DataFrame], pd.DataFrame], *, skip_unrecognised: bool = False
+) -> Callable[..., pd.DataFrame]:
+    """Apply a per-history function to each source file of a frame (they key on history only).
+
+    With ``skip_unrecognised`` a source the function rejects (an agent table over a history that
+    is no agent) is left out, unless every source is rejected: then the first error is raised.
+    """
+
+    def apply(events: pd.DataFrame) -> pd.DataFrame:
+        if "source" not in events.columns or events["source"].nunique(dropna=False) <= 1:
+            out = function(events)
+            if "source" not in out.columns:
+                first = events["source"].iloc[0] if "source" in events and len(events) else None
+                out.insert(0, "source", first)
+            return out
+        parts = []
+        rejected: ToolkitError | None = None
+        for source, group in events.groupby("source", sort=True, dropna=False):
+            try:
+                part = function(group)
+            except ToolkitError as exc:
+                if not skip_unrecognised:
+                    raise
+                rejected = rejected or exc
+                continue
+            if "source" not in part.columns:
+                part.insert(0, "source", source)
+            parts.append(part)
+        if not parts and rejected is not None:
+            raise rejected
+        return pd.concat(parts, ignore_index=True)
+
+    return apply
+
+
+def _derived() -> dict[str, Callable[[pd.DataFrame], pd.DataFrame]]:
+    # Imported late: the analysis modules pull in temporalio and protobuf.
+    from toolkit.agents.turns import agent_steps
+    from toolkit.histories import tables
+    from toolkit.replay.commands import commands
+    from toolkit.replay.errors_table import nondeterminism_errors
+
+    return {
+        "activities": tables.activities,
+        "workflow_tasks": tables.workflow_tasks,
+        "timers": tables.timers,
+        "signals": tables.signals,
+        "updates": tables.updates,
+        "child_workflows": tables.child_workflows,
+        "markers": tables.markers,
+        "commands": _per_source(commands),
+        "agent_steps": _per_source(agent_steps, skip_unrecognised=True),
+        "nondeterminism_errors": nondeterminism_errors,
+    }
+
+
+#: Tables registered automatically next to ``events=``.
+DERIVED_FROM_EVENTS: tuple[str, ...] = (
+    "activities", "workflow_tasks", "timers", "signals", "updates", "child_workflows", "markers",
+    "commands", "agent_steps", "nondeterminism_errors",
+)  # fmt: skip
+
+_STRING_LITERAL = re.compile(r"'(?:[^']|'')*'")
+
+
+def _mentioned(query: str, name: str) -> bool:
+    """Whether ``name`` appears in the query as a word (outside string literals)."""
+    code = _STRING_LITERAL.sub("''", query)
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", code, re.IGNORECASE) is not None
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _register(connection: duckdb.DuckDBPyConnection, name: str, value: Any) -> None:
+    if isinstance(value, pd.DataFrame):
+        connection.register(name, to_arrow(value))
+    elif isinstance(value, (str, os.PathLike)):
+        path = Path(value)
+        if path.is_dir():
+            pattern = str(path / "**" / "*.parquet")
+        elif path.exists() or any(ch in str(value) for ch in "*?["):
+            pattern = str(value)
+        else:
+            raise ToolkitError(f"table {name}={value!s}: no such file or directory; expected a "
+                               "Parquet file, a directory of Parquet files or a glob")
+        literal = pattern.replace("'", "''")
+        connection.execute(
+            f"create view {_quote(name)} as select * from read_parquet('{literal}', "
+            "hive_partitioning = true, union_by_name = true)"
+        )
+    else:
+        raise ToolkitError(
+            f"table {name}=<{type(value).__name__}>: cannot register it; expected a DataFrame "
+            "or the path of a Parquet file, directory or dataset"
+        )
+
+
+def sql(
+    query: str, *, dataset: str | os.PathLike[str] | None = None, **tables: Any
+) -> pd.DataFrame:
+    """Run a DuckDB query over frames and Parquet datasets; return the result as a DataFrame.
+
+    Parameters
+    ----------
+    query
+        DuckDB SQL. Table names are documented in :mod:`toolkit.sql`.
+    dataset
+        A dataset directory written by :func:`toolkit.write_dataset`; its tables are registered
+        under their names (explicit keyword tables win).
+    **tables
+        ``name=DataFrame`` or ``name=path``; ``events=`` also exposes the derived tables.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The query's result (times in UTC).
+
+    Raises
+    ------
+    toolkit.errors.ToolkitError
+        When a table cannot be registered or DuckDB rejects the query (the message lists the
+        tables that were registered).
+    """
+    connection = duckdb.connect()
+    try:
+        connection.execute("set TimeZone = 'UTC'")
+        names: list[str] = []
+        if dataset is not None:
+            if not is_dataset(dataset):
+                raise ToolkitError(
+                    f"{dataset}: not a toolkit dataset (no _toolkit/dataset.json); expected a "
+                    "directory written by toolkit.write_dataset or `toolkit export`"
+                )
+            names += register_dataset(connection, dataset, skip=set(tables))
+        for name, value in tables.items():
+            _register(connection, name, value)
+            names.append(name)
+        events = tables.get("events")
+        if isinstance(events, pd.DataFrame):
+            for name, build in _derived().items():
+                if name not in tables and _mentioned(query, name):
+                    connection.register(name, to_arrow(build(events)))
+                    names.append(name)
+        try:
+            return connection.execute(query).df()
+        except duckdb.Error as exc:
+            listed = ", ".join(sorted(set(names))) or "none"
+            raise ToolkitError(f"SQL query failed (tables registered: {listed}): {exc}") from None
+    finally:
+        connection.close()
