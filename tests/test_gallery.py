@@ -33,7 +33,7 @@ from toolkit.lab.gallery.builtin.activity_cases import (
     ActivityRenamedV2,
     ActivitySwappedV1,
 )
-from toolkit.lab.gallery.record import case_row
+from toolkit.lab.gallery.record import case_row, write_table
 
 GALLERY = Path(__file__).resolve().parents[1] / "data" / "gallery"
 CASE_NAMES = sorted(path.parent.name for path in GALLERY.glob("*/case.json"))
@@ -145,3 +145,23 @@ def test_case_declarations_are_checked() -> None:
         Case("Bad Name", "d", "k", "middle", ActivityRenamedV1, ActivityRenamedV2, safe)
     with pytest.raises(LabError, match="no gallery case named"):
         get_case("no-such-case")
+
+
+def test_message_stable_flag_matches_the_messages(table: pd.DataFrame) -> None:
+    # Unstable messages quote seed-drawn UUIDs or whole events with their times; stable ones never.
+    run_specific = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|event_time"
+    messages = table["v1_on_v2_message"] + " " + table["v2_on_v1_message"]
+    quotes_run_values = messages.str.contains(run_specific, regex=True)
+    assert (quotes_run_values == (table["message_stable"] == "False")).all()
+
+
+def test_partial_recording_keeps_the_other_rows(table: pd.DataFrame, tmp_path: Path) -> None:
+    gallery_dir = tmp_path / "gallery"
+    gallery_dir.mkdir()
+    table.to_csv(gallery_dir / "cases.csv", index=False)
+    changed = case_row(_record("timer-retimed")) | {"description": "re-recorded"}
+    write_table(gallery_dir, [changed])
+    merged = pd.read_csv(gallery_dir / "cases.csv", dtype=str, keep_default_na=False)
+    assert len(merged) == len(table)
+    assert set(merged["case"]) == set(table["case"])
+    assert merged.set_index("case").loc["timer-retimed", "description"] == "re-recorded"

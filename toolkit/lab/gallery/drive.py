@@ -29,6 +29,7 @@ from temporalio.client import (
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -251,8 +252,11 @@ async def run_version(client: Client, case: Case, label: str, workflow_class: ty
     """
     task_queue = case_task_queue(case)
     runner = workflow_runner()
+    # No workflow cache means no sticky task queue: every workflow task goes through the case's
+    # task queue, so a history's shape does not depend on sticky-queue timing (a stuck run's
+    # failed tasks, for one, are otherwise recorded once or twice depending on load).
     workers = [Worker(client, task_queue=task_queue, workflows=[workflow_class, *case.support],
-                      activities=ACTIVITIES, workflow_runner=runner)]
+                      activities=ACTIVITIES, workflow_runner=runner, max_cached_workflows=0)]
     if case.side_task_queue:
         workers.append(Worker(client, task_queue=f"{task_queue}-side", activities=ACTIVITIES))
     for worker in workers:
@@ -261,6 +265,8 @@ async def run_version(client: Client, case: Case, label: str, workflow_class: ty
         handle = await client.start_workflow(
             case.workflow_type, args=list(case.inputs), id=case_workflow_id(case),
             task_queue=task_queue,
+            # A run left open by an interrupted earlier recording must not block this one.
+            id_conflict_policy=WorkflowIDConflictPolicy.TERMINATE_EXISTING,
         )
         steps = []
         for step in case.drive:

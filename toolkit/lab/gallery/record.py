@@ -35,6 +35,7 @@ __all__ = [
     "case_row",
     "record_case",
     "record_gallery",
+    "write_table",
 ]
 
 #: Value of ``format`` in every ``case.json``; bumped on any incompatible change.
@@ -49,6 +50,9 @@ TABLE_COLUMNS = [
 
 #: How many cases record at the same time (each runs two workers, one after the other).
 CONCURRENCY = 6
+
+#: Upper bound for one case (two runs, four replays); a healthy case takes a few seconds.
+CASE_TIMEOUT_SECONDS = 180.0
 
 
 def _step_json(step: Step) -> dict[str, Any]:
@@ -140,7 +144,7 @@ def _resolve(cases: Sequence[str | Case] | None) -> list[Case]:
     return [case if isinstance(case, Case) else get_case(case) for case in cases]
 
 
-def _write_table(gallery_dir: Path, rows: list[dict[str, Any]]) -> None:
+def write_table(gallery_dir: Path, rows: list[dict[str, Any]]) -> None:
     """Write cases.csv: the recorded rows replace same-named ones; other existing rows stay."""
     table_path = gallery_dir / "cases.csv"
     recorded = {row["case"] for row in rows}
@@ -168,11 +172,19 @@ async def arecord_gallery(
 
     async def one(case: Case) -> dict[str, Any]:
         async with limit:
-            return await record_case(client, case, gallery_dir / case.name)
+            try:
+                return await asyncio.wait_for(
+                    record_case(client, case, gallery_dir / case.name), CASE_TIMEOUT_SECONDS
+                )
+            except TimeoutError:
+                raise LabError(
+                    f"gallery case {case.name!r} not recorded within {CASE_TIMEOUT_SECONDS:.0f} s "
+                    f"on {server_address}; expected both runs and four replays to finish"
+                ) from None
 
     records = await asyncio.gather(*(one(case) for case in chosen))
     rows = [case_row(record) for record in records]
-    _write_table(gallery_dir, rows)
+    write_table(gallery_dir, rows)
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 

@@ -27,7 +27,7 @@ from temporalio.workflow import NondeterminismError
 
 from toolkit.lab.gallery.drive import workflow_runner
 
-__all__ = ["ReplayOutcome", "core_message", "replay_outcome", "replay_with"]
+__all__ = ["ReplayOutcome", "core_message", "quiet_runtime", "replay_outcome", "replay_with"]
 
 # A Rust Debug string literal: "..." with backslash escapes.
 _RUST_STRING = r'"((?:[^"\\]|\\.)*)"'
@@ -40,7 +40,7 @@ _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': 
 _QUIET_RUNTIME: Runtime | None = None
 
 
-def _quiet_runtime() -> Runtime:
+def quiet_runtime() -> Runtime:
     """A runtime whose core logs only errors: a failed replay is the expected result here, and
     core would otherwise print a WARN line with the full failure for each one."""
     global _QUIET_RUNTIME
@@ -96,6 +96,6 @@ async def replay_with(
 ) -> ReplayOutcome:
     """Replay ``history`` with ``workflow_class`` (plus ``support`` workflows) and classify it."""
     replayer = Replayer(workflows=[workflow_class, *support], workflow_runner=workflow_runner(),
-                        runtime=_quiet_runtime())
+                        runtime=quiet_runtime())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     return replay_outcome(result.replay_failure)
