@@ -1,0 +1,196 @@
+"""The analyses the duplicate-tool notebook presents, on the toolkit's frames.
+
+* :func:`delivery_timeline` - a command's deliveries, errors and dead-letter on one time axis;
+* :func:`pattern_comparison` / :func:`naive_false_positives` - the strict ``duplicate tool:``
+  detector against a naive substring search;
+* :func:`command_outcomes` - per command: completed or dead-lettered, deliveries, tool responses;
+* :func:`toolset_activities` and :func:`read_mcp_requests` - which toolset served the calls, from
+  the history's activity types and from the MCP server's request log;
+* :func:`plot_delivery_timeline` - the chart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from toolkit.errors import LogFormatError
+from toolkit.logs.detectors import dead_letters, duplicate_tools, retries
+
+__all__ = ["NAIVE_PATTERN", "command_outcomes", "delivery_timeline", "naive_false_positives",
+           "pattern_comparison", "plot_delivery_timeline", "read_mcp_requests",
+           "toolset_activities"]
+
+NAIVE_PATTERN = "duplicate tool"
+"""What ``grep -c "duplicate tool"`` looks for: it also finds the fix's own skip line."""
+
+
+def delivery_timeline(logs: pd.DataFrame) -> pd.DataFrame:
+    """Duplicate-tool errors, delivery attempts and dead-letters of a log, in time order.
+
+    Each record appears once, under its most specific reading (a dead-letter or retry record
+    quoting the error in a field is not counted again as an error).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``line``, ``ts``, ``seconds`` (since the first row), ``kind`` (``duplicate_tool``,
+        ``retry``, ``dead_letter``), ``attempt`` (Int64, retries only), ``detail`` (tool name,
+        retry subject or dead-letter reason).
+    """
+    parts = [
+        duplicate_tools(logs).assign(kind="duplicate_tool", detail=lambda d: d["tool"]),
+        retries(logs).assign(kind="retry", detail=lambda d: d["subject"]),
+        dead_letters(logs).assign(kind="dead_letter", detail=lambda d: d["reason"]),
+    ]
+    frame = pd.concat([p.reindex(columns=["line", "ts", "kind", "attempt", "detail"])
+                       for p in parts], ignore_index=True)
+    # One row per record, the most specific reading first: a retry or dead-letter record
+    # that quotes the error in a field is that, not another duplicate-tool error.
+    rank = frame["kind"].map({"dead_letter": 0, "retry": 1, "duplicate_tool": 2})
+    frame = (frame.assign(_rank=rank).sort_values(["line", "_rank"], kind="stable")
+             .drop_duplicates("line").drop(columns="_rank"))
+    frame = frame.sort_values(["ts", "line"], kind="stable").reset_index(drop=True)
+    frame["attempt"] = frame["attempt"].astype("Int64")
+    start = frame["ts"].min()
+    frame.insert(2, "seconds", (frame["ts"] - start).dt.total_seconds())
+    return frame
+
+
+def naive_false_positives(logs: pd.DataFrame) -> pd.DataFrame:
+    """Records a naive ``str.contains("duplicate tool")`` finds that are not duplicate tools."""
+    naive = logs[logs["raw"].fillna("").str.contains(NAIVE_PATTERN, regex=False)]
+    strict_lines = set(duplicate_tools(logs)["line"])
+    return naive[~naive["line"].isin(strict_lines)][["line", "ts", "level", "message"]]
+
+
+def pattern_comparison(logs_by_name: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per log: records the naive search counts, records the strict detector counts, and the
+    naive search's false positives.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: log name; columns ``naive``, ``strict``, ``false_positives``.
+    """
+    rows = {}
+    for name, logs in logs_by_name.items():
+        naive = int(logs["raw"].fillna("").str.contains(NAIVE_PATTERN, regex=False).sum())
+        strict = duplicate_tools(logs)["line"].nunique()
+        rows[name] = {"naive": naive, "strict": strict,
+                      "false_positives": len(naive_false_positives(logs))}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def command_outcomes(logs: pd.DataFrame) -> pd.DataFrame:
+    """Per ``command_id`` in the runtime's log: how it ended.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``command_id``, ``status`` (``completed``, ``deadlettered`` or ``open``), ``deliveries``
+        (failed deliveries, plus the successful one), ``errors`` (``agent run failed`` records),
+        ``function_response_part_count``, ``served_by``, ``reply``.
+    """
+    rows: dict[str, dict[str, Any]] = {}
+    for message, fields in logs[["message", "fields"]].itertuples(index=False):
+        fields = fields if isinstance(fields, dict) else {}
+        command = fields.get("command_id")
+        if not command:
+            continue
+        row = rows.setdefault(command, {"command_id": command, "status": "open", "deliveries": 0,
+                                        "errors": 0, "function_response_part_count": 0,
+                                        "served_by": None, "reply": None})
+        if message == "agent run failed":
+            row["errors"] += 1
+        elif message == "command failed with retryable error":
+            row["deliveries"] += 1
+        elif isinstance(message, str) and message.startswith("command deadlettered"):
+            row["status"] = "deadlettered"
+        elif message == "turn complete":
+            row.update(status="completed", deliveries=row["deliveries"] + 1,
+                       function_response_part_count=int(fields.get(
+                           "function_response_part_count", 0)),
+                       served_by=fields.get("served_by") or None, reply=fields.get("reply"))
+    return pd.DataFrame(list(rows.values()), columns=[
+        "command_id", "status", "deliveries", "errors", "function_response_part_count",
+        "served_by", "reply"])
+
+
+def toolset_activities(events: pd.DataFrame) -> pd.DataFrame:
+    """Activities of the Python ADK plugin per toolset: ``<toolset>-list-tools`` and
+    ``<toolset>-call-tool`` counts (``invoke_model`` is not a toolset's).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: toolset name; columns ``list-tools`` and ``call-tool`` (scheduled activities).
+    """
+    scheduled = events[events["event_type"] == "ActivityTaskScheduled"]["activity_type"]
+    parts = scheduled.str.extract(r"^(?P<toolset>.+)-(?P<operation>list-tools|call-tool)$")
+    parts = parts.dropna()
+    table = pd.crosstab(parts["toolset"], parts["operation"])
+    return table.reindex(columns=["list-tools", "call-tool"], fill_value=0)
+
+
+def read_mcp_requests(path: str | Path) -> pd.DataFrame:
+    """The lab MCP server's request log (JSON lines) as a frame, one row per JSON-RPC message.
+
+    Raises
+    ------
+    LogFormatError
+        A line is not a JSON object (the message names the file and the line).
+    """
+    path = Path(path)
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise LogFormatError(f"{path} line {number}: not JSON ({error}); expected one "
+                                 "request record per line") from None
+        if not isinstance(record, dict):
+            raise LogFormatError(f"{path} line {number}: expected a JSON object")
+        records.append(record)
+    frame = pd.DataFrame(records, columns=["seq", "time", "method", "path", "query",
+                                           "mcp_method", "tool", "rpc_id"])
+    frame["time"] = pd.to_datetime(frame["time"], unit="s", utc=True)
+    return frame
+
+
+def plot_delivery_timeline(timeline: pd.DataFrame, title: str = "Deliveries of one command"
+                           ) -> Any:
+    """Chart of :func:`delivery_timeline`: one marker per record on a seconds axis.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    styles = {"duplicate_tool": ("x", "tab:red", 2), "retry": ("o", "tab:orange", 1),
+              "dead_letter": ("s", "black", 0)}
+    labels = {"duplicate_tool": 'error: duplicate tool: "…"', "retry": "retryable failure",
+              "dead_letter": "dead-lettered"}
+    fig, ax = plt.subplots(figsize=(9, 2.6))
+    for kind, (marker, color, row) in styles.items():
+        part = timeline[timeline["kind"] == kind]
+        ax.scatter(part["seconds"], [row] * len(part), marker=marker, color=color, s=60,
+                   label=labels[kind])
+        if kind == "retry":
+            for seconds, attempt in zip(part["seconds"], part["attempt"], strict=True):
+                ax.annotate(f"#{attempt}", (seconds, row), textcoords="offset points",
+                            xytext=(0, 8), ha="center", fontsize=8)
+    ax.set_yticks([0, 1, 2], ["dead letter", "delivery", "error"])
+    ax.set_ylim(-0.6, 2.8)
+    ax.set_xlabel("seconds since the first failure")
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
