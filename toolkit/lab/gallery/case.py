@@ -57,7 +57,8 @@ KINDS: tuple[str, ...] = (
     "child_type_changed", "child_id_changed", "child_options_changed", "child_added",
     "local_activity_added", "local_activity_renamed", "local_activity_to_activity",
     "patch_introduced", "patch_removed", "deprecate_patch_introduced", "deprecate_patch_removed",
-    "signal_handler_work", "update_handler_work", "update_validator",
+    "signal_handler_work", "signal_renamed", "update_handler_work", "update_handler_removed",
+    "update_validator",
     "wait_moved", "sequential_to_parallel", "random_seeded", "uuid",
     "continue_as_new", "search_attributes", "query_added", "logging_added",
 )

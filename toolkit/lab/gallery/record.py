@@ -152,7 +152,10 @@ def write_table(gallery_dir: Path, rows: list[dict[str, Any]]) -> None:
     if table_path.exists():
         existing = pd.read_csv(table_path, dtype=str, keep_default_na=False)
         kept = [row for row in existing.to_dict("records") if row["case"] not in recorded]
-    table = pd.DataFrame(kept + rows, columns=TABLE_COLUMNS)
+    # Registered cases in registry order, then any others (user cases) in the order met.
+    order = {case.name: position for position, case in enumerate(registered_cases())}
+    merged = sorted(kept + rows, key=lambda row: order.get(row["case"], len(order)))
+    table = pd.DataFrame(merged, columns=TABLE_COLUMNS)
     table.to_csv(table_path, index=False)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from temporalio import workflow
 
 from toolkit.lab.gallery.activities import audit, charge, notify, reserve, ship
@@ -120,6 +122,56 @@ class UpdateValidatorAddedV2:
         return await act(charge, f"{item}x{self.quantity}")
 
 
+@workflow.defn(name="SignalRenamed")
+class SignalRenamedV1(WaitsForSignals):
+    @workflow.run
+    async def run(self, item: str) -> str:
+        await act(reserve, item)
+        await self.wait_go()
+        return await act(charge, item)
+
+
+@workflow.defn(name="SignalRenamed")
+class SignalRenamedV2:
+    _proceed = False
+
+    @workflow.signal
+    def proceed(self) -> None:
+        self._proceed = True
+
+    @workflow.run
+    async def run(self, item: str) -> str:
+        await act(reserve, item)
+        await workflow.wait_condition(lambda: self._proceed)
+        return await act(charge, item)
+
+
+@workflow.defn(name="UpdateHandlerRemoved")
+class UpdateHandlerRemovedV1:
+    def __init__(self) -> None:
+        self.note: str | None = None
+
+    @workflow.update
+    def add_note(self, note: str) -> str:
+        self.note = note
+        return "noted"
+
+    @workflow.run
+    async def run(self, item: str) -> str:
+        await act(reserve, item)
+        await workflow.wait_condition(lambda: self.note is not None, timeout=timedelta(hours=1))
+        return await act(charge, item)
+
+
+@workflow.defn(name="UpdateHandlerRemoved")
+class UpdateHandlerRemovedV2:
+    @workflow.run
+    async def run(self, item: str) -> str:
+        await act(reserve, item)
+        await workflow.sleep(timedelta(hours=1))
+        return await act(charge, item)
+
+
 @workflow.defn(name="WaitMoved")
 class WaitMovedV1(WaitsForSignals):
     @workflow.run
@@ -197,6 +249,16 @@ register(
          "history still replays because validators do not run during replay.",
          "update_validator", "in_handler", UpdateValidatorAddedV1, UpdateValidatorAddedV2, SAFE,
          drive=(Update("set_quantity", 50),)),
+    Case("signal-renamed", "The signal the run waits for is renamed (go -> proceed) while "
+         "senders still send go. New runs buffer go and wait forever; old runs that already "
+         "got go cannot replay, since nothing lets the new code past its wait.",
+         "signal_renamed", "after_signal", SignalRenamedV1, SignalRenamedV2,
+         Expect(v1_on_v2="nondeterminism", v2_on_v1="ok"), drive=(Signal("go"),)),
+    Case("update-handler-removed", "The update handler is removed. The new run rejects the "
+         "update; replaying an old run that accepted it meets an update the code cannot "
+         "handle.", "update_handler_removed", "in_handler", UpdateHandlerRemovedV1,
+         UpdateHandlerRemovedV2, Expect(v1_on_v2="nondeterminism", v2_on_v1="ok"),
+         drive=(Update("add_note", "leave at door"),)),
     Case("wait-moved", "The signal wait moves from after the first activity to before it. Old "
          "runs break; the old code still replays new runs, because core matches commands to "
          "command events in order without regard to which workflow task recorded them.",
