@@ -18,7 +18,8 @@ from toolkit.sql import sql
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GO_TWIN = DATA / "go_twin"
-ADK = DATA / "adk" / "adk-2.13.0"
+# The Python ADK lab's recordings (one google-adk version folder; whichever is recorded).
+ADK = sorted(p.parent for p in (DATA / "adk").glob("adk-*/two_turns.json"))[-1]
 
 
 def _count(dataset: Path, table: str) -> int:
@@ -72,7 +73,8 @@ def _export_tree(root: Path, namespace: str, files: dict[str, list[Path]]) -> Pa
 
 
 def test_cloud_export_delivered_twice_is_written_once(tmp_path: Path) -> None:
-    a, b, c = sorted(GO_TWIN.glob("with_fix-adk_v2.6.0/*[!a].json"))[:3]
+    histories = GO_TWIN.glob("with_fix-adk_v2.6.0/*.json")
+    a, b, c = sorted(p for p in histories if not p.name.endswith(".meta.json"))[:3]
     tree = _export_tree(tmp_path, "prod-ns", {"part-1": [a, b], "part-2": [b, c], "part-3": [a]})
     report = write_dataset(tree, tmp_path / "ds")
     assert report.files == 3 and report.histories == 5

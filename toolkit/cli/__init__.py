@@ -1,0 +1,114 @@
+"""``toolkit``: the command line, a thin layer over the library.
+
+::
+
+    toolkit show run.json                       events, one per line
+    toolkit activities run.json                 activity executions (attempts, outcomes)
+    toolkit turns agent.json                    an agent's turns and model steps
+    toolkit diff v1.json v2.json                where replay of v1 fails against v2's code
+    toolkit logs worker.log --level warning --grep "duplicate tool"
+    toolkit sql "select ... from activities" exports/     (a dataset, Parquet or histories)
+    toolkit export exports/ --to histories.parquet
+
+Every command takes ``--json`` (machine-readable output: every column, values as JSON) and
+``--width`` (text tables are cut to the terminal's width; ``--width 0`` never cuts; piped output
+is never cut). Exit codes: 0 done, 1 findings (a divergence, unreadable or conflicting files on
+export), 2 bad usage or unreadable input (the message names the source and the position).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["EXIT_USAGE", "build_parser", "main"]
+
+EXIT_USAGE = 2
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print JSON (every column)")
+    common.add_argument("--width", type=int, default=None,
+                        help="table width in characters (default: the terminal's; 0: no limit)")
+    return common
+
+
+def _table_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--columns", help="comma-separated columns to print")
+    parser.add_argument("--limit", type=int, help="print at most this many rows")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``toolkit`` command."""
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="toolkit",
+        description="Investigate Temporal workflow histories and worker logs.",
+        epilog="Exit codes: 0 done, 1 findings (divergence, unreadable files), 2 bad input.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    show = sub.add_parser("show", parents=[common], help="the events of a history")
+    show.add_argument("file", help="a history file (any exported dialect)")
+    show.add_argument("--type", help="only event types matching this regular expression")
+    _table_options(show)
+
+    activities = sub.add_parser("activities", parents=[common], help="activity executions")
+    activities.add_argument("file")
+    _table_options(activities)
+
+    turns = sub.add_parser("turns", parents=[common], help="an agent's turns and model steps")
+    turns.add_argument("file")
+    turns.add_argument("--roles", default="auto",
+                       help="agent framework preset (default: detect from activity names)")
+    _table_options(turns)
+
+    diff = sub.add_parser("diff", parents=[common],
+                          help="first divergence: replaying RECORDED with REPLAYED's code")
+    diff.add_argument("recorded", help="the recorded history (old code)")
+    diff.add_argument("replayed", help="a history the new code produced from the same inputs")
+
+    logs = sub.add_parser("logs", parents=[common], help="log records, filtered")
+    logs.add_argument("file", help="a log file (any format; plain or gzip)")
+    logs.add_argument("--level", choices=("debug", "info", "warning", "error", "critical"),
+                      help="only records at this level or above")
+    logs.add_argument("--format", help="only records of this format (zap_json, slog_text, ...)")
+    logs.add_argument("--grep", help="only records whose message or line matches this regex")
+    logs.add_argument("-i", "--ignore-case", action="store_true", help="--grep ignores case")
+    _table_options(logs)
+
+    query = sub.add_parser("sql", parents=[common], help="DuckDB SQL over histories or a dataset")
+    query.add_argument("query", help="the SQL (tables: events, activities, runs, logs, ...)")
+    query.add_argument("source", nargs="?",
+                       help="a dataset folder, a Parquet file (table 'data') or history files")
+    query.add_argument("--logs", help="a log file, registered as table 'logs'")
+    _table_options(query)
+
+    export = sub.add_parser("export", parents=[common],
+                            help="add histories (a folder, a Cloud export tree) to a dataset")
+    export.add_argument("histories", nargs="+", help="history files, folders or globs")
+    export.add_argument("--to", required=True, help="the dataset folder (created if absent)")
+    export.add_argument("--namespace", help="namespace for histories whose source names none")
+    export.add_argument("--batch-files", type=int, default=1000, help="files per commit")
+    export.add_argument("--progress", action="store_true", default=None, help="progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (also the console script's entry point)."""
+    from toolkit.cli.commands import HANDLERS
+    from toolkit.errors import ToolkitError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return HANDLERS[args.command](args)
+    except ToolkitError as exc:
+        print(f"toolkit {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # `toolkit show big.json | head`: the reader left, nothing to say
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,186 @@
+"""One function per subcommand: call the library, print, return the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from toolkit.cli.render import print_json, print_table
+from toolkit.errors import ToolkitError
+
+__all__ = ["EXIT_FINDINGS", "EXIT_OK", "HANDLERS"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+
+_LEVELS = ("debug", "info", "warning", "error", "critical")
+_NAME_COLUMNS = ("activity_type", "timer_id", "signal_name", "update_name", "child_workflow_type",
+                 "marker_name")  # fmt: skip
+SHOW_COLUMNS = ("event_id", "event_time", "event_type", "workflow_task", "name", "attempt",
+                "failure_message")  # fmt: skip
+ACTIVITY_COLUMNS = ("activity_type", "activity_id", "attempt", "outcome", "retry_state",
+                    "failure_message", "queue_duration", "run_duration")  # fmt: skip
+TURN_COLUMNS = ("turn", "trigger", "step", "model_activity", "listings_before", "tool_calls",
+                "listings_after", "sequence")  # fmt: skip
+LOG_COLUMNS = ("line", "ts", "level", "logger", "message")
+
+
+def _emit(frame: pd.DataFrame, columns: tuple[str, ...], args: argparse.Namespace) -> None:
+    chosen = tuple(args.columns.split(",")) if getattr(args, "columns", None) else columns
+    unknown = [c for c in chosen if c not in frame.columns]
+    if getattr(args, "columns", None) and unknown:
+        raise ToolkitError(
+            f"--columns: no column {unknown}; expected some of {', '.join(map(str, frame.columns))}"
+        )
+    if getattr(args, "limit", None) is not None:
+        frame = frame.head(args.limit)
+    if len(frame.get("history", pd.Series(dtype=int)).unique()) > 1 and "history" not in chosen:
+        chosen = ("history", *chosen)
+    if args.json:  # scripts get every column unless they chose some
+        print_json(frame[list(chosen)] if getattr(args, "columns", None) else frame)
+    else:
+        print_table(frame, chosen, width=args.width)
+
+
+def show(args: argparse.Namespace) -> int:
+    """``toolkit show FILE``: the events table."""
+    import toolkit as tk
+
+    events = tk.read_history(args.file)
+    if args.type:
+        events = events[events["event_type"].str.contains(args.type, regex=True, na=False)]
+    names = events[list(_NAME_COLUMNS)].bfill(axis=1).iloc[:, 0] if len(events) else None
+    events = events.assign(name=names)
+    _emit(events, SHOW_COLUMNS, args)
+    return EXIT_OK
+
+
+def activities(args: argparse.Namespace) -> int:
+    """``toolkit activities FILE``: one row per activity execution."""
+    import toolkit as tk
+
+    _emit(tk.activities(tk.read_history(args.file)), ACTIVITY_COLUMNS, args)
+    return EXIT_OK
+
+
+def turns(args: argparse.Namespace) -> int:
+    """``toolkit turns FILE``: an agent's turns and model steps."""
+    import toolkit as tk
+
+    _emit(tk.agent_steps(tk.read_history(args.file), roles=args.roles), TURN_COLUMNS, args)
+    return EXIT_OK
+
+
+def diff(args: argparse.Namespace) -> int:
+    """``toolkit diff A B``: where replaying A with the code that produced B fails."""
+    import toolkit as tk
+
+    found = tk.first_divergence(args.recorded, args.replayed)
+    if found is None:
+        if args.json:
+            print_json({"divergence": None})
+        else:
+            print(f"No divergence: replaying {args.recorded} with the code that produced "
+                  f"{args.replayed} succeeds.")  # fmt: skip
+        return EXIT_OK
+    if args.json:
+        summary = found.to_frame().iloc[0].to_dict()
+        print_json({"divergence": summary, "aligned": found.aligned.to_dict("records")})
+        return EXIT_FINDINGS
+    print(f"First divergence at event {found.event_id} (workflow task {found.task}, "
+          f"check {found.check}): expected {found.expected!r}, got {found.actual!r}")  # fmt: skip
+    print()
+    for sdk, message in (("core (Python, TypeScript, .NET, Ruby)", found.core_message),
+                         ("Go", found.go_message), ("Java", found.java_message)):  # fmt: skip
+        print(f"{sdk}:\n  {message or '(no failure in this SDK)'}")
+    print("\nCommands side by side (recorded history vs new code):")
+    aligned = found.aligned.assign(same=found.aligned["same"].map({True: "", False: "<>"}))
+    print_table(aligned, ["position", "recorded_event_id", "recorded", "replayed", "same"],
+                width=args.width)  # fmt: skip
+    return EXIT_FINDINGS
+
+
+def logs(args: argparse.Namespace) -> int:
+    """``toolkit logs FILE``: log records, filtered by level, format and a pattern."""
+    import toolkit as tk
+
+    frame = tk.read_logs(args.file)
+    total = len(frame)
+    if args.level:
+        wanted = set(_LEVELS[_LEVELS.index(args.level):])
+        frame = frame[frame["level"].isin(wanted)]
+    if args.format:
+        frame = frame[frame["format"] == args.format]
+    if args.grep:
+        try:
+            pattern = re.compile(args.grep, re.IGNORECASE if args.ignore_case else 0)
+        except re.error as exc:
+            raise ToolkitError(f"--grep {args.grep!r}: not a regular expression ({exc})") from None
+        text = frame["message"].fillna("").astype(str) + "\n" + frame["raw"].fillna("").astype(str)
+        frame = frame[[bool(pattern.search(t)) for t in text]]
+    _emit(frame, LOG_COLUMNS, args)
+    if not args.json:
+        print(f"{len(frame)} of {total} records", file=sys.stderr)
+    return EXIT_OK
+
+
+def _tables_for(source: str | None, logs_file: str | None) -> dict[str, Any]:
+    import toolkit as tk
+    from toolkit.datasets import is_dataset
+
+    tables: dict[str, Any] = {}
+    if source is not None:
+        path = Path(source)
+        if is_dataset(path):
+            tables["dataset"] = path
+        elif path.suffix == ".parquet":
+            tables["data"] = path
+        else:
+            batch = tk.read_histories(path, progress=False)
+            for row in batch.errors.itertuples():
+                print(f"toolkit: skipped {row.message}", file=sys.stderr)
+            if batch.events.empty:
+                raise ToolkitError(f"{source}: no history could be read; expected a dataset, "
+                                   "a Parquet file or history files")  # fmt: skip
+            tables["events"] = batch.events
+    if logs_file is not None:
+        tables["logs"] = tk.read_logs(logs_file)
+    return tables
+
+
+def sql(args: argparse.Namespace) -> int:
+    """``toolkit sql QUERY [SOURCE]``: DuckDB over a dataset, Parquet, histories or logs."""
+    import toolkit.sql as query_module
+
+    result = query_module.sql(args.query, **_tables_for(args.source, args.logs))
+    _emit(result, tuple(map(str, result.columns)), args)
+    return EXIT_OK
+
+
+def export(args: argparse.Namespace) -> int:
+    """``toolkit export DIR --to DATASET``: add histories to a Parquet dataset."""
+    from toolkit.datasets import write_dataset
+
+    report = write_dataset(args.histories, args.to, namespace=args.namespace,
+                           batch_files=args.batch_files, progress=args.progress)  # fmt: skip
+    if args.json:
+        summary = {k: v for k, v in vars(report).items() if k not in ("errors", "conflicts")}
+        summary["dataset"] = str(report.dataset)
+        print_json({**summary, "errors": report.errors, "conflicts": report.conflicts})
+    else:
+        print(report)
+        for row in report.errors.itertuples():
+            print(f"unreadable: {row.message}", file=sys.stderr)
+        for row in report.conflicts.itertuples():
+            print(f"conflict: run {row.run_key} in {row.source} has {row.events} events; the "
+                  f"dataset keeps the copy with {row.kept_events}", file=sys.stderr)  # fmt: skip
+    return EXIT_FINDINGS if report.files_failed or report.runs_conflicting else EXIT_OK
+
+
+HANDLERS = {"show": show, "activities": activities, "turns": turns, "diff": diff, "logs": logs,
+            "sql": sql, "export": export}  # fmt: skip
