@@ -133,7 +133,7 @@ def test_matrix_fails_exactly_across_the_listing_boundaries() -> None:
     assert ("adk-1.28.1", "adk-1.29.0") in boundary and ("adk-1.29.0", "adk-1.28.1") in boundary
     assert ("adk-1.27.5", "adk-1.28.1") not in boundary
     # Two toolsets: a second, one-way boundary between google-adk 1.x and 2.x.
-    assert not _parallel_listing("adk-1.39.1") and _parallel_listing("adk-2.5.0")
+    assert not _parallel_listing("adk-1.39.1") and _parallel_listing("adk-2.2.0")
 
 
 def test_committed_histories_replay_as_the_matrix_says_with_the_installed_version() -> None:

@@ -78,7 +78,9 @@ ENVIRONMENTS: tuple[AdkEnvironment, ...] = (
     _pair("1.28.1", "1.30.0"),
     _pair("1.29.0", "1.30.0"),
     _pair("1.39.1", "1.30.0"),
-    # google-adk 2.x makes MCP optional; the plugin's MCP toolsets need MCP SDK v1.
+    # google-adk 2.x makes MCP optional; the plugin's MCP toolsets need MCP SDK v1. 2.2.0 is the
+    # oldest 2.x any plugin accepts (temporalio 1.31).
+    _pair("2.2.0", "1.31.0", "mcp==1.30.0"),
     _pair("2.5.0", "1.33.0", "mcp==1.30.0"),
     # temporalio 1.33 with google-adk >= 2.9 needs the sandbox pass-through added by the worker.
     _pair("2.9.2", "1.33.0", "mcp==1.30.0"),
