@@ -7,12 +7,23 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import toolkit as tk
+from toolkit.errors import LogFormatError
 from toolkit.lab.hosted_runtime.agent import DuplicateToolError, LlmRequest, McpTool, pack_tool
 from toolkit.lab.hosted_runtime.bus import CommandOutcome
-from toolkit.lab.hosted_runtime.evidence import command_outcomes, naive_false_positives
+from toolkit.lab.hosted_runtime.evidence import (
+    command_outcomes,
+    delivery_timeline,
+    naive_false_positives,
+    pattern_comparison,
+    plot_delivery_timeline,
+    read_mcp_requests,
+    toolset_activities,
+)
+from toolkit.lab.hosted_runtime.record import record_go
 from toolkit.lab.hosted_runtime.registry import agent_servers
 from toolkit.lab.hosted_runtime.runtime import run_session
 from toolkit.lab.hosted_runtime.slog import SlogLogger, format_text_value
@@ -161,3 +172,71 @@ def test_recorded_lab_data_agrees_with_its_metadata() -> None:
     assert endpoints["group_size"].tolist() == [2, 2]
     assert endpoints.loc[endpoints["keep"], "id"].tolist() == [
         f"bundled-session-memory-{meta['session_token']}"]
+
+
+def test_delivery_timeline_reads_each_record_once() -> None:
+    logs = tk.read_logs(DATA / "before.log")
+    timeline = delivery_timeline(logs)
+    assert timeline["line"].is_unique
+    assert timeline["kind"].tolist() == ["duplicate_tool", "retry"] * 5 + ["dead_letter"]
+    assert timeline["seconds"].is_monotonic_increasing and timeline["seconds"].iloc[0] == 0
+    # The bus backs off (0.1 s, doubling): the gaps between deliveries grow.
+    gaps = timeline.loc[timeline["kind"] == "retry", "seconds"].diff().dropna()
+    assert gaps.is_monotonic_increasing
+    fig = plot_delivery_timeline(timeline)
+    assert len(fig.axes[0].collections) == 3
+
+
+def test_pattern_comparison_and_request_log(tmp_path: Path) -> None:
+    table = pattern_comparison({"before": tk.read_logs(DATA / "before.log"),
+                                "after": tk.read_logs(DATA / "after.log")})
+    assert table.to_dict("index") == {"before": {"naive": 11, "strict": 11, "false_positives": 0},
+                                      "after": {"naive": 2, "strict": 0, "false_positives": 2}}
+    requests = read_mcp_requests(DATA / "after.text.mcp.jsonl")
+    assert requests["time"].dt.tz is not None
+    assert requests.loc[requests["mcp_method"] == "tools/call", "query"].tolist() == [
+        "token=s3ss10n"]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"seq": 1}\nnot json\n', encoding="utf-8")
+    with pytest.raises(LogFormatError, match="line 2"):
+        read_mcp_requests(broken)
+
+
+def test_toolset_activities_name_the_toolset_that_served_the_call() -> None:
+    python = DATA.parent / "python"
+    events = tk.read_history(python / "two_toolsets.json")
+    table = toolset_activities(events)
+    assert table.to_dict("index") == {"weather": {"list-tools": 2, "call-tool": 0},
+                                      "weather-token": {"list-tools": 2, "call-tool": 1}}
+
+
+@pytest.mark.slow
+def test_record_go_writes_consistent_files(tmp_path: Path) -> None:
+    paths = record_go(tmp_path, backoff=0.01)
+    assert {p.name for p in paths} >= {"before.log", "after.log", "before.jsonl",
+                                       "registry.json", "meta.json"}
+    assert not list(tmp_path.glob("*.stderr.log"))
+    meta = json.loads((tmp_path / "meta.json").read_text(encoding="utf-8"))
+    assert [[c["status"] for c in run["commands"]] for run in meta["runs"]] == [
+        ["completed", "deadlettered"], ["completed", "completed"],
+        ["completed", "deadlettered"]]
+
+
+@pytest.mark.slow
+@pytest.mark.server
+def test_python_capture_is_timestamped_and_correlates(dev_server: object, tmp_path: Path
+                                                      ) -> None:
+    from toolkit.lab.hosted_runtime.adk_capture import capture_python_duplicate_tools
+    from toolkit.logs.correlate import correlate
+
+    paths = capture_python_duplicate_tools(dev_server.address, tmp_path)  # type: ignore[attr-defined]
+    logs = tk.read_logs(tmp_path / "worker.log")
+    assert logs["ts"].notna().all() and logs["parse_error"].isna().all()
+    kinds = set(tk.duplicate_tools(logs)["kind"])
+    assert {"python_adk", "mcp_plugin"} <= kinds and "go_adk" not in kinds
+    events = pd.concat([tk.read_history(p) for p in paths if p.suffix == ".json"
+                        and p.name != "capture.meta.json"], ignore_index=True)
+    assert set(toolset_activities(events[events["run_id"] == events["run_id"].iloc[0]])
+               .index) == {"weather", "weather-token"}
+    matched = correlate(logs, events, how="inner")
+    assert "activity_attempt" in set(matched["match"])
