@@ -120,15 +120,17 @@ def _check(logs: pd.DataFrame, events: pd.DataFrame) -> None:
 def _identifiers(logs: pd.DataFrame) -> pd.DataFrame:
     """One row per log record: the identifiers it states (None where it states none)."""
     raw = logs["raw"].astype(object).fillna("")
-    candidates = pd.Series(False, index=logs.index)
+    # Every spelling holds one of the needles, and a structured key is spelled out in the raw
+    # line; records joined from several lines are always searched (their raw may be partial).
+    candidates = logs["lines"] > 1 if "lines" in logs.columns else pd.Series(True, logs.index)
     for needle in _NEEDLES:
         candidates |= raw.str.contains(needle, regex=False)
-    has_fields = logs["fields"].map(lambda f: isinstance(f, Mapping) and bool(f))
-    subset = logs.loc[candidates | has_fields, ["message", "fields"]]
-    ids = pd.DataFrame(index=logs.index, columns=list(_SPELLINGS), dtype=object)
-    for index, message, fields in subset.itertuples(name=None):
-        for key, value in log_identifiers(message, fields).items():
-            ids.at[index, key] = value
+    subset = logs.loc[candidates, ["message", "fields"]]
+    found = [log_identifiers(message, fields)
+             for message, fields in zip(subset["message"], subset["fields"], strict=True)]
+    ids = pd.DataFrame(found, index=subset.index, columns=list(_SPELLINGS), dtype=object)
+    ids = ids.reindex(logs.index)
+    ids = ids.astype(object).where(ids.notna(), None)
     ids["attempt"] = pd.to_numeric(ids["attempt"], errors="coerce").astype("Int64")
     return ids
 
@@ -258,6 +260,8 @@ def correlate(
     >>> rows.groupby("match", dropna=False).size()                                 # doctest: +SKIP
     """
     _check(logs, events)
+    if how not in ("left", "inner"):
+        raise ToolkitError(f"correlate: how={how!r}; expected 'left' or 'inner'")
     try:
         tolerance = pd.Timedelta(window)
     except (TypeError, ValueError) as error:
