@@ -141,3 +141,15 @@ def test_bad_input_raises(logs: pd.DataFrame, events: pd.DataFrame) -> None:
         correlate(logs, events, window="soon")
     with pytest.raises(ToolkitError, match="non-negative"):
         correlate(logs, events, window="-1s")
+    with pytest.raises(ToolkitError, match="expected 'left' or 'inner'"):
+        correlate(logs, events, how="outer")  # type: ignore[arg-type]
+
+
+def test_no_identifiers_no_events_still_one_row_per_record(events: pd.DataFrame) -> None:
+    first = events["event_time"].min().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    logs = tk.read_logs(["hello world", f"{first} INFO x"])
+    out = correlate(logs, events.iloc[0:0])
+    assert out["line"].tolist() == [1, 2] and out["match"].isna().all()
+    out = correlate(logs, events, window="1ms")
+    assert out["match"].tolist() == [None, "time"]  # no timestamp, nothing to go by
+    assert abs(out["delta"].iloc[1]) < pd.Timedelta("1us")
