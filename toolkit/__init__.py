@@ -13,12 +13,17 @@ Everything else lives in modules whose names say what they hold: ``toolkit.histo
 (loading, tables, writing), ``toolkit.replay`` (commands, divergence, the real Replayer),
 ``toolkit.agents`` (turns, listings, MCP endpoints), ``toolkit.logs``, ``toolkit.plots`` and
 ``toolkit.lab`` (the dev server and the recorders).
+
+Names are imported on first use (PEP 562): ``import toolkit`` stays cheap, and workflow code in
+``toolkit.lab`` can be loaded by temporalio's sandbox (or by an old google-adk environment)
+without pulling in pandas.
 """
 
-from toolkit import plots
-from toolkit.agents.mcp import mcp_endpoints
-from toolkit.agents.roles import Roles
-from toolkit.agents.turns import activity_spans, agent_steps, listings_per_turn
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from toolkit.errors import (
     HistoryFormatError,
     LabError,
@@ -27,75 +32,94 @@ from toolkit.errors import (
     ServerError,
     ToolkitError,
 )
-from toolkit.histories import (
-    HistoryBatch,
-    fetch_histories,
-    fetch_history,
-    read_histories,
-    read_history,
-    to_history,
-    to_workflow_history,
-    write_history,
-)
-from toolkit.histories.tables import (
-    activities,
-    child_workflows,
-    markers,
-    signals,
-    timers,
-    updates,
-    workflow_tasks,
-)
-from toolkit.logs.detectors import (
-    dead_letters,
-    duplicate_tools,
-    mcp_client_failures,
-    retries,
-)
-from toolkit.logs.read import read_logs
-from toolkit.replay.commands import commands
-from toolkit.replay.divergence import Divergence, first_divergence
-from toolkit.replay.errors_table import nondeterminism_errors
-from toolkit.replay.replayer import replay
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Divergence",
-    "HistoryBatch",
-    "HistoryFormatError",
-    "LabError",
-    "LogFormatError",
-    "PayloadError",
-    "Roles",
-    "ServerError",
-    "ToolkitError",
-    "activities",
-    "activity_spans",
-    "agent_steps",
-    "child_workflows",
-    "commands",
-    "dead_letters",
-    "duplicate_tools",
-    "fetch_histories",
-    "fetch_history",
-    "first_divergence",
-    "listings_per_turn",
-    "markers",
-    "mcp_client_failures",
-    "mcp_endpoints",
-    "nondeterminism_errors",
-    "plots",
-    "read_histories",
-    "read_history",
-    "read_logs",
-    "replay",
-    "retries",
-    "signals",
-    "timers",
-    "to_history",
-    "to_workflow_history",
-    "updates",
-    "workflow_tasks",
-    "write_history",
-]
+#: Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "HistoryBatch": "toolkit.histories.batch",
+    "read_histories": "toolkit.histories.batch",
+    "read_history": "toolkit.histories.read",
+    "fetch_history": "toolkit.histories.fetch",
+    "fetch_histories": "toolkit.histories.fetch",
+    "write_history": "toolkit.histories.write",
+    "to_history": "toolkit.histories.write",
+    "to_workflow_history": "toolkit.histories.write",
+    "activities": "toolkit.histories.tables",
+    "workflow_tasks": "toolkit.histories.tables",
+    "timers": "toolkit.histories.tables",
+    "signals": "toolkit.histories.tables",
+    "updates": "toolkit.histories.tables",
+    "child_workflows": "toolkit.histories.tables",
+    "markers": "toolkit.histories.tables",
+    "commands": "toolkit.replay.commands",
+    "Divergence": "toolkit.replay.divergence",
+    "first_divergence": "toolkit.replay.divergence",
+    "nondeterminism_errors": "toolkit.replay.errors_table",
+    "replay": "toolkit.replay.replayer",
+    "Roles": "toolkit.agents.roles",
+    "agent_steps": "toolkit.agents.turns",
+    "activity_spans": "toolkit.agents.turns",
+    "listings_per_turn": "toolkit.agents.turns",
+    "mcp_endpoints": "toolkit.agents.mcp",
+    "read_logs": "toolkit.logs.read",
+    "correlate": "toolkit.logs.correlate",
+    "duplicate_tools": "toolkit.logs.detectors",
+    "retries": "toolkit.logs.detectors",
+    "dead_letters": "toolkit.logs.detectors",
+    "mcp_client_failures": "toolkit.logs.detectors",
+    "plots": "toolkit.plots",
+}
+
+__all__ = sorted(
+    [
+        *_EXPORTS,
+        "HistoryFormatError",
+        "LabError",
+        "LogFormatError",
+        "PayloadError",
+        "ServerError",
+        "ToolkitError",
+    ]
+)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    value = module if module_name == f"toolkit.{name}" else getattr(module, name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from toolkit import plots
+    from toolkit.agents.mcp import mcp_endpoints
+    from toolkit.agents.roles import Roles
+    from toolkit.agents.turns import activity_spans, agent_steps, listings_per_turn
+    from toolkit.histories.batch import HistoryBatch, read_histories
+    from toolkit.histories.fetch import fetch_histories, fetch_history
+    from toolkit.histories.read import read_history
+    from toolkit.histories.tables import (
+        activities,
+        child_workflows,
+        markers,
+        signals,
+        timers,
+        updates,
+        workflow_tasks,
+    )
+    from toolkit.histories.write import to_history, to_workflow_history, write_history
+    from toolkit.logs.correlate import correlate
+    from toolkit.logs.detectors import dead_letters, duplicate_tools, mcp_client_failures, retries
+    from toolkit.logs.read import read_logs
+    from toolkit.replay.commands import commands
+    from toolkit.replay.divergence import Divergence, first_divergence
+    from toolkit.replay.errors_table import nondeterminism_errors
+    from toolkit.replay.replayer import replay

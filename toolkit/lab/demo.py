@@ -36,7 +36,11 @@ def _record_live(out: Path, address: str) -> list[Path]:
 
 
 def _listings_summary(paths: list[Path]) -> pd.DataFrame:
-    agent_runs = [p for p in paths if "samples" not in p.parts and p.suffix == ".json"]
+    agent_runs = [
+        p
+        for p in paths
+        if "samples" not in p.parts and p.suffix == ".json" and not p.name.endswith(".meta.json")
+    ]
     table = tk.listings_per_turn(agent_runs)
     keep = [c for c in ("label", "turn", "listings", "model_steps", "tool_calls") if c in table]
     return table[keep]

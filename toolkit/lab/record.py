@@ -21,7 +21,6 @@ the multi-version ADK part builds several virtual environments from PyPI the fir
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 from collections.abc import Callable
@@ -51,8 +50,9 @@ def _gallery(data: Path, address: str) -> object:
 
 
 def _duplicate_tool(data: Path, address: str) -> object:
-    module = importlib.import_module("toolkit.lab.hosted_runtime")
-    return module.record_all(data, address)
+    from toolkit.lab.hosted_runtime.record import record_lab
+
+    return record_lab(data, address)
 
 
 PARTS: dict[str, Callable[[Path, str], object]] = {
