@@ -24,8 +24,8 @@ from pathlib import Path
 
 import orjson
 
-import toolkit.sql as query_module
 from toolkit.datasets import write_dataset
+from toolkit.datasets.query import sql
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "data" / "go_twin"
@@ -106,7 +106,7 @@ def main() -> None:
         timings = []
         for _ in range(3):
             start = time.perf_counter()
-            result = query_module.sql(query, dataset=dataset)
+            result = sql(query, dataset=dataset)
             timings.append(time.perf_counter() - start)
         total = int(result["n"].sum())
         print(f"query over all {total:,} activities: best {min(timings):.3f}s "

@@ -13,8 +13,8 @@ from temporalio.api.export.v1 import WorkflowExecution, WorkflowExecutions
 
 import toolkit as tk
 from toolkit.datasets import TABLES, is_dataset, table_files, write_dataset
+from toolkit.datasets.query import sql
 from toolkit.errors import HistoryFormatError, ToolkitError
-from toolkit.sql import sql
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GO_TWIN = DATA / "go_twin"

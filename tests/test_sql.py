@@ -11,8 +11,8 @@ import pytest
 
 import toolkit as tk
 from toolkit.datasets import to_arrow, write_dataset
+from toolkit.datasets.query import sql
 from toolkit.errors import ToolkitError
-from toolkit.sql import sql
 
 ROOT = Path(__file__).resolve().parents[1]
 GO_TWIN = ROOT / "data" / "go_twin"
@@ -72,7 +72,7 @@ def test_json_columns_durations_and_times(agents: pd.DataFrame) -> None:
 
 
 def test_explicit_tables_win_and_unused_derivations_are_not_built() -> None:
-    gallery_like = tk.read_history(ROOT / "data" / "adk" / "adk-2.13.0" / "two_turns.json")
+    gallery_like = tk.read_history(sorted(ADK.glob("adk-*/two_turns.json"))[-1])
     mine = pd.DataFrame({"activity_type": ["x"]})
     out = sql("select * from activities", events=gallery_like, activities=mine)
     assert out["activity_type"].tolist() == ["x"]

@@ -155,9 +155,9 @@ def _tables_for(source: str | None, logs_file: str | None) -> dict[str, Any]:
 
 def sql(args: argparse.Namespace) -> int:
     """``toolkit sql QUERY [SOURCE]``: DuckDB over a dataset, Parquet, histories or logs."""
-    import toolkit.sql as query_module
+    from toolkit.datasets.query import sql as run_sql
 
-    result = query_module.sql(args.query, **_tables_for(args.source, args.logs))
+    result = run_sql(args.query, **_tables_for(args.source, args.logs))
     _emit(result, tuple(map(str, result.columns)), args)
     return EXIT_OK
 

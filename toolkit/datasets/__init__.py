@@ -43,14 +43,17 @@ and files already written (same sha256) are skipped without being read.
 
 from toolkit.datasets.arrow import json_text, to_arrow
 from toolkit.datasets.layout import PARTITIONS, TABLES, is_dataset, table_files
+from toolkit.datasets.query import DERIVED_FROM_EVENTS, sql
 from toolkit.datasets.writer import DatasetWrite, write_dataset
 
 __all__ = [
+    "DERIVED_FROM_EVENTS",
     "PARTITIONS",
     "TABLES",
     "DatasetWrite",
     "is_dataset",
     "json_text",
+    "sql",
     "table_files",
     "to_arrow",
     "write_dataset",

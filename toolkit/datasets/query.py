@@ -1,5 +1,8 @@
 """``toolkit.sql``: ask DuckDB about histories, derived tables, logs and Parquet datasets.
 
+(The function is exported as ``toolkit.sql``; it lives here, not in a ``toolkit/sql.py``, so
+that no submodule named like it can shadow it in the lazily imported flat API.)
+
 >>> tk.sql("select activity_type, max(attempt) from activities group by 1", events=events)
 >>> tk.sql("select * from runs where workflow_type = 'Checkout'", dataset="exports.parquet")
 
@@ -158,7 +161,7 @@ def sql(
     Parameters
     ----------
     query
-        DuckDB SQL. Table names are documented in :mod:`toolkit.sql`.
+        DuckDB SQL. Table names are documented in :mod:`toolkit.datasets.query`.
     dataset
         A dataset directory written by :func:`toolkit.write_dataset`; its tables are registered
         under their names (explicit keyword tables win).
