@@ -5,19 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from temporalio.api.enums.v1 import RetryState, TimeoutType
+from temporalio.api.enums.v1 import TimeoutType
 
+from toolkit.histories.tables_build import (
+    RETRY_STATE,
+    EntityJoin,
+    Record,
+    canonical_of,
+    close,
+    column_or_attribute,
+    entity_table,
+    fill_once,
+    record_failure,
+    stamp,
+)
 from toolkit.histories.tables_common import (
-    HistoryKey,
+    HISTORY_SCHEMA,
     attr,
-    build_frame,
-    canonical,
-    check_events,
     duration,
-    event_rows,
-    failure_of,
     first_present,
-    history_fields,
     nullable,
     to_int,
 )
@@ -30,41 +36,11 @@ _CLOSE_OUTCOMES = {
     "ActivityTaskTimedOut": "timed_out",
     "ActivityTaskCanceled": "canceled",
 }
-_EVENT_TYPES = (
-    "ActivityTaskScheduled",
-    "ActivityTaskStarted",
-    "ActivityTaskCancelRequested",
-    *_CLOSE_OUTCOMES,
-)
-_READ = (
-    "source",
-    "history",
-    "workflow_id",
-    "run_id",
-    "event_id",
-    "event_time",
-    "event_type",
-    "workflow_task",
-    "activity_id",
-    "activity_type",
-    "task_queue",
-    "scheduled_event_id",
-    "attempt",
-    "identity",
-    "failure_message",
-    "failure_type",
-    "retry_state",
-    "input",
-    "result",
-    "attributes",
-)
+_TIMEOUT_TYPE = canonical_of(TimeoutType)
 
 #: Column -> dtype of the activities table.
 ACTIVITY_COLUMNS: dict[str, str] = {
-    "source": "object",
-    "history": "Int64",
-    "workflow_id": "object",
-    "run_id": "object",
+    **HISTORY_SCHEMA,
     "activity_id": "object",
     "activity_type": "object",
     "task_queue": "object",
@@ -94,6 +70,26 @@ ACTIVITY_COLUMNS: dict[str, str] = {
     "input": "object",
     "result": "object",
 }
+
+_JOIN = EntityJoin(
+    table="activities",
+    schema=ACTIVITY_COLUMNS,
+    key_column="scheduled_event_id",
+    opening=("ActivityTaskScheduled",),
+    others=("ActivityTaskStarted", "ActivityTaskCancelRequested", *_CLOSE_OUTCOMES),
+    link="scheduled_event_id",
+    reads=(
+        "activity_id", "activity_type", "task_queue", "scheduled_event_id", "attempt", "identity",
+        "failure_message", "failure_type", "retry_state", "input", "result",
+    ),
+    requires=("scheduled_event_id", "activity_type"),
+    starts={"outcome": "pending", "cancel_requested": False},
+    durations={
+        "queue_duration": ("scheduled_time", "started_time"),
+        "run_duration": ("started_time", "closed_time"),
+        "total_duration": ("scheduled_time", "closed_time"),
+    },
+)
 
 
 def activities(events: pd.DataFrame) -> pd.DataFrame:
@@ -156,111 +152,50 @@ def activities(events: pd.DataFrame) -> pd.DataFrame:
     HistoryFormatError
         When ``events`` is not an events frame.
     """
-    check_events(events, ("scheduled_event_id", "activity_type"), "activities")
-    records: dict[tuple[HistoryKey, int | None], dict[str, Any]] = {}
-    for event in event_rows(events, _EVENT_TYPES, _READ):
-        key_id = (
-            event.event_id
-            if event.event_type == "ActivityTaskScheduled"
-            else _linked_scheduled_id(event)
-        )
-        key = (HistoryKey(event.source, event.history), key_id)
-        record = records.get(key)
-        if record is None:
-            record = records[key] = _new_record(event, key_id)
-        _apply(record, event)
-    frame = build_frame(
-        records.values(),
-        ACTIVITY_COLUMNS,
-        ("source", "history", "scheduled_event_id"),
-    )
-    frame["queue_duration"] = frame["started_time"] - frame["scheduled_time"]
-    frame["run_duration"] = frame["closed_time"] - frame["started_time"]
-    frame["total_duration"] = frame["closed_time"] - frame["scheduled_time"]
-    return frame
+    return entity_table(events, _JOIN, _apply)
 
 
-def _linked_scheduled_id(event: Any) -> int | None:
-    return to_int(nullable(event.scheduled_event_id)) or to_int(
-        attr(event.attributes, "scheduledEventId")
-    )
-
-
-def _new_record(event: Any, scheduled_event_id: int | None) -> dict[str, Any]:
-    record: dict[str, Any] = dict.fromkeys(ACTIVITY_COLUMNS)
-    record.update(history_fields(event))
-    record["scheduled_event_id"] = scheduled_event_id
-    record["outcome"] = "pending"
-    record["cancel_requested"] = False
-    return record
-
-
-def _apply(record: dict[str, Any], event: Any) -> None:
-    attributes = event.attributes
-    kind = event.event_type
+def _apply(record: Record, event: Any) -> None:
     # Type and id are copied onto every activity event by the loader; the first one seen wins.
-    record["activity_id"] = first_present(
-        record["activity_id"],
-        nullable(event.activity_id),
-        attr(attributes, "activityId"),
-    )
-    record["activity_type"] = first_present(
-        record["activity_type"],
-        nullable(event.activity_type),
-        attr(attributes, "activityType", "name"),
-    )
+    fill_once(record, event, "activity_id", "activityId")
+    fill_once(record, event, "activity_type", "activityType", "name")
+    kind = event.event_type
     if kind == "ActivityTaskScheduled":
-        record["scheduled_time"] = nullable(event.event_time)
-        record["workflow_task"] = nullable(event.workflow_task)
-        record["task_queue"] = first_present(
-            nullable(event.task_queue),
-            attr(attributes, "taskQueue", "name"),
-        )
-        record["input"] = nullable(event.input)
-        record["start_to_close_timeout"] = duration(attr(attributes, "startToCloseTimeout"))
-        record["schedule_to_close_timeout"] = duration(attr(attributes, "scheduleToCloseTimeout"))
-        record["heartbeat_timeout"] = duration(attr(attributes, "heartbeatTimeout"))
-        record["maximum_attempts"] = to_int(attr(attributes, "retryPolicy", "maximumAttempts"))
+        _scheduled(record, event)
     elif kind == "ActivityTaskStarted":
-        record["started_event_id"] = event.event_id
-        record["started_time"] = nullable(event.event_time)
-        record["attempt"] = first_present(
-            nullable(event.attempt),
-            to_int(attr(attributes, "attempt")),
-        )
-        record["identity"] = first_present(nullable(event.identity), attr(attributes, "identity"))
-        record["last_failure_message"] = attr(attributes, "lastFailure", "message")
+        stamp(record, "started", event)
+        record["attempt"] = column_or_attribute(event, "attempt", "attempt", convert=to_int)
+        record["identity"] = column_or_attribute(event, "identity", "identity")
+        record["last_failure_message"] = attr(event.attributes, "lastFailure", "message")
     elif kind == "ActivityTaskCancelRequested":
         record["cancel_requested"] = True
     else:
-        _apply_close(record, event)
+        _closed(record, event)
 
 
-def _apply_close(record: dict[str, Any], event: Any) -> None:
+def _scheduled(record: Record, event: Any) -> None:
     attributes = event.attributes
-    record["outcome"] = _CLOSE_OUTCOMES[event.event_type]
-    record["closed_event_id"] = event.event_id
-    record["closed_time"] = nullable(event.event_time)
-    message, failure_type = failure_of(attributes)
-    record["failure_message"] = first_present(
-        nullable(event.failure_message),
-        message,
-        attr(attributes, "reason"),  # pre-1.0 dialects: reason/details instead of a failure
-    )
-    record["failure_type"] = first_present(nullable(event.failure_type), failure_type)
-    record["retry_state"] = first_present(
-        nullable(event.retry_state),
-        canonical(RetryState, attr(attributes, "retryState"), "RETRY_STATE_"),
-    )
-    record["timeout_type"] = canonical(
-        TimeoutType,
-        first_present(
-            attr(attributes, "failure", "timeoutFailureInfo", "timeoutType"),
-            attr(attributes, "failure", "cause", "timeoutFailureInfo", "timeoutType"),
-            attr(attributes, "timeoutType"),
-        ),
-        "TIMEOUT_TYPE_",
-    )
+    stamp(record, "scheduled", event)
+    record["workflow_task"] = nullable(event.workflow_task)
+    record["task_queue"] = column_or_attribute(event, "task_queue", "taskQueue", "name")
+    record["input"] = nullable(event.input)
+    record["start_to_close_timeout"] = duration(attr(attributes, "startToCloseTimeout"))
+    record["schedule_to_close_timeout"] = duration(attr(attributes, "scheduleToCloseTimeout"))
+    record["heartbeat_timeout"] = duration(attr(attributes, "heartbeatTimeout"))
+    record["maximum_attempts"] = to_int(attr(attributes, "retryPolicy", "maximumAttempts"))
+
+
+def _closed(record: Record, event: Any) -> None:
+    attributes = event.attributes
+    close(record, event, _CLOSE_OUTCOMES[event.event_type])
+    # Pre-1.0 dialects: reason/details instead of a failure.
+    record_failure(record, event, fallback=attr(attributes, "reason"))
+    record["retry_state"] = column_or_attribute(event, "retry_state", "retryState",
+                                                convert=RETRY_STATE)
+    record["timeout_type"] = _TIMEOUT_TYPE(first_present(
+        attr(attributes, "failure", "timeoutFailureInfo", "timeoutType"),
+        attr(attributes, "failure", "cause", "timeoutFailureInfo", "timeoutType"),
+        attr(attributes, "timeoutType"),
+    ))
     record["result"] = nullable(event.result)
-    if record["identity"] is None:
-        record["identity"] = first_present(nullable(event.identity), attr(attributes, "identity"))
+    fill_once(record, event, "identity", "identity")

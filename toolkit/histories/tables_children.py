@@ -5,25 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from temporalio.api.enums.v1 import (
-    ParentClosePolicy,
-    RetryState,
-    StartChildWorkflowExecutionFailedCause,
-)
+from temporalio.api.enums.v1 import ParentClosePolicy, StartChildWorkflowExecutionFailedCause
 
-from toolkit.histories.tables_common import (
-    HistoryKey,
-    attr,
-    build_frame,
-    canonical,
-    check_events,
-    event_rows,
-    failure_of,
-    first_present,
-    history_fields,
-    nullable,
-    to_int,
+from toolkit.histories.tables_build import (
+    RETRY_STATE,
+    EntityJoin,
+    Record,
+    canonical_of,
+    close,
+    column_or_attribute,
+    entity_table,
+    fill_once,
+    record_failure,
+    stamp,
 )
+from toolkit.histories.tables_common import HISTORY_SCHEMA, attr, first_present, nullable
 
 __all__ = ["CHILD_WORKFLOW_COLUMNS", "child_workflows"]
 
@@ -35,19 +31,12 @@ _CLOSE_OUTCOMES = {
     "ChildWorkflowExecutionTerminated": "terminated",
     "StartChildWorkflowExecutionFailed": "start_failed",
 }
-_EVENT_TYPES = (
-    "StartChildWorkflowExecutionInitiated", "ChildWorkflowExecutionStarted", *_CLOSE_OUTCOMES,
-)
-_READ = (
-    "source", "history", "workflow_id", "run_id", "event_id", "event_time", "event_type",
-    "workflow_task", "child_workflow_id", "child_workflow_type", "task_queue",
-    "initiated_event_id", "failure_message", "failure_type", "retry_state", "cause", "input",
-    "result", "attributes",
-)
+_PARENT_CLOSE_POLICY = canonical_of(ParentClosePolicy)
+_START_FAILED_CAUSE = canonical_of(StartChildWorkflowExecutionFailedCause)
 
 #: Column -> dtype of the child-workflows table.
 CHILD_WORKFLOW_COLUMNS: dict[str, str] = {
-    "source": "object", "history": "Int64", "workflow_id": "object", "run_id": "object",
+    **HISTORY_SCHEMA,
     "child_workflow_id": "object", "child_run_id": "object", "child_workflow_type": "object",
     "namespace": "object", "task_queue": "object", "workflow_task": "Int64",
     "initiated_event_id": "Int64", "started_event_id": "Int64", "closed_event_id": "Int64",
@@ -57,6 +46,25 @@ CHILD_WORKFLOW_COLUMNS: dict[str, str] = {
     "start_duration": "timedelta", "run_duration": "timedelta", "input": "object",
     "result": "object",
 }
+
+_JOIN = EntityJoin(
+    table="child_workflows",
+    schema=CHILD_WORKFLOW_COLUMNS,
+    key_column="initiated_event_id",
+    opening=("StartChildWorkflowExecutionInitiated",),
+    others=("ChildWorkflowExecutionStarted", *_CLOSE_OUTCOMES),
+    link="initiated_event_id",
+    reads=(
+        "child_workflow_id", "child_workflow_type", "task_queue", "initiated_event_id",
+        "failure_message", "failure_type", "retry_state", "cause", "input", "result",
+    ),
+    requires=("initiated_event_id", "child_workflow_id"),
+    starts={"outcome": "pending"},
+    durations={
+        "start_duration": ("initiated_time", "started_time"),
+        "run_duration": ("started_time", "closed_time"),
+    },
+)
 
 
 def child_workflows(events: pd.DataFrame) -> pd.DataFrame:
@@ -108,75 +116,43 @@ def child_workflows(events: pd.DataFrame) -> pd.DataFrame:
     HistoryFormatError
         When ``events`` is not an events frame.
     """
-    check_events(events, ("initiated_event_id", "child_workflow_id"), "child_workflows")
-    records: dict[tuple[HistoryKey, int | None], dict[str, Any]] = {}
-    for event in event_rows(events, _EVENT_TYPES, _READ):
-        attributes = event.attributes
-        opens = event.event_type == "StartChildWorkflowExecutionInitiated"
-        key_id = event.event_id if opens else first_present(
-            to_int(nullable(event.initiated_event_id)),
-            to_int(attr(attributes, "initiatedEventId")),
-        )
-        key = (HistoryKey(event.source, event.history), key_id)
-        record = records.get(key)
-        if record is None:
-            record = records[key] = dict.fromkeys(CHILD_WORKFLOW_COLUMNS)
-            record.update(history_fields(event), initiated_event_id=key_id, outcome="pending")
-        record["child_workflow_id"] = first_present(
-            record["child_workflow_id"], nullable(event.child_workflow_id),
-            attr(attributes, "workflowId"), attr(attributes, "workflowExecution", "workflowId"),
-        )
-        record["child_workflow_type"] = first_present(
-            record["child_workflow_type"], nullable(event.child_workflow_type),
-            attr(attributes, "workflowType", "name"),
-        )
-        record["child_run_id"] = first_present(
-            record["child_run_id"], attr(attributes, "workflowExecution", "runId"),
-        )
-        if opens:
-            _initiated(record, event)
-        elif event.event_type == "ChildWorkflowExecutionStarted":
-            record["started_event_id"] = event.event_id
-            record["started_time"] = nullable(event.event_time)
-        else:
-            _closed(record, event)
-    frame = build_frame(
-        records.values(), CHILD_WORKFLOW_COLUMNS, ("source", "history", "initiated_event_id"),
-    )
-    frame["start_duration"] = frame["started_time"] - frame["initiated_time"]
-    frame["run_duration"] = frame["closed_time"] - frame["started_time"]
-    return frame
+    return entity_table(events, _JOIN, _apply)
 
 
-def _initiated(record: dict[str, Any], event: Any) -> None:
+def _apply(record: Record, event: Any) -> None:
     attributes = event.attributes
-    record["initiated_time"] = nullable(event.event_time)
+    fill_once(record, event, "child_workflow_id", "workflowId")
+    if record["child_workflow_id"] is None:  # closing events name the child's execution
+        record["child_workflow_id"] = first_present(
+            attr(attributes, "workflowExecution", "workflowId")
+        )
+    fill_once(record, event, "child_workflow_type", "workflowType", "name")
+    if record["child_run_id"] is None:
+        record["child_run_id"] = first_present(attr(attributes, "workflowExecution", "runId"))
+    if event.event_type == "StartChildWorkflowExecutionInitiated":
+        _initiated(record, event)
+    elif event.event_type == "ChildWorkflowExecutionStarted":
+        stamp(record, "started", event)
+    else:
+        _closed(record, event)
+
+
+def _initiated(record: Record, event: Any) -> None:
+    attributes = event.attributes
+    stamp(record, "initiated", event)
     record["workflow_task"] = nullable(event.workflow_task)
     record["namespace"] = attr(attributes, "namespace") or None
-    record["task_queue"] = first_present(
-        nullable(event.task_queue), attr(attributes, "taskQueue", "name"),
-    )
-    record["parent_close_policy"] = canonical(
-        ParentClosePolicy, attr(attributes, "parentClosePolicy"), "PARENT_CLOSE_POLICY_",
-    )
+    record["task_queue"] = column_or_attribute(event, "task_queue", "taskQueue", "name")
+    record["parent_close_policy"] = _PARENT_CLOSE_POLICY(attr(attributes, "parentClosePolicy"))
     record["input"] = nullable(event.input)
 
 
-def _closed(record: dict[str, Any], event: Any) -> None:
-    attributes = event.attributes
-    record["outcome"] = _CLOSE_OUTCOMES[event.event_type]
-    record["closed_event_id"] = event.event_id
-    record["closed_time"] = nullable(event.event_time)
-    message, failure_type = failure_of(attributes)
-    record["failure_message"] = first_present(nullable(event.failure_message), message)
-    record["failure_type"] = first_present(nullable(event.failure_type), failure_type)
-    record["retry_state"] = first_present(
-        nullable(event.retry_state),
-        canonical(RetryState, attr(attributes, "retryState"), "RETRY_STATE_"),
+def _closed(record: Record, event: Any) -> None:
+    close(record, event, _CLOSE_OUTCOMES[event.event_type])
+    record_failure(record, event)
+    record["retry_state"] = column_or_attribute(
+        event, "retry_state", "retryState", convert=RETRY_STATE
     )
     if event.event_type == "StartChildWorkflowExecutionFailed":
-        record["cause"] = first_present(nullable(event.cause), canonical(
-            StartChildWorkflowExecutionFailedCause, attr(attributes, "cause"),
-            "START_CHILD_WORKFLOW_EXECUTION_FAILED_CAUSE_",
-        ))
+        record["cause"] = column_or_attribute(event, "cause", "cause", convert=_START_FAILED_CAUSE)
     record["result"] = nullable(event.result)

@@ -1,9 +1,10 @@
-"""Helpers shared by the derived tables: input checks, attribute access, enums, durations, rows.
+"""Helpers shared by the derived tables: input checks, event rows, values, enums, frames.
 
 Every table is built the same way: select the few event types it joins, walk them once in history
 order, and fill one record per entity (activity, workflow task, timer, ...) keyed by the history it
 belongs to and the event id that opens it. Events whose opening event is missing (partial or
 corrupt histories) still get a record, with the opening fields left empty, so nothing is dropped.
+This module reads and converts values; :mod:`toolkit.histories.tables_build` fills the records.
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ import pandas as pd
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
 from toolkit.errors import HistoryFormatError
+from toolkit.histories.enums import canonical_enum
+from toolkit.histories.lazy import LazyAttributes, LazyJSON, LazyPayloads, LazyProto
 
 __all__ = [
+    "EVENT_BASICS",
     "HISTORY_COLUMNS",
+    "HISTORY_SCHEMA",
     "HistoryKey",
     "attr",
     "build_frame",
@@ -37,6 +42,16 @@ __all__ = [
 
 #: Columns every table starts with: which history a row comes from.
 HISTORY_COLUMNS: tuple[str, ...] = ("source", "history", "workflow_id", "run_id")
+
+#: Column -> dtype of those columns: the head of every table's schema.
+HISTORY_SCHEMA: dict[str, str] = {
+    "source": "object", "history": "Int64", "workflow_id": "object", "run_id": "object",
+}
+
+#: Columns of the events frame every table reads from each of its events.
+EVENT_BASICS: tuple[str, ...] = (
+    *HISTORY_COLUMNS, "event_id", "event_time", "event_type", "workflow_task", "attributes",
+)
 
 #: Columns of the events frame the tables read (beyond the per-table ones).
 _BASE_REQUIRED = (
@@ -105,7 +120,7 @@ def event_rows(
         if column not in wanted.columns:  # optional contract columns a frame may lack
             arrays.append([None] * len(wanted))
         elif column in _LAZY_COLUMNS:
-            arrays.append([_plain(value) for value in wanted[column].to_numpy(dtype=object)])
+            arrays.append(_plain_values(wanted[column]))
         else:
             # Plain object arrays: iterating pandas' Arrow-backed strings row by row is slow.
             arrays.append(wanted[column].to_numpy(dtype=object))
@@ -120,18 +135,18 @@ def _row_type(columns: tuple[str, ...]) -> Any:
 
 #: Columns whose cells the loader may keep as lazily decoded proxies.
 _LAZY_COLUMNS = frozenset({"attributes", "input", "result", "details"})
-_LAZY_MODULE = "toolkit.histories.lazy"
+#: The loader's lazy cell types (their subclasses, e.g. ``LazyExtra``, included).
+_LAZY_CELLS = (LazyAttributes, LazyJSON, LazyPayloads, LazyProto)
 
 
-def _plain(cell: Any) -> Any:
-    """A lazily decoded cell as its plain value (dict, list, None).
+def _plain_values(column: pd.Series) -> list[Any]:
+    """A column's cells as plain values (dict, list, None): lazy cells are decoded.
 
     Lookups on plain dicts are faster, ``isinstance(..., Mapping)`` and ``is None`` tests hold,
     and the tables hand users plain values rather than the loader's proxies.
     """
-    if type(cell).__module__ == _LAZY_MODULE and hasattr(cell, "value"):
-        return cell.value
-    return cell
+    lazy = _LAZY_CELLS
+    return [cell.value if isinstance(cell, lazy) else cell for cell in column.to_numpy(object)]
 
 
 def attr(attributes: Any, *path: str | int, default: Any = None) -> Any:
@@ -177,27 +192,27 @@ def first_present(*values: Any) -> Any:
 def canonical(enum: EnumTypeWrapper, value: Any, prefix: str) -> str | None:
     """An enum value as its canonical proto name (``TIMEOUT_TYPE_START_TO_CLOSE``).
 
-    Accepts the proto name, the PascalCase spelling (``StartToClose``, ``TimeoutTypeStartToClose``)
-    and numbers; values unknown to the installed API come back verbatim, never dropped.
+    Accepts every spelling :func:`toolkit.histories.enums.canonical_enum` knows (proto name,
+    short PascalCase ``StartToClose``, numbers) and those older exports also use: the bare
+    suffix (``TERMINATE``, ``SCHEDULE_TO_START``) and the prefixed PascalCase
+    (``TimeoutTypeStartToClose``).
+    Empty values give None; values unknown to the installed API come back verbatim, as text.
     """
     if value is None or value == "":
         return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        try:
-            return str(enum.Name(value))
-        except ValueError:
-            return str(value)
-    text = str(value)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return str(value)  # not an enum spelling (a float 2.0 must not pass for value 2)
+    name = canonical_enum(enum.DESCRIPTOR, value)
     names = enum.DESCRIPTOR.values_by_name
-    if text in names:
-        return text
-    screaming = _CAMEL_BOUNDARY.sub("_", text).upper()
+    if name in names or isinstance(value, int):
+        return name
+    screaming = _CAMEL_BOUNDARY.sub("_", value).upper()
     for candidate in (screaming, prefix + screaming):
         if candidate in names:
             return candidate
-    if text.isdigit():
-        return canonical(enum, int(text), prefix)
-    return text
+    if value.isdigit():  # zero-padded numbers
+        return canonical(enum, int(value), prefix)
+    return value
 
 
 def duration(value: Any) -> pd.Timedelta:

@@ -32,14 +32,15 @@ from typing import Any
 import pandas as pd
 
 from toolkit.histories.payloads import decode_payloads
+from toolkit.histories.tables_build import Record, column_or_attribute, new_record, record_failure
 from toolkit.histories.tables_common import (
+    EVENT_BASICS,
+    HISTORY_SCHEMA,
     attr,
     build_frame,
     check_events,
     event_rows,
-    failure_of,
     first_present,
-    history_fields,
     nullable,
     to_int,
 )
@@ -54,14 +55,11 @@ _KINDS = {
     "SideEffect": "side_effect",
     "MutableSideEffect": "mutable_side_effect",
 }
-_READ = (
-    "source", "history", "workflow_id", "run_id", "event_id", "event_time", "workflow_task",
-    "marker_name", "failure_message", "failure_type", "details", "attributes", "event_type",
-)
+_READ = (*EVENT_BASICS, "marker_name", "failure_message", "failure_type", "details")
 
 #: Column -> dtype of the markers table.
 MARKER_COLUMNS: dict[str, str] = {
-    "source": "object", "history": "Int64", "workflow_id": "object", "run_id": "object",
+    **HISTORY_SCHEMA,
     "event_id": "Int64", "event_time": "datetime", "workflow_task": "Int64",
     "marker_name": "object", "kind": "object", "details_keys": "object",
     "patch_id": "object", "version": "Int64", "deprecated": "boolean",
@@ -118,24 +116,21 @@ def markers(events: pd.DataFrame) -> pd.DataFrame:
     return build_frame(records, MARKER_COLUMNS, ("source", "history", "event_id"))
 
 
-def _record(event: Any) -> dict[str, Any]:
-    attributes = event.attributes
-    name = first_present(nullable(event.marker_name), attr(attributes, "markerName"))
+def _record(event: Any) -> Record:
+    name = column_or_attribute(event, "marker_name", "markerName")
     details = _details(event)
-    record: dict[str, Any] = dict.fromkeys(MARKER_COLUMNS)
-    record.update(history_fields(event))
-    message, failure_type = failure_of(attributes)
-    record.update(
+    record = new_record(
+        MARKER_COLUMNS,
+        event,
         event_id=event.event_id,
         event_time=nullable(event.event_time),
         workflow_task=nullable(event.workflow_task),
         marker_name=name,
         kind=_KINDS.get(name, "other"),
         details_keys=sorted(details) if isinstance(details, Mapping) else [],
-        failure_message=first_present(nullable(event.failure_message), message),
-        failure_type=first_present(nullable(event.failure_type), failure_type),
         details=details,
     )
+    record_failure(record, event)
     if isinstance(details, Mapping):
         _identify(record, details)
     else:
@@ -165,7 +160,7 @@ def _first(details: Mapping[str, Any], *keys: str) -> Any:
     return None
 
 
-def _identify(record: dict[str, Any], details: Mapping[str, Any]) -> None:
+def _identify(record: Record, details: Mapping[str, Any]) -> None:
     kind = record["kind"]
     if kind == "patch":
         data = _first(details, "patch-data", "patch_data")
@@ -189,7 +184,7 @@ def _identify(record: dict[str, Any], details: Mapping[str, Any]) -> None:
         record["side_effect_id"] = _text(_first(details, "side-effect-id"))
 
 
-def _local_activity(record: dict[str, Any], values: list[Any]) -> None:
+def _local_activity(record: Record, values: list[Any]) -> None:
     data = next((v for v in values if isinstance(v, Mapping)), None)
     if data is None:
         return
@@ -202,7 +197,7 @@ def _local_activity(record: dict[str, Any], values: list[Any]) -> None:
     record["attempt"] = to_int(first_present(data.get("attempt"), data.get("Attempt")))
 
 
-def _identify_legacy(record: dict[str, Any], values: list[Any]) -> None:
+def _identify_legacy(record: Record, values: list[Any]) -> None:
     if not values:
         return
     if record["kind"] == "local_activity":

@@ -12,40 +12,61 @@ from typing import Any
 import pandas as pd
 from temporalio.api.enums.v1 import SignalExternalWorkflowExecutionFailedCause
 
+from toolkit.histories.tables_build import (
+    EntityJoin,
+    Record,
+    Records,
+    add_durations,
+    canonical_of,
+    close,
+    column_or_attribute,
+    entity_table,
+    fill_once,
+    new_record,
+    record_failure,
+    stamp,
+)
 from toolkit.histories.tables_common import (
+    EVENT_BASICS,
+    HISTORY_SCHEMA,
     HistoryKey,
     attr,
     build_frame,
-    canonical,
     check_events,
     event_rows,
-    failure_of,
     first_present,
-    history_fields,
     nullable,
-    to_int,
 )
 
 __all__ = ["SIGNAL_COLUMNS", "UPDATE_COLUMNS", "signals", "updates"]
 
-_SIGNAL_READ = (
-    "source", "history", "workflow_id", "run_id", "event_id", "event_time", "event_type",
-    "workflow_task", "signal_name", "initiated_event_id", "identity", "cause", "input",
-    "attributes",
-)
 _SENT_CLOSE = {
     "ExternalWorkflowExecutionSignaled": "signaled",
     "SignalExternalWorkflowExecutionFailed": "failed",
 }
+_SIGNAL_FAILED_CAUSE = canonical_of(SignalExternalWorkflowExecutionFailedCause)
 
 #: Column -> dtype of the signals table.
 SIGNAL_COLUMNS: dict[str, str] = {
-    "source": "object", "history": "Int64", "workflow_id": "object", "run_id": "object",
+    **HISTORY_SCHEMA,
     "direction": "object", "signal_name": "object", "event_id": "Int64", "event_time": "datetime",
     "workflow_task": "Int64", "outcome": "object", "closed_event_id": "Int64",
     "closed_time": "datetime", "cause": "object", "identity": "object",
     "target_workflow_id": "object", "target_run_id": "object", "input": "object",
 }
+
+# A received signal is its own entity; a sent one is joined with the event that closes it.
+_SIGNAL_JOIN = EntityJoin(
+    table="signals",
+    schema=SIGNAL_COLUMNS,
+    key_column="event_id",
+    opening=("WorkflowExecutionSignaled", "SignalExternalWorkflowExecutionInitiated"),
+    others=tuple(_SENT_CLOSE),
+    link="initiated_event_id",
+    reads=("signal_name", "initiated_event_id", "identity", "cause", "input"),
+    requires=("signal_name", "initiated_event_id"),
+    starts={"direction": "sent", "outcome": "pending"},
+)
 
 
 def signals(events: pd.DataFrame) -> pd.DataFrame:
@@ -89,49 +110,34 @@ def signals(events: pd.DataFrame) -> pd.DataFrame:
     HistoryFormatError
         When ``events`` is not an events frame.
     """
-    check_events(events, ("signal_name", "initiated_event_id"), "signals")
-    records: dict[tuple[HistoryKey, int | None], dict[str, Any]] = {}
-    types = ("WorkflowExecutionSignaled", "SignalExternalWorkflowExecutionInitiated", *_SENT_CLOSE)
-    for event in event_rows(events, types, _SIGNAL_READ):
-        attributes = event.attributes
-        received = event.event_type == "WorkflowExecutionSignaled"
-        opens = received or event.event_type == "SignalExternalWorkflowExecutionInitiated"
-        key_id = event.event_id if opens else first_present(
-            to_int(nullable(event.initiated_event_id)),
-            to_int(attr(attributes, "initiatedEventId")),
+    return entity_table(events, _SIGNAL_JOIN, _apply_signal)
+
+
+def _apply_signal(record: Record, event: Any) -> None:
+    fill_once(record, event, "signal_name", "signalName")
+    if event.event_type == "WorkflowExecutionSignaled":
+        _opened(record, event)
+        record.update(
+            direction="received", outcome="received", target_workflow_id=None, target_run_id=None
         )
-        key = (HistoryKey(event.source, event.history), key_id)
-        record = records.get(key)
-        if record is None:
-            record = records[key] = dict.fromkeys(SIGNAL_COLUMNS)
-            record.update(history_fields(event), event_id=key_id, direction="sent",
-                          outcome="pending")
-        record["signal_name"] = first_present(
-            record["signal_name"], nullable(event.signal_name), attr(attributes, "signalName"),
-        )
-        record["target_workflow_id"] = first_present(
-            record["target_workflow_id"], attr(attributes, "workflowExecution", "workflowId"),
-        ) if not received else None
-        record["target_run_id"] = first_present(
-            record["target_run_id"], attr(attributes, "workflowExecution", "runId"),
-        ) if not received else None
-        if opens:
-            record["event_time"] = nullable(event.event_time)
-            record["workflow_task"] = nullable(event.workflow_task)
-            record["input"] = nullable(event.input)
-        if received:
-            record.update(direction="received", outcome="received")
-            record["identity"] = first_present(nullable(event.identity),
-                                               attr(attributes, "identity"))
-        elif not opens:
-            record["outcome"] = _SENT_CLOSE[event.event_type]
-            record["closed_event_id"] = event.event_id
-            record["closed_time"] = nullable(event.event_time)
-            record["cause"] = first_present(nullable(event.cause), canonical(
-                SignalExternalWorkflowExecutionFailedCause, attr(attributes, "cause"),
-                "SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_",
-            ))
-    return build_frame(records.values(), SIGNAL_COLUMNS, ("source", "history", "event_id"))
+        record["identity"] = column_or_attribute(event, "identity", "identity")
+        return
+    execution = attr(event.attributes, "workflowExecution")
+    if record["target_workflow_id"] is None:
+        record["target_workflow_id"] = first_present(attr(execution, "workflowId"))
+    if record["target_run_id"] is None:
+        record["target_run_id"] = first_present(attr(execution, "runId"))
+    if event.event_type == "SignalExternalWorkflowExecutionInitiated":
+        _opened(record, event)
+    else:
+        close(record, event, _SENT_CLOSE[event.event_type])
+        record["cause"] = column_or_attribute(event, "cause", "cause", convert=_SIGNAL_FAILED_CAUSE)
+
+
+def _opened(record: Record, event: Any) -> None:
+    record["event_time"] = nullable(event.event_time)
+    record["workflow_task"] = nullable(event.workflow_task)
+    record["input"] = nullable(event.input)
 
 
 _UPDATE_STAGES = {
@@ -140,15 +146,13 @@ _UPDATE_STAGES = {
     "WorkflowExecutionUpdateRejected": "rejected",
     "WorkflowExecutionUpdateCompleted": "completed",
 }
-_UPDATE_READ = (
-    "source", "history", "workflow_id", "run_id", "event_id", "event_time", "event_type",
-    "workflow_task", "update_id", "update_name", "failure_message", "failure_type", "input",
-    "result", "attributes",
+_UPDATE_READS = (
+    *EVENT_BASICS, "update_id", "update_name", "failure_message", "failure_type", "input", "result",
 )
 
 #: Column -> dtype of the updates table.
 UPDATE_COLUMNS: dict[str, str] = {
-    "source": "object", "history": "Int64", "workflow_id": "object", "run_id": "object",
+    **HISTORY_SCHEMA,
     "update_id": "object", "update_name": "object", "outcome": "object",
     "workflow_task": "Int64",
     "admitted_event_id": "Int64", "accepted_event_id": "Int64", "rejected_event_id": "Int64",
@@ -204,42 +208,44 @@ def updates(events: pd.DataFrame) -> pd.DataFrame:
         When ``events`` is not an events frame.
     """
     check_events(events, ("update_id", "update_name"), "updates")
-    records: dict[tuple[HistoryKey, Any], dict[str, Any]] = {}
-    for event in event_rows(events, _UPDATE_STAGES, _UPDATE_READ):
-        attributes = event.attributes
-        stage = _UPDATE_STAGES[event.event_type]
-        update_id = first_present(nullable(event.update_id), _update_id(attributes))
+    records: Records = {}
+    for event in event_rows(events, _UPDATE_STAGES, _UPDATE_READS):
+        update_id = first_present(nullable(event.update_id), _update_id(event.attributes))
         key = (HistoryKey(event.source, event.history),
                update_id if update_id is not None else ("event", event.event_id))
         record = records.get(key)
         if record is None:
-            record = records[key] = dict.fromkeys(UPDATE_COLUMNS)
-            record.update(history_fields(event), update_id=update_id, first=event.event_id)
-        request = first_present(attr(attributes, "acceptedRequest"),
-                                attr(attributes, "rejectedRequest"), attr(attributes, "request"))
-        record["update_name"] = first_present(
-            record["update_name"], nullable(event.update_name), attr(request, "input", "name"),
-        )
-        record["identity"] = first_present(record["identity"], attr(request, "meta", "identity"))
-        record["input"] = first_present(record["input"], nullable(event.input))
-        record[f"{stage}_event_id"] = event.event_id
-        record[f"{stage}_time"] = nullable(event.event_time)
-        if stage in ("accepted", "rejected"):
-            record["workflow_task"] = nullable(event.workflow_task)
-        if stage == "rejected" or stage == "completed":
-            message, failure_type = failure_of(
-                attributes if stage == "rejected" else attr(attributes, "outcome")
+            record = records[key] = new_record(
+                UPDATE_COLUMNS, event, update_id=update_id, first=event.event_id
             )
-            record["failure_message"] = first_present(nullable(event.failure_message), message)
-            record["failure_type"] = first_present(nullable(event.failure_type), failure_type)
-        if stage == "completed":
-            record["result"] = nullable(event.result)
+        _apply_update(record, event)
+    for record in records.values():
         record["outcome"] = _update_outcome(record)
     frame = build_frame(
         sorted(records.values(), key=lambda r: r["first"]), UPDATE_COLUMNS, ("source", "history"),
     )
-    frame["duration"] = frame["completed_time"] - frame["accepted_time"]
+    add_durations(frame, {"duration": ("accepted_time", "completed_time")})
     return frame
+
+
+def _apply_update(record: Record, event: Any) -> None:
+    attributes = event.attributes
+    stage = _UPDATE_STAGES[event.event_type]
+    request = first_present(attr(attributes, "acceptedRequest"),
+                            attr(attributes, "rejectedRequest"), attr(attributes, "request"))
+    record["update_name"] = first_present(
+        record["update_name"], nullable(event.update_name), attr(request, "input", "name"),
+    )
+    record["identity"] = first_present(record["identity"], attr(request, "meta", "identity"))
+    record["input"] = first_present(record["input"], nullable(event.input))
+    stamp(record, stage, event)
+    if stage in ("accepted", "rejected"):
+        record["workflow_task"] = nullable(event.workflow_task)
+    if stage == "rejected":
+        record_failure(record, event)
+    elif stage == "completed":
+        record_failure(record, event, holder=attr(attributes, "outcome", default={}))
+        record["result"] = nullable(event.result)
 
 
 def _update_id(attributes: Any) -> str | None:
@@ -252,7 +258,7 @@ def _update_id(attributes: Any) -> str | None:
     )
 
 
-def _update_outcome(record: dict[str, Any]) -> str:
+def _update_outcome(record: Record) -> str:
     if record["completed_event_id"] is not None:
         return "failed" if record["failure_message"] or record["failure_type"] else "completed"
     if record["rejected_event_id"] is not None:

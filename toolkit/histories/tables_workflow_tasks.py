@@ -13,16 +13,24 @@ from typing import Any
 import pandas as pd
 from temporalio.api.enums.v1 import TaskQueueKind, TimeoutType, WorkflowTaskFailedCause
 
+from toolkit.histories.tables_build import (
+    EntityJoin,
+    Record,
+    canonical_of,
+    close,
+    column_or_attribute,
+    entity_frame,
+    fill_once,
+    join_entities,
+    record_failure,
+    stamp,
+)
 from toolkit.histories.tables_common import (
+    HISTORY_SCHEMA,
     HistoryKey,
     attr,
-    build_frame,
-    canonical,
     check_events,
-    event_rows,
-    failure_of,
     first_present,
-    history_fields,
     nullable,
     to_int,
 )
@@ -37,15 +45,13 @@ _STAGE_OF = {
     for stage in _STAGES
 }
 _OUTCOMES = {"Completed": "completed", "Failed": "failed", "TimedOut": "timed_out"}
-_READ = (
-    "source", "history", "workflow_id", "run_id", "event_id", "event_time", "event_type",
-    "workflow_task", "task_queue", "scheduled_event_id", "attempt", "identity",
-    "failure_message", "failure_type", "cause", "attributes",
-)
+_TASK_QUEUE_KIND = canonical_of(TaskQueueKind)
+_TIMEOUT_TYPE = canonical_of(TimeoutType)
+_FAILED_CAUSE = canonical_of(WorkflowTaskFailedCause)
 
 #: Column -> dtype of the workflow-tasks table.
 WORKFLOW_TASK_COLUMNS: dict[str, str] = {
-    "source": "object", "history": "Int64", "workflow_id": "object", "run_id": "object",
+    **HISTORY_SCHEMA,
     "workflow_task": "Int64",
     "scheduled_event_id": "Int64", "started_event_id": "Int64", "closed_event_id": "Int64",
     "scheduled_time": "datetime", "started_time": "datetime", "closed_time": "datetime",
@@ -59,6 +65,26 @@ WORKFLOW_TASK_COLUMNS: dict[str, str] = {
     "history_size_bytes": "Int64",
     "queue_duration": "timedelta", "run_duration": "timedelta",
 }
+
+_JOIN = EntityJoin(
+    table="workflow_tasks",
+    schema=WORKFLOW_TASK_COLUMNS,
+    key_column="scheduled_event_id",
+    opening=tuple(t for t, stage in _STAGE_OF.items() if stage == "Scheduled"),
+    others=tuple(t for t, stage in _STAGE_OF.items() if stage != "Scheduled"),
+    link="scheduled_event_id",
+    reads=(
+        "task_queue", "scheduled_event_id", "attempt", "identity", "failure_message",
+        "failure_type", "cause",
+    ),
+    requires=("scheduled_event_id", "workflow_task", "is_command"),
+    starts={"outcome": "pending"},
+    inherits=("workflow_task",),  # an orphan's ordinal, from its own event
+    durations={
+        "queue_duration": ("scheduled_time", "started_time"),
+        "run_duration": ("started_time", "closed_time"),
+    },
+)
 
 
 def workflow_tasks(events: pd.DataFrame) -> pd.DataFrame:
@@ -120,19 +146,8 @@ def workflow_tasks(events: pd.DataFrame) -> pd.DataFrame:
     HistoryFormatError
         When ``events`` is not an events frame.
     """
-    check_events(events, ("scheduled_event_id", "workflow_task", "is_command"), "workflow_tasks")
-    records: dict[tuple[HistoryKey, int | None], dict[str, Any]] = {}
-    for event in event_rows(events, _STAGE_OF, _READ):
-        stage = _STAGE_OF[event.event_type]
-        key_id = event.event_id if stage == "Scheduled" else first_present(
-            to_int(nullable(event.scheduled_event_id)),
-            to_int(attr(event.attributes, "scheduledEventId")),
-        )
-        key = (HistoryKey(event.source, event.history), key_id)
-        record = records.get(key)
-        if record is None:
-            record = records[key] = _new_record(event, key_id)
-        _APPLY[stage](record, event)
+    check_events(events, _JOIN.requires, _JOIN.table)
+    records = join_entities(events, _JOIN, _apply)
     commands = _commands_by_task(events)
     for (history, _), record in records.items():
         produced = (
@@ -141,12 +156,7 @@ def workflow_tasks(events: pd.DataFrame) -> pd.DataFrame:
         )
         record["commands"] = produced
         record["command_count"] = len(produced)
-    frame = build_frame(
-        records.values(), WORKFLOW_TASK_COLUMNS, ("source", "history", "scheduled_event_id"),
-    )
-    frame["queue_duration"] = frame["started_time"] - frame["scheduled_time"]
-    frame["run_duration"] = frame["closed_time"] - frame["started_time"]
-    return frame
+    return entity_frame(records.values(), _JOIN)
 
 
 def _commands_by_task(events: pd.DataFrame) -> dict[tuple[HistoryKey, Any], list[str]]:
@@ -162,51 +172,35 @@ def _commands_by_task(events: pd.DataFrame) -> dict[tuple[HistoryKey, Any], list
     return produced
 
 
-def _new_record(event: Any, scheduled_event_id: int | None) -> dict[str, Any]:
-    record: dict[str, Any] = dict.fromkeys(WORKFLOW_TASK_COLUMNS)
-    record.update(history_fields(event))
-    record["scheduled_event_id"] = scheduled_event_id
-    record["workflow_task"] = nullable(event.workflow_task)
-    record["outcome"] = "pending"
-    return record
+def _apply(record: Record, event: Any) -> None:
+    _APPLY[_STAGE_OF[event.event_type]](record, event)
 
 
-def _scheduled(record: dict[str, Any], event: Any) -> None:
-    attributes = event.attributes
+def _scheduled(record: Record, event: Any) -> None:
+    stamp(record, "scheduled", event)
     record["workflow_task"] = nullable(event.workflow_task)
-    record["scheduled_time"] = nullable(event.event_time)
-    record["attempt"] = first_present(nullable(event.attempt), to_int(attr(attributes, "attempt")))
-    record["task_queue"] = first_present(
-        nullable(event.task_queue), attr(attributes, "taskQueue", "name"),
-    )
-    kind = canonical(TaskQueueKind, attr(attributes, "taskQueue", "kind"), "TASK_QUEUE_KIND_")
+    record["attempt"] = column_or_attribute(event, "attempt", "attempt", convert=to_int)
+    record["task_queue"] = column_or_attribute(event, "task_queue", "taskQueue", "name")
+    kind = _TASK_QUEUE_KIND(attr(event.attributes, "taskQueue", "kind"))
     record["sticky"] = None if kind is None else kind == "TASK_QUEUE_KIND_STICKY"
 
 
-def _started(record: dict[str, Any], event: Any) -> None:
-    attributes = event.attributes
-    record["started_event_id"] = event.event_id
-    record["started_time"] = nullable(event.event_time)
-    record["attempt"] = first_present(
-        record["attempt"], nullable(event.attempt), to_int(attr(attributes, "attempt")),
-    )
-    record["identity"] = first_present(nullable(event.identity), attr(attributes, "identity"))
-    record["history_size_bytes"] = to_int(attr(attributes, "historySizeBytes"))
+def _started(record: Record, event: Any) -> None:
+    stamp(record, "started", event)
+    fill_once(record, event, "attempt", "attempt", convert=to_int)
+    record["identity"] = column_or_attribute(event, "identity", "identity")
+    record["history_size_bytes"] = to_int(attr(event.attributes, "historySizeBytes"))
 
 
-def _closed(record: dict[str, Any], event: Any) -> None:
+def _closed(record: Record, event: Any) -> None:
     attributes = event.attributes
-    record["outcome"] = _OUTCOMES[_STAGE_OF[event.event_type]]
-    record["closed_event_id"] = event.event_id
-    record["closed_time"] = nullable(event.event_time)
-    record["identity"] = first_present(
-        record["identity"], nullable(event.identity), attr(attributes, "identity"),
-    )
+    close(record, event, _OUTCOMES[_STAGE_OF[event.event_type]])
+    fill_once(record, event, "identity", "identity")
     record["binary_checksum"] = attr(attributes, "binaryChecksum") or None
     record["build_id"] = _build_id(attributes)
 
 
-def _completed(record: dict[str, Any], event: Any) -> None:
+def _completed(record: Record, event: Any) -> None:
     _closed(record, event)
     metadata = attr(event.attributes, "sdkMetadata")
     if isinstance(metadata, Mapping):
@@ -216,26 +210,15 @@ def _completed(record: dict[str, Any], event: Any) -> None:
         record["lang_used_flags"] = _flags(metadata.get("langUsedFlags"))
 
 
-def _failed(record: dict[str, Any], event: Any) -> None:
+def _failed(record: Record, event: Any) -> None:
     _closed(record, event)
-    attributes = event.attributes
-    record["cause"] = first_present(
-        nullable(event.cause),
-        canonical(WorkflowTaskFailedCause, attr(attributes, "cause"),
-                  "WORKFLOW_TASK_FAILED_CAUSE_"),
-    )
-    message, failure_type = failure_of(attributes)
-    record["failure_message"] = first_present(
-        nullable(event.failure_message), message, attr(attributes, "details"),
-    )
-    record["failure_type"] = first_present(nullable(event.failure_type), failure_type)
+    record["cause"] = column_or_attribute(event, "cause", "cause", convert=_FAILED_CAUSE)
+    record_failure(record, event, fallback=attr(event.attributes, "details"))
 
 
-def _timed_out(record: dict[str, Any], event: Any) -> None:
+def _timed_out(record: Record, event: Any) -> None:
     _closed(record, event)
-    record["timeout_type"] = canonical(
-        TimeoutType, attr(event.attributes, "timeoutType"), "TIMEOUT_TYPE_",
-    )
+    record["timeout_type"] = _TIMEOUT_TYPE(attr(event.attributes, "timeoutType"))
 
 
 _APPLY = {
