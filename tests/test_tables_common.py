@@ -17,24 +17,8 @@ from temporalio.api.enums.v1 import (
 )
 
 from toolkit.errors import HistoryFormatError
-from toolkit.histories import read_histories, read_history
+from toolkit.histories import read_histories, read_history, tables
 from toolkit.histories.lazy import LazyAttributes, LazyPayloads
-from toolkit.histories.tables import (
-    ACTIVITY_COLUMNS,
-    CHILD_WORKFLOW_COLUMNS,
-    MARKER_COLUMNS,
-    SIGNAL_COLUMNS,
-    TIMER_COLUMNS,
-    UPDATE_COLUMNS,
-    WORKFLOW_TASK_COLUMNS,
-    activities,
-    child_workflows,
-    markers,
-    signals,
-    timers,
-    updates,
-    workflow_tasks,
-)
 from toolkit.histories.tables_build import canonical_of
 from toolkit.histories.tables_common import HISTORY_SCHEMA, canonical, event_rows
 
@@ -72,17 +56,19 @@ def test_empty_unknown_and_non_enum_values() -> None:
 def test_bare_suffixes_in_old_exports_are_canonical_in_the_tables(corpus: Path) -> None:
     # Java's reset history writes "TERMINATE", the pre-1.0 archive "SCHEDULE_TO_START".
     java = read_history(corpus / "histories/temporalio__sdk-java/resetWorkflowHistory.json")
-    assert set(child_workflows(java)["parent_close_policy"]) == {"PARENT_CLOSE_POLICY_TERMINATE"}
+    policies = set(tables.child_workflows(java)["parent_close_policy"])
+    assert policies == {"PARENT_CLOSE_POLICY_TERMINATE"}
     archive = read_history(
         corpus / "histories/temporalio__temporal/archive_history_workflow_history_v1.json"
     )
-    timed_out = workflow_tasks(archive).query("outcome == 'timed_out'")
+    timed_out = tables.workflow_tasks(archive).query("outcome == 'timed_out'")
     assert set(timed_out["timeout_type"]) == {"TIMEOUT_TYPE_SCHEDULE_TO_START"}
 
 
 def test_every_schema_starts_with_the_history_columns() -> None:
-    for schema in (ACTIVITY_COLUMNS, CHILD_WORKFLOW_COLUMNS, MARKER_COLUMNS, SIGNAL_COLUMNS,
-                   TIMER_COLUMNS, UPDATE_COLUMNS, WORKFLOW_TASK_COLUMNS):
+    schemas = [getattr(tables, name) for name in tables.__all__ if name.endswith("_COLUMNS")]
+    assert len(schemas) == 7
+    for schema in schemas:
         assert list(schema.items())[:4] == list(HISTORY_SCHEMA.items())
 
 
@@ -101,7 +87,7 @@ FILLED_BY_THE_LOADER = (
 
 
 @pytest.mark.parametrize(
-    "table", [activities, child_workflows, markers, signals, timers, updates, workflow_tasks],
+    "table", [getattr(tables, name) for name in tables.__all__ if name.islower()],
     ids=lambda t: t.__name__,
 )
 def test_tables_read_the_attributes_where_the_frame_columns_are_empty(
@@ -119,8 +105,8 @@ def test_orphan_task_events_keep_their_task_without_the_scheduled_event(
     corpus_events: pd.DataFrame,
 ) -> None:
     scheduled = corpus_events["event_type"].isin(["WorkflowTaskScheduled", "DecisionTaskScheduled"])
-    full = workflow_tasks(corpus_events)
-    orphans = workflow_tasks(corpus_events[~scheduled])
+    full = tables.workflow_tasks(corpus_events)
+    orphans = tables.workflow_tasks(corpus_events[~scheduled])
     # Every task but those still only scheduled has a later event that keeps it as an orphan.
     seen = full[full["started_event_id"].notna() | full["closed_event_id"].notna()]
     seen = seen.reset_index(drop=True)
@@ -138,11 +124,11 @@ def test_event_rows_and_tables_hand_out_plain_values(corpus: Path) -> None:
     assert len(rows) == 9 and all(type(row.attributes) is dict for row in rows)
     assert [type(row.input) for row in rows].count(list) == 5
     assert all(row.input is None or type(row.input) is list for row in rows)
-    acts = activities(events)
+    acts = tables.activities(events)
     cells = [*acts["input"], *acts["result"]]
     assert any(cells) and all(cell is None or type(cell) is list for cell in cells)
 
 
 def test_a_frame_missing_a_required_column_names_it(corpus_events: pd.DataFrame) -> None:
     with pytest.raises(HistoryFormatError, match=r"timers\(\) .*\['timer_id'\]"):
-        timers(corpus_events.drop(columns=["timer_id"]))
+        tables.timers(corpus_events.drop(columns=["timer_id"]))
