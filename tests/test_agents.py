@@ -79,3 +79,18 @@ def test_lab_listings_agree_with_the_recorders_counts() -> None:
     for version, listings in zip(one_call.meta_google_adk, one_call.listings, strict=True):
         release = tuple(int(part) for part in str(version).split(".")[:2])
         assert listings == (3 if release < (1, 29) else 1), version
+
+
+def test_a_stuck_turn_is_a_turn_and_a_closing_signal_is_not() -> None:
+    upgrade = ADK / "adk-1.28.1" / "rolling_upgrade_to_adk-1.29.0.json"
+    two_toolsets = ADK / "adk-1.27.5" / "two_toolsets.json"
+    if not upgrade.is_file() or not two_toolsets.is_file():
+        pytest.skip("data/adk not recorded yet (make record)")
+    turns = listings_per_turn(upgrade)
+    stuck = turns[turns.turn == 2].iloc[0]
+    assert stuck.trigger == "signal:user_turn"
+    assert (stuck.listings, stuck.model_steps, stuck.tool_calls, stuck.sequence) == (0, 0, 0, "")
+    steps = agent_steps(upgrade)
+    assert steps[steps.turn == 2].step.tolist() == [0]  # the stuck turn keeps a row
+    # The "finish" signal closed the workflow in a completed task: no turn of its own.
+    assert listings_per_turn(two_toolsets).trigger.tolist() == ["signal:user_turn"] * 2

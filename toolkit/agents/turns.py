@@ -68,18 +68,48 @@ def activity_spans(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     ``scheduled``, ``started``, ``closed`` (UTC timestamps; NaT when absent), ``outcome`` (the
     closing event type, or None while open).
     """
+    return _spans_and_turns(events, roles)[0]
+
+
+#: A turn's user message: (event id, trigger, answered: a workflow task completed after it).
+_Turn = tuple[int, str, bool]
+
+
+def _turn_starts(
+    one: pd.DataFrame, resolved: Roles, scheduled: pd.DataFrame
+) -> list[tuple[int, str]]:
+    """(event id, trigger) of each turn's user message, in order."""
+    starts = _user_messages(one, resolved)
+    if len(starts) > 1 and starts[0][1] == "start":
+        # A workflow that starts and waits for its first message: the start is no turn.
+        first_activity = scheduled["event_id"].min() if len(scheduled) else None
+        if first_activity is None or first_activity > starts[1][0]:
+            starts = starts[1:]
+    return starts
+
+
+def _spans_and_turns(
+    events: Any, roles: str | Roles
+) -> tuple[pd.DataFrame, dict[int, list[_Turn]]]:
+    """:func:`activity_spans` and, per history, every turn's user message (turn n = item n-1).
+
+    A turn whose user message got no activity at all (e.g. its workflow task keeps failing for
+    nondeterminism) has no span; the turn list keeps it, with whether any workflow task completed
+    after the message (``answered``), so that callers can report the stuck turn.
+    """
     frame = events_frame(events)
     rows: list[dict[str, Any]] = []
+    turns: dict[int, list[_Turn]] = {}
     for history, one in iter_histories(frame):
         source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
         scheduled = one[one["event_type"] == "ActivityTaskScheduled"]
         resolved = resolve_roles(roles, scheduled["activity_type"], source or "<events>")
-        starts = _user_messages(one, resolved)
-        if len(starts) > 1 and starts[0][1] == "start":
-            # A workflow that starts and waits for its first message: the start is no turn.
-            first_activity = scheduled["event_id"].min() if len(scheduled) else None
-            if first_activity is None or first_activity > starts[1][0]:
-                starts = starts[1:]
+        starts = _turn_starts(one, resolved, scheduled)
+        completed = one.loc[one["event_type"] == "WorkflowTaskCompleted", "event_id"]
+        last_completed = int(completed.max()) if len(completed) else 0
+        turns[history] = [
+            (event_id, trigger, event_id < last_completed) for event_id, trigger in starts
+        ]
         closes: dict[int, Mapping[str, Any]] = {}
         started: dict[int, Any] = {}
         for event in one.to_dict("records"):
@@ -122,7 +152,7 @@ def activity_spans(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     )  # fmt: skip
     for column in ("scheduled", "started", "closed"):
         out[column] = pd.to_datetime(out[column], utc=True)
-    return out
+    return out, turns
 
 
 def agent_steps(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
@@ -144,17 +174,22 @@ def agent_steps(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
         ``tool_calls``, ``listings_after`` (only on a turn's last step), ``other``,
         ``listing_activities``, ``tool_call_activities`` (lists of names), ``sequence`` (the
         step's activities as letters, e.g. ``L M C``). A turn without a model step gets one row
-        with ``step`` 0 so that its activities are not lost.
+        with ``step`` 0 so that its activities are not lost; so does a user message that got no
+        activity and after which no workflow task completed (the stuck turn, e.g. failing for
+        nondeterminism after an upgrade).
 
     Raises
     ------
     toolkit.errors.ToolkitError
         When ``roles="auto"`` recognises no framework, or an unknown preset is named.
     """
-    spans = activity_spans(events, roles)
+    spans, turns = _spans_and_turns(events, roles)
     rows: list[dict[str, Any]] = []
-    for (history, turn), group in spans.groupby(["history", "turn"], sort=True):
-        rows.extend(_turn_steps(int(history), int(turn), group))
+    for history, turn, trigger, group in _every_turn(spans, turns):
+        if group.empty:
+            rows.append(_empty_step(history, turn, trigger, spans))
+        else:
+            rows.extend(_turn_steps(history, turn, group))
     columns = [
         "history", "run_id", "turn", "trigger", "step", "model_event_id", "model_activity",
         "listings_before", "tool_calls", "listings_after", "other", "listing_activities",
@@ -163,6 +198,42 @@ def agent_steps(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=columns)
     out["model_event_id"] = out["model_event_id"].astype("Int64")
     return out
+
+
+def _every_turn(
+    spans: pd.DataFrame, turns: Mapping[int, list[_Turn]]
+) -> list[tuple[int, int, str | None, pd.DataFrame]]:
+    """(history, turn, trigger, its spans) for every turn with activities, and the stuck ones.
+
+    A user message that got no activity is a turn when no workflow task completed after it: the
+    code never answered it (its task keeps failing, e.g. for nondeterminism after an upgrade),
+    which is the turn an investigator looks for. One answered without any activity (a control
+    signal such as ``finish`` closing the workflow) is not. Turn 0 (activities before the first
+    user message) appears only when it has activities.
+    """
+    out = []
+    for history, starts in sorted(turns.items()):
+        mine = spans[spans["history"] == history]
+        stuck = {number for number, (_, _, answered) in enumerate(starts, 1) if not answered}
+        for turn in sorted(set(mine["turn"].astype(int)) | stuck):
+            trigger = starts[turn - 1][1] if turn >= 1 else None
+            out.append((history, turn, trigger, mine[mine["turn"] == turn]))
+    return out
+
+
+def _first_run_id(spans: pd.DataFrame, history: int) -> Any:
+    run_ids = spans.loc[spans["history"] == history, "run_id"]
+    return run_ids.iloc[0] if len(run_ids) else None
+
+
+def _empty_step(history: int, turn: int, trigger: str | None, spans: pd.DataFrame) -> dict:
+    """The step-0 row of a turn that scheduled no activity."""
+    return {
+        "history": history, "run_id": _first_run_id(spans, history), "turn": turn,
+        "trigger": trigger, "step": 0, "model_event_id": None, "model_activity": None,
+        "listings_before": 0, "tool_calls": 0, "listings_after": 0, "other": 0,
+        "listing_activities": [], "tool_call_activities": [], "sequence": "",
+    }  # fmt: skip
 
 
 def _turn_steps(history: int, turn: int, group: pd.DataFrame) -> list[dict[str, Any]]:
@@ -280,32 +351,38 @@ def listings_per_turn(histories: Any, roles: str | Roles = "auto") -> pd.DataFra
     rows: list[dict[str, Any]] = []
     for item in _expand(histories):
         frame = events_frame(item)
-        spans = activity_spans(frame, roles)
+        spans, turns = _spans_and_turns(frame, roles)
+        identity: dict[int, dict[str, Any]] = {}
+        labels_of: dict[int, dict[str, Any]] = {}
         for history, one in iter_histories(frame):
             source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
+            identity[history] = {
+                "source": source,
+                "history": history,
+                "run_id": _text(one["run_id"].iloc[0]) if "run_id" in one else None,
+                "workflow_type": _text(one["workflow_type"].iloc[0])
+                if "workflow_type" in one
+                else None,
+            }
             labels = {**_sdk_label(one), **_meta_labels(source)}
             labels["label"] = _label(labels)
-            mine = spans[spans["history"] == history]
-            for turn, group in mine.groupby("turn", sort=True):
-                ordered = group.sort_values("event_id")
-                rows.append(
-                    {
-                        "source": source,
-                        "history": history,
-                        "run_id": _text(one["run_id"].iloc[0]) if "run_id" in one else None,
-                        "workflow_type": _text(one["workflow_type"].iloc[0])
-                        if "workflow_type" in one
-                        else None,
-                        "turn": int(turn),
-                        "trigger": ordered["trigger"].iloc[0],
-                        "listings": int((ordered["role"] == "listing").sum()),
-                        "model_steps": int((ordered["role"] == "model").sum()),
-                        "tool_calls": int((ordered["role"] == "tool_call").sum()),
-                        "other": int((ordered["role"] == "other").sum()),
-                        "sequence": " ".join(ordered["letter"]),
-                        **labels,
-                    }
-                )
+            labels_of[history] = labels
+        # Every turn gets a row: one whose workflow task never completed has zero counts.
+        for history, turn, trigger, group in _every_turn(spans, turns):
+            ordered = group.sort_values("event_id")
+            rows.append(
+                {
+                    **identity[history],
+                    "turn": int(turn),
+                    "trigger": trigger,
+                    "listings": int((ordered["role"] == "listing").sum()),
+                    "model_steps": int((ordered["role"] == "model").sum()),
+                    "tool_calls": int((ordered["role"] == "tool_call").sum()),
+                    "other": int((ordered["role"] == "other").sum()),
+                    "sequence": " ".join(ordered["letter"]),
+                    **labels_of[history],
+                }
+            )
     return pd.DataFrame(rows)
 
 
