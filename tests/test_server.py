@@ -29,3 +29,21 @@ def test_dev_server_starts_serves_and_stops_by_pid() -> None:
         server.stop()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_taken_port_is_a_clear_error_and_is_retried_elsewhere() -> None:
+    import socket
+
+    from toolkit.errors import ServerError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ServerError, match=f"port {port}"):
+            DevServer(port=port).start(attempts=1)
+        server = DevServer(port=port).start(attempts=2)  # retried on a fresh port
+        try:
+            assert server.port != port and server.pid is not None
+        finally:
+            server.stop()

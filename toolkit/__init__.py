@@ -56,7 +56,12 @@ _EXPORTS: dict[str, str] = {
     "Divergence": "toolkit.replay.divergence",
     "first_divergence": "toolkit.replay.divergence",
     "nondeterminism_errors": "toolkit.replay.errors_table",
-    "replay": "toolkit.replay.replayer",
+    # Not ``replay``: importing the ``toolkit.replay`` subpackage rebinds that name on the package.
+    "replay_histories": "toolkit.replay.replayer",
+    "sql": "toolkit.datasets.query",
+    "write_dataset": "toolkit.datasets.writer",
+    "DatasetWrite": "toolkit.datasets.writer",
+    "step_commands": "toolkit.agents.step_commands",
     "Roles": "toolkit.agents.roles",
     "agent_steps": "toolkit.agents.turns",
     "activity_spans": "toolkit.agents.turns",
@@ -70,6 +75,9 @@ _EXPORTS: dict[str, str] = {
     "mcp_client_failures": "toolkit.logs.detectors",
     "plots": "toolkit.plots",
 }
+
+#: Public names that differ from the defining module's name for the object.
+_RENAMED = {"replay_histories": "replay"}
 
 __all__ = sorted(
     [
@@ -89,7 +97,8 @@ def __getattr__(name: str) -> Any:
     if module_name is None:
         raise AttributeError(f"module 'toolkit' has no attribute {name!r}")
     module = importlib.import_module(module_name)
-    value = module if module_name == f"toolkit.{name}" else getattr(module, name)
+    attribute = _RENAMED.get(name, name)
+    value = module if module_name == f"toolkit.{name}" else getattr(module, attribute)
     globals()[name] = value  # later lookups skip __getattr__
     return value
 
@@ -102,7 +111,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit import plots
     from toolkit.agents.mcp import mcp_endpoints
     from toolkit.agents.roles import Roles
+    from toolkit.agents.step_commands import step_commands
     from toolkit.agents.turns import activity_spans, agent_steps, listings_per_turn
+    from toolkit.datasets.query import sql
+    from toolkit.datasets.writer import DatasetWrite, write_dataset
     from toolkit.histories.batch import HistoryBatch, read_histories
     from toolkit.histories.fetch import fetch_histories, fetch_history
     from toolkit.histories.read import read_history
@@ -122,4 +134,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit.replay.commands import commands
     from toolkit.replay.divergence import Divergence, first_divergence
     from toolkit.replay.errors_table import nondeterminism_errors
-    from toolkit.replay.replayer import replay
+    from toolkit.replay.replayer import replay as replay_histories

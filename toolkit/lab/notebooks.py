@@ -34,7 +34,6 @@ def execute_notebook(
     notebook = nbformat.read(path, as_version=4)
     saved = dict(os.environ)
     os.environ.update(env or {})
-    os.environ.setdefault("MPLBACKEND", "Agg")
     try:
         client = NotebookClient(
             notebook,

@@ -122,10 +122,27 @@ class DevServer:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
-    def start(self) -> DevServer:
-        """Start the server and wait until it reports SERVING."""
+    def start(self, attempts: int = 3) -> DevServer:
+        """Start the server and wait until it reports SERVING.
+
+        A port picked as free can be taken by another process before the server binds it;
+        when the server exits during startup it is retried on fresh ports (``attempts`` times).
+        """
         if self._process is not None:
             return self
+        for attempt in range(1, attempts + 1):
+            try:
+                self._launch()
+                self._wait_healthy()
+                return self
+            except ServerError:
+                self.stop()
+                if attempt == attempts:
+                    raise
+                self.port = free_port()
+        return self
+
+    def _launch(self) -> None:
         self._workdir = tempfile.TemporaryDirectory(prefix="toolkit-devserver-")
         self._log_path = Path(self._workdir.name) / "server.log"
         args = [
@@ -158,19 +175,16 @@ class DevServer:
             start_new_session=True,
         )
         log.close()
-        self._wait_healthy()
-        return self
 
     def _wait_healthy(self) -> None:
         assert self._process is not None
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
+            code = self._process.poll()
+            if code is not None:
                 output = self._log_path.read_text(errors="replace") if self._log_path else ""
-                self.stop()
                 raise ServerError(
-                    f"dev server exited with code {self._process.returncode} on port "
-                    f"{self.port}: {output[-2000:]}"
+                    f"dev server exited with code {code} on port {self.port}: {output[-2000:]}"
                 )
             check = subprocess.run(
                 [str(self.binary), "operator", "cluster", "health", "--address", self.address],
@@ -182,7 +196,6 @@ class DevServer:
             if "SERVING" in check.stdout:
                 return
             time.sleep(0.1)
-        self.stop()
         raise ServerError(
             f"dev server on {self.address} not SERVING after {self.startup_timeout:.0f} s"
         )
