@@ -9,9 +9,17 @@ import toolkit as tk
 
 
 def test_every_public_name_resolves() -> None:
+    import pkgutil
+
+    # Importing every submodule first: a subpackage bound onto ``toolkit`` must not shadow a
+    # public function of the same name.
+    for info in pkgutil.walk_packages(tk.__path__, "toolkit."):
+        if ".lab." not in info.name and not info.name.endswith("__main__"):
+            __import__(info.name)
     for name in tk.__all__:
         assert getattr(tk, name) is not None, name
     assert callable(tk.read_history) and callable(tk.first_divergence)
+    assert callable(tk.replay_histories) and callable(tk.sql)
 
 
 def test_importing_toolkit_does_not_import_pandas() -> None:
