@@ -30,6 +30,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_read_history.py
 	$(PY) benchmarks/bench_read_logs.py
+	$(PY) benchmarks/bench_datasets.py
 
 clean:
 	rm -rf build .pytest_cache
