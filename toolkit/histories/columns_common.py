@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import numpy as np
 from google.protobuf.descriptor import EnumDescriptor
 from temporalio.api.enums.v1 import RetryState
 from temporalio.api.history.v1 import HistoryEvent
@@ -17,10 +19,15 @@ from toolkit.histories.views import FailureView, failure_decoder, failure_view_f
 
 __all__ = [
     "NULL",
+    "EventColumns",
     "TypeInfo",
     "failure_columns",
+    "group_by_type",
+    "int_array",
+    "new_columns",
     "present",
     "retry_state_name",
+    "scatter",
     "type_info",
 ]
 
@@ -34,6 +41,84 @@ EVENT_COLUMNS = (
     "child_workflow_type", "marker_name", "identity", "failure_message", "failure_type",
     "retry_state", "cause", "input", "result", "details", "attributes", "extra",
 )  # fmt: skip
+
+_INT_COLUMNS = frozenset(
+    {"scheduled_event_id", "started_event_id", "initiated_event_id", "attempt", "completed_by"}
+)
+
+
+@dataclass
+class EventColumns:
+    """What a column builder hands to the frame builder, in the source's event order.
+
+    Attributes
+    ----------
+    columns : dict
+        ``EVENT_COLUMNS`` -> numpy array: object (``None`` where absent), ``int64`` for
+        ``event_id`` and the id/attempt columns (``0``, the protobuf default, means absent),
+        ``bool`` for ``is_command``.
+    times : list or numpy array
+        Per event: ISO-8601 text, epoch nanoseconds or ``None``; or ``datetime64[ns]`` values.
+    completed_by : numpy.ndarray
+        ``workflowTaskCompletedEventId`` of each event (``0`` where absent).
+    started : dict
+        Index of each ``WorkflowExecutionStarted`` event -> ``(originalExecutionRunId,
+        workflow type name)``; an index left out is looked up in its ``attributes`` cell.
+    """
+
+    columns: dict[str, Any]
+    times: Any
+    completed_by: np.ndarray
+    started: dict[int, tuple[Any, Any]]
+
+
+def new_columns(n: int) -> dict[str, Any]:
+    """Empty column arrays for ``n`` events (plus ``completed_by``), to be filled per group."""
+    columns: dict[str, Any] = {}
+    for name in (*EVENT_COLUMNS, "completed_by"):
+        if name == "event_id" or name in _INT_COLUMNS:
+            columns[name] = np.zeros(n, dtype=np.int64)
+        elif name == "is_command":
+            columns[name] = np.zeros(n, dtype=bool)
+        else:
+            columns[name] = np.full(n, None, dtype=object)
+    return columns
+
+
+def scatter(target: np.ndarray, positions: Any, values: Sequence[Any]) -> None:
+    """``target[positions] = values`` for an object array, without numpy probing the values.
+
+    (Given a list, numpy would look into every element for nested sequences, which for a lazy
+    cell means decoding it.)
+    """
+    target[positions] = np.fromiter(values, dtype=object, count=len(values))
+
+
+def int_array(values: Sequence[Any]) -> np.ndarray:
+    """int64 from ints, numeric strings and None (0, the protobuf default, stands for absent)."""
+    try:
+        return np.array([v or 0 for v in values], dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([_int_or_zero(v) for v in values], dtype=np.int64)
+
+
+def _int_or_zero(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def group_by_type(spellings: Sequence[Any]) -> Iterator[tuple[TypeInfo, np.ndarray]]:
+    """``(type facts, positions)`` per distinct event type spelling, in first-seen order."""
+    index = {spelling: code for code, spelling in enumerate(dict.fromkeys(spellings))}
+    codes = np.fromiter(map(index.__getitem__, spellings), dtype=np.intp, count=len(spellings))
+    order = np.argsort(codes, kind="stable")
+    ends = np.cumsum(np.bincount(codes, minlength=len(index)))
+    for spelling, code in index.items():
+        start = ends[code - 1] if code else 0
+        yield type_info(spelling), order[start : ends[code]]
+
 
 _WRAPPER_INFOS = (
     "activityFailureInfo",

@@ -1,52 +1,61 @@
-"""JSON events -> column lists, a column at a time.
+"""JSON events -> column arrays, one event type at a time.
 
-All events of a history are decoded in one msgspec call into typed structs that declare only the
-fields the frame needs (C speed, everything else skipped); columns are then list comprehensions
-over those structs. The raw bytes of each event stay available for the ``attributes`` and
-``extra`` cells, which decode on first use. Histories with an event msgspec cannot type (a field
-of an unexpected type) are decoded event by event, so one odd event never loses the others.
+All events of a history are decoded in one msgspec call into typed structs whose attributes are a
+per-type slim view (only the fields the frame needs, everything else skipped at C speed). Events
+are then grouped by type, and each group fills only the columns its attributes message defines,
+so a column costs work only for the events that can have it. The raw bytes of each event stay
+available for the ``attributes`` and ``extra`` cells, which decode on first use. Histories with an
+event msgspec cannot type (a field of an unexpected type) are decoded event by event, so one odd
+event never loses the others.
 """
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import msgspec
 import numpy as np
-import pandas as pd
 
 from toolkit.errors import HistoryFormatError
 from toolkit.histories.columns_common import (
     NULL,
+    EventColumns,
     TypeInfo,
     cause_name,
     failure_columns,
+    group_by_type,
+    int_array,
+    new_columns,
     present,
     retry_state_name,
-    type_info,
+    scatter,
 )
 from toolkit.histories.dialects import RawHistory
-from toolkit.histories.enums import ATTRIBUTE_KEYS
-from toolkit.histories.lazy import LazyAttributes, LazyExtra, LazyPayloads
-from toolkit.histories.views import AttrView, IntLike, Named, attr_decoder, head_decoder
+from toolkit.histories.lazy import LazyPayloads, lazy_json_cells
+from toolkit.histories.views import (
+    ATTRIBUTE_VIEWS,
+    AttrView,
+    Named,
+    TypedEvent,
+    attr_decoder,
+    head_decoder,
+    typed_event_decoder,
+    typed_list_decoder,
+)
 
 __all__ = ["json_columns"]
 
-
-def _typed_event_fields() -> list[tuple[str, Any, Any]]:
-    fields: list[tuple[str, Any, Any]] = [
-        ("eventId", IntLike, None),
-        ("eventTime", str | None, None),
-        ("eventType", str | int | None, None),
-        ("timestamp", int | str | None, None),
-    ]
-    return fields + [(key, AttrView | None, None) for key in ATTRIBUTE_KEYS]
-
-
-TypedEvent = msgspec.defstruct("TypedEvent", _typed_event_fields())
-_typed_list = msgspec.json.Decoder(list[TypedEvent])
-_typed_one = msgspec.json.Decoder(TypedEvent)
 _EMPTY = AttrView()
+_EMPTY_VIEWS = {key: view() for key, view in ATTRIBUTE_VIEWS.items()}
+_ALL_FIELDS = frozenset(AttrView.__struct_fields__)
+# view field -> column, by how the value becomes a cell
+_STRINGS = {"activityId": "activity_id", "timerId": "timer_id", "signalName": "signal_name",
+            "markerName": "marker_name", "identity": "identity"}  # fmt: skip
+_NAMES = {"activityType": "activity_type", "taskQueue": "task_queue"}
+_INTS = {"scheduledEventId": "scheduled_event_id", "startedEventId": "started_event_id",
+         "initiatedEventId": "initiated_event_id", "attempt": "attempt"}  # fmt: skip
+_PAYLOADS = ("input", "result", "details")
 
 
 def _name(value: Any) -> str | None:
@@ -57,20 +66,25 @@ def _name(value: Any) -> str | None:
     return str(value) or None
 
 
-def _decode_events(history: RawHistory, name: str) -> list[Any]:
+def _decode_events(history: RawHistory, name: str) -> tuple[list[Any], set[int]]:
+    """The typed events, and the indexes of those decoded tolerantly (views left empty)."""
+    if history.typed_events is not None:
+        # Handed over once: the cells keep the history alive, they need only its raw bytes.
+        events, history.typed_events = history.typed_events, None
+        return events, set()
     if history.json_array is not None:
         try:
-            return _typed_list.decode(history.json_array)
+            return typed_list_decoder.decode(history.json_array), set()
         except msgspec.MsgspecError:
             pass  # find the odd event below, one at a time
-    raws = history.json_events
-    events = []
-    for index, raw in enumerate(raws):
+    events, tolerant = [], set()
+    for index, raw in enumerate(history.json_events):
         try:
-            events.append(_typed_one.decode(raw))
+            events.append(typed_event_decoder.decode(raw))
         except msgspec.MsgspecError:
             events.append(_tolerant_event(raw, name, index))
-    return events
+            tolerant.add(index)
+    return events, tolerant
 
 
 def _tolerant_event(raw: msgspec.Raw, name: str, index: int) -> Any:
@@ -102,129 +116,167 @@ def _find_attributes(raw: msgspec.Raw) -> tuple[str | None, AttrView]:
     return None, _EMPTY
 
 
-def _event_ids(events: list[Any], name: str) -> list[int]:
-    ids = []
-    for index, event in enumerate(events):
-        value = event.eventId
+def _event_ids(events: list[Any], name: str) -> np.ndarray:
+    ids = list(map(attrgetter("eventId"), events))
+    try:
+        return np.array(ids, dtype=np.int64)  # numbers and numeric strings alike
+    except (TypeError, ValueError, OverflowError):
+        pass
+    for index, value in enumerate(ids):
         try:
-            ids.append(int(value))
-        except (TypeError, ValueError):
+            int(value)
+        except (TypeError, ValueError, OverflowError):
             raise HistoryFormatError(
                 name,
                 f"eventId {value!r} is not an integer",
                 position=f"event #{index}",
                 expected="an integer eventId",
             ) from None
-    return ids
+    return np.array([int(v) for v in ids], dtype=np.int64)
 
 
-def _ints(values: list[Any]) -> Any:
-    """Nullable Int64 from ints, numeric strings and None (0 is the proto default: not set)."""
-    try:
-        array = np.array([v or 0 for v in values], dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        array = np.array([_int_or_zero(v) for v in values], dtype=np.int64)
-    return pd.arrays.IntegerArray(array, array == 0)
+def _check_envelopes(events: list[Any], name: str) -> list[Any]:
+    types = list(map(attrgetter("eventType"), events))
+    if None in types:
+        for index, event in enumerate(events):
+            if event.eventId is None and event.eventType is None:
+                raise HistoryFormatError(
+                    name,
+                    "object has neither eventId nor eventType",
+                    position=f"event #{index}",
+                    expected="a history event",
+                )
+    return types
 
 
-def _int_or_zero(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _payloads(values: list[Any], codec: Any, decode: bool) -> list[Any]:
-    if not decode:
-        return [None] * len(values)
-    return [LazyPayloads(v, codec) if v is not None and v != NULL else None for v in values]
-
-
-def json_columns(
-    history: RawHistory, name: str, codec: Any, decode: bool
-) -> tuple[dict[str, list[Any]], list[Any], list[Any]]:
-    """Column lists, event times and ``workflowTaskCompletedEventId`` of each event."""
-    events = _decode_events(history, name)
-    for index, event in enumerate(events):
-        if event.eventId is None and event.eventType is None:
-            raise HistoryFormatError(
-                name,
-                "object has neither eventId nor eventType",
-                position=f"event #{index}",
-                expected="a history event",
-            )
-    infos: list[TypeInfo] = [type_info(e.eventType) for e in events]
-    attrs: list[AttrView] = [
-        getattr(e, i.key, None) or _EMPTY for e, i in zip(events, infos, strict=True)
-    ]
-    keys: list[str | None] = [i.key for i in infos]
-    for index, info in enumerate(infos):
-        if not info.known:
-            keys[index], attrs[index] = _find_attributes(history.json_events[index])
-    c: dict[str, list[Any]] = {
-        "event_id": _event_ids(events, name),
-        "event_type": [i.short for i in infos],
-        "category": [i.category for i in infos],
-        "is_command": [i.is_command for i in infos],
-        "activity_id": [a.activityId or None for a in attrs],
-        "activity_type": [_name(a.activityType) for a in attrs],
-        "task_queue": [_name(a.taskQueue) for a in attrs],
-        "scheduled_event_id": _ints([a.scheduledEventId for a in attrs]),
-        "started_event_id": _ints([a.startedEventId for a in attrs]),
-        "initiated_event_id": _ints([a.initiatedEventId for a in attrs]),
-        "attempt": _ints([a.attempt for a in attrs]),
-        "timer_id": [a.timerId or None for a in attrs],
-        "signal_name": [a.signalName or None for a in attrs],
-        "marker_name": [a.markerName or None for a in attrs],
-        "identity": [a.identity or None for a in attrs],
-        "retry_state": [retry_state_name(a.retryState) for a in attrs],
-        "cause": [
-            cause_name(i.cause_enum, a.cause) if a.cause is not None else None
-            for a, i in zip(attrs, infos, strict=True)
-        ],
-        "input": _payloads([a.input for a in attrs], codec, decode),
-        "result": _payloads([a.result for a in attrs], codec, decode),
-        "details": _payloads([a.details for a in attrs], codec, decode),
-        "attributes": [LazyAttributes(history, i, k) for i, k in enumerate(keys)],
-        "extra": [LazyExtra(history, i, k) for i, k in enumerate(keys)],
-    }
-    _fill_sparse(c, attrs, infos, codec, decode)
+def json_columns(history: RawHistory, name: str, codec: Any, decode: bool) -> EventColumns:
+    """Column arrays, event times, producing task ids and start facts of a JSON history."""
+    events, tolerant = _decode_events(history, name)
+    types = _check_envelopes(events, name)
+    n = len(events)
+    c = new_columns(n)
+    c["event_id"] = _event_ids(events, name)
+    keys: list[str | None] = [None] * n
+    started: dict[int, tuple[Any, Any]] = {}
+    for info, positions in group_by_type(types):
+        at = positions.tolist()
+        group = [events[i] for i in at]
+        if info.known:
+            empty = _EMPTY_VIEWS[info.key]
+            views = [v if v is not None else empty for v in map(attrgetter(info.key), group)]
+            fields = frozenset(type(empty).__struct_fields__)
+            for i in at:
+                keys[i] = info.key
+        else:
+            found = [_find_attributes(history.json_events[i]) for i in at]
+            views = [view for _, view in found]
+            fields = _ALL_FIELDS
+            for i, (key, _) in zip(at, found, strict=True):
+                keys[i] = key
+        _fill_group(c, positions, views, fields, info, codec, decode)
+        if info.short == "WorkflowExecutionStarted":
+            for i, view in zip(at, views, strict=True):
+                if i not in tolerant:
+                    started[i] = (view.originalExecutionRunId, _name(view.workflowType))
+    c["attributes"], c["extra"] = lazy_json_cells(history, keys)
     times = [e.eventTime or e.timestamp for e in events]
-    completed_by = _ints(
-        [a.workflowTaskCompletedEventId or a.decisionTaskCompletedEventId for a in attrs]
-    )
-    return c, times, completed_by
+    return EventColumns(c, times, c.pop("completed_by"), started)
 
 
-def _fill_sparse(
-    c: dict[str, list[Any]], attrs: list[AttrView], infos: list[TypeInfo], codec: Any, decode: bool
-) -> None:
-    """Columns only a few event kinds have: failures, updates, child workflows."""
-    n = len(attrs)
-    for column in ("failure_message", "failure_type", "update_name", "update_id",
-                   "child_workflow_id", "child_workflow_type"):  # fmt: skip
-        c[column] = [None] * n
-    for i, (a, info) in enumerate(zip(attrs, infos, strict=True)):
-        failure = a.failure or (a.outcome.failure if a.outcome is not None else None)
-        if failure is not None:
-            c["failure_message"][i], c["failure_type"][i] = failure_columns(failure, codec, decode)
-        if info.category == "update":
-            request = a.acceptedRequest or a.request or a.rejectedRequest
-            c["update_id"][i] = (
-                (request.meta.updateId if request and request.meta else None)
-                or (a.meta.updateId if a.meta else None)
-                or a.protocolInstanceId
+def _fill_group(
+    c: dict[str, Any], positions: np.ndarray, views: list[Any], fields: frozenset[str],
+    info: TypeInfo, codec: Any, decode: bool,
+) -> None:  # fmt: skip
+    """Fill every column the group's attributes can hold, at the group's positions."""
+    c["event_type"][positions] = info.short
+    c["category"][positions] = info.category
+    c["is_command"][positions] = info.is_command
+
+    def values(field: str) -> list[Any] | None:
+        if field not in fields:
+            return None
+        found = list(map(attrgetter(field), views))
+        return None if found.count(None) == len(found) else found
+
+    for field, column in _STRINGS.items():
+        if (found := values(field)) is not None:
+            scatter(c[column], positions, [v or None for v in found])
+    for field, column in _NAMES.items():
+        if (found := values(field)) is not None:
+            scatter(c[column], positions, [_name(v) for v in found])
+    for field, column in _INTS.items():
+        if (found := values(field)) is not None:
+            c[column][positions] = int_array(found)
+    producer = values("workflowTaskCompletedEventId")
+    legacy = values("decisionTaskCompletedEventId")
+    if producer is not None or legacy is not None:
+        merged = (
+            [a or b for a, b in zip(producer, legacy, strict=True)]
+            if producer is not None and legacy is not None
+            else producer or legacy
+        )
+        c["completed_by"][positions] = int_array(merged)  # type: ignore[arg-type]
+    if (found := values("retryState")) is not None:
+        scatter(c["retry_state"], positions, [retry_state_name(v) for v in found])
+    if (found := values("cause")) is not None:
+        enum = info.cause_enum
+        causes = [cause_name(enum, v) if v is not None else None for v in found]
+        scatter(c["cause"], positions, causes)
+    if decode:
+        for field in _PAYLOADS:
+            if (found := values(field)) is not None:
+                cells = [LazyPayloads(v, codec) if v is not None and v != NULL else None
+                         for v in found]  # fmt: skip
+                scatter(c[field], positions, cells)
+    failures = values("failure")
+    outcomes = values("outcome")
+    if failures is not None or outcomes is not None:
+        _fill_failures(c, positions, failures, outcomes, codec, decode)
+    if info.category == "update":
+        _fill_updates(c, positions.tolist(), views, codec, decode)
+    elif info.category == "child_workflow":
+        for i, a in zip(positions.tolist(), views, strict=True):
+            execution = getattr(a, "workflowExecution", None)
+            c["child_workflow_id"][i] = (
+                getattr(a, "workflowId", None)
+                or (execution.workflowId if execution else None)
                 or None
             )
-            if request is not None and request.input is not None:
-                c["update_name"][i] = request.input.name or None
-                if decode and present(request.input.args):
-                    c["input"][i] = LazyPayloads(request.input.args, codec)
-            if decode and a.outcome is not None and present(a.outcome.success):
-                c["result"][i] = LazyPayloads(a.outcome.success, codec)
-        elif info.category == "child_workflow":
-            execution = a.workflowExecution
-            c["child_workflow_id"][i] = (
-                a.workflowId or (execution.workflowId if execution else None) or None
-            )
-            c["child_workflow_type"][i] = _name(a.workflowType)
+            c["child_workflow_type"][i] = _name(getattr(a, "workflowType", None))
+
+
+def _fill_failures(
+    c: dict[str, Any], positions: np.ndarray, failures: list[Any] | None,
+    outcomes: list[Any] | None, codec: Any, decode: bool,
+) -> None:  # fmt: skip
+    for k, i in enumerate(positions.tolist()):
+        failure = failures[k] if failures is not None else None
+        if failure is None and outcomes is not None and outcomes[k] is not None:
+            failure = outcomes[k].failure
+        if failure is not None:
+            c["failure_message"][i], c["failure_type"][i] = failure_columns(failure, codec, decode)
+
+
+def _fill_updates(
+    c: dict[str, Any], positions: list[int], views: list[Any], codec: Any, decode: bool
+) -> None:
+    for i, a in zip(positions, views, strict=True):
+        request = (
+            getattr(a, "acceptedRequest", None)
+            or getattr(a, "request", None)
+            or getattr(a, "rejectedRequest", None)
+        )
+        meta = getattr(a, "meta", None)
+        c["update_id"][i] = (
+            (request.meta.updateId if request and request.meta else None)
+            or (meta.updateId if meta else None)
+            or getattr(a, "protocolInstanceId", None)
+            or None
+        )
+        if request is not None and request.input is not None:
+            c["update_name"][i] = request.input.name or None
+            if decode and present(request.input.args):
+                c["input"][i] = LazyPayloads(request.input.args, codec)
+        outcome = getattr(a, "outcome", None)
+        if decode and outcome is not None and present(outcome.success):
+            c["result"][i] = LazyPayloads(outcome.success, codec)

@@ -12,11 +12,11 @@ from operator import attrgetter
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from google.protobuf.descriptor import Descriptor
 
 from toolkit.histories.columns_common import (
     EVENT_COLUMNS,
+    EventColumns,
     cause_name,
     failure_columns,
     retry_state_name,
@@ -88,9 +88,7 @@ def _group(whichs: list[str | None]) -> dict[str | None, list[int]]:
     return groups
 
 
-def proto_columns(
-    history: RawHistory, codec: Any, decode: bool
-) -> tuple[dict[str, Any], list[Any], list[Any]]:
+def proto_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
     """Column arrays, event times (epoch ns) and ``workflowTaskCompletedEventId`` per event."""
     events = list(history.proto_events)
     n = len(events)
@@ -143,14 +141,19 @@ def proto_columns(
                     )
         if infos[indexes[0]].category in ("update", "child_workflow"):
             _sparse(c, indexes, messages, infos[indexes[0]].category, codec, decode)
-    for column, values in ints.items():
-        c[column] = pd.arrays.IntegerArray(values, values == 0)
+    c.update(ints)
+    for name in ("attributes", "extra", "input", "result", "details"):
+        c[name] = np.fromiter(c[name], dtype=object, count=n)
+    c["event_id"] = np.array(c["event_id"], dtype=np.int64)
+    c["is_command"] = np.array(c["is_command"], dtype=bool)
+    for name in ("event_type", "category"):
+        c[name] = np.fromiter(c[name], dtype=object, count=n)
     seconds = [e.event_time.seconds for e in events]
     nanos = [e.event_time.nanos for e in events]
     times = [
         s * 1_000_000_000 + ns if s or ns else None for s, ns in zip(seconds, nanos, strict=True)
     ]
-    return c, times, pd.arrays.IntegerArray(completed_by, completed_by == 0)
+    return EventColumns(c, times, completed_by, {})
 
 
 def _payload(message: Any, field: str, is_map: bool, codec: Any) -> Any:

@@ -32,6 +32,7 @@ from temporalio.api.history.v1 import History, HistoryEvent
 
 from toolkit.errors import HistoryFormatError
 from toolkit.histories.sources import Source, describe
+from toolkit.histories.views import typed_document_decoder
 
 __all__ = ["RawHistory", "split_histories"]
 
@@ -41,6 +42,8 @@ _EXPECTED = (
 )
 
 _LEADING_SPACE = re.compile(rb"\s*")
+# The common export shape, whose container and events can be decoded in one typed pass.
+_EVENTS_FIRST = re.compile(rb'\s*\{\s*"events"\s*:')
 _Container = dict[str, msgspec.Raw] | list[msgspec.Raw]
 _container_decoder = msgspec.json.Decoder(_Container)
 _object_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -53,10 +56,13 @@ class RawHistory:
 
     For JSON, ``json_array`` is the events array as one raw slice when the source has one; the
     per-event raw slices (``json_events``) are then split off only when someone needs them, so
-    the common path scans the bytes once less.
+    the common path scans the bytes once less. For a ``{"events": [...]}`` document the events
+    are decoded straight into ``typed_events`` and ``document`` keeps the bytes for the raw slices.
     """
 
     json_array: msgspec.Raw | bytes | None = None
+    typed_events: list[Any] | None = None
+    document: bytes | None = None
     proto_events: Any = None  # a repeated field of HistoryEvent
     workflow_id: str | None = None
     run_id: str | None = None
@@ -74,7 +80,10 @@ class RawHistory:
     def json_events(self) -> list[msgspec.Raw]:
         """The raw JSON of each event (split off the array on first use)."""
         if self._json_events is None:
-            self._json_events = _events_of(self.json_array or b"[]", self.source_name, self.where)
+            array = self.json_array
+            if array is None and self.document is not None:
+                array = _object_decoder.decode(self.document)["events"]
+            self._json_events = _events_of(array or b"[]", self.source_name, self.where)
         return self._json_events
 
 
@@ -97,7 +106,7 @@ def split_histories(source: Source) -> list[RawHistory]:
         raise HistoryFormatError(source.name, "the source is empty", expected=_EXPECTED)
     first = data[start : start + 1]
     if first in (b"{", b"["):
-        histories = _split_json(data, source.name)
+        histories = _typed_document(data, source.name) or _split_json(data, source.name)
     else:
         histories = _split_binary(data, source.name)
     for history in histories:
@@ -105,6 +114,30 @@ def split_histories(source: Source) -> list[RawHistory]:
         history.namespace = history.namespace or source.namespace
         history.workflow_id = history.workflow_id or source.workflow_id
     return histories
+
+
+def _typed_document(data: bytes, name: str) -> list[RawHistory] | None:
+    """``{"events": [...]}`` decoded in one typed pass; None for any other shape or a problem.
+
+    The general path below then finds the shape, or the odd event, and reports errors.
+    """
+    if not _EVENTS_FIRST.match(data):
+        return None
+    try:
+        document = typed_document_decoder.decode(data)
+    except msgspec.MsgspecError:
+        return None
+    history = RawHistory(
+        typed_events=document.events,
+        document=data,
+        source_name=name,
+        where="$.events",
+        workflow_id=_text(document.workflowId),
+        run_id=_text(document.runId),
+        namespace=_text(document.namespace),
+        container="history",
+    )
+    return [history]
 
 
 def _json_position(data: bytes, byte: int) -> str:

@@ -1,9 +1,9 @@
 """Column lists -> the events DataFrame (the schema is documented in :mod:`toolkit.histories`).
 
 The column builders (:mod:`~toolkit.histories.columns_json` and
-:mod:`~toolkit.histories.columns_proto`) produce plain lists; this module sets the dtypes,
-sorts, adds the history-level columns and the links one event learns from another (workflow
-task ordinals, activity and child names), all as vectorised pandas operations.
+:mod:`~toolkit.histories.columns_proto`) produce numpy arrays; this module sorts them, adds the
+links one event learns from another (:mod:`~toolkit.histories.links`) and the history-level
+columns, and wraps everything in one DataFrame with the documented dtypes, built once.
 """
 
 from __future__ import annotations
@@ -13,10 +13,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from toolkit.histories.columns_common import EventColumns
 from toolkit.histories.columns_json import json_columns
 from toolkit.histories.columns_proto import proto_columns
 from toolkit.histories.dialects import RawHistory
+from toolkit.histories.links import copy_from_linked, fill_update_names, workflow_task_ordinals
 
 __all__ = ["COLUMNS", "build_events_frame", "empty_events_frame"]
 
@@ -61,9 +65,6 @@ COLUMNS: dict[str, str] = {
 }
 
 _HISTORY_LEVEL = ("source", "history", "namespace", "workflow_id", "run_id", "workflow_type")
-_LAZY_COLUMNS = frozenset({"input", "result", "details", "attributes", "extra"})
-_WORKFLOW_TASK_OPENERS = ("WorkflowTaskScheduled", "DecisionTaskScheduled")
-_WORKFLOW_TASK_STARTS = ("WorkflowTaskStarted", "DecisionTaskStarted")
 
 
 def empty_events_frame() -> pd.DataFrame:
@@ -99,42 +100,21 @@ def _history_frame(
     history: RawHistory, number: int, source_name: str, codec: Any, decode: bool
 ) -> pd.DataFrame:
     if history.proto_events is not None:
-        columns, times, completed_by = proto_columns(history, codec, decode)
+        built = proto_columns(history, codec, decode)
     else:
-        columns, times, completed_by = json_columns(history, source_name, codec, decode)
-    count = len(columns["event_id"])
-    data: dict[str, Any] = {}
-    for name, dtype in COLUMNS.items():
-        if name in _HISTORY_LEVEL:
-            data[name] = None  # filled below, after the order is known
-        elif name == "event_time":
-            data[name] = _times(times, count)
-        elif name == "workflow_task":
-            data[name] = pd.array([None] * count, dtype="Int64")  # computed by _link
-        elif dtype == "int64":
-            data[name] = np.asarray(columns[name], dtype=np.int64)
-        elif name in _LAZY_COLUMNS:
-            values = columns[name]
-            array = values if isinstance(values, np.ndarray) else _objects(values)
-            data[name] = pd.Series(array, dtype=object, copy=False)
-        elif dtype == "object":
-            # Explicit object arrays: pandas 3 would otherwise infer (and convert to) its str dtype.
-            data[name] = pd.Series(
-                np.asarray(columns[name], dtype=object), dtype=object, copy=False
-            )
-        else:
-            values = columns[name]
-            data[name] = values if hasattr(values, "dtype") else pd.array(values, dtype=dtype)
-    data["_completed_by"] = (
-        completed_by if isinstance(completed_by, pd.arrays.IntegerArray)
-        else pd.array(completed_by, dtype="Int64")
-    )  # fmt: skip
-    frame = pd.DataFrame({k: v for k, v in data.items() if v is not None})
-    if not frame["event_id"].is_monotonic_increasing:
+        built = json_columns(history, source_name, codec, decode)
+    c = built.columns
+    n = len(c["event_id"])
+    times = _times(built.times, n)
+    completed_by = built.completed_by
+    order = None
+    if n > 1 and bool((c["event_id"][1:] < c["event_id"][:-1]).any()):
         # Descending UI exports and keyed-by-type fixtures: history order is event id order.
-        frame = frame.sort_values("event_id", kind="stable", ignore_index=True)
-    _link(frame)
-    run_id, workflow_type = _run_facts(frame, history)
+        order = np.argsort(c["event_id"], kind="stable")
+        c = {name: values[order] for name, values in c.items()}
+        times, completed_by = times[order], completed_by[order]
+    task = _link(c, completed_by)
+    run_id, workflow_type = _run_facts(c, built, order, history)
     facts = {
         "source": source_name,
         "history": number,
@@ -143,31 +123,37 @@ def _history_frame(
         "run_id": run_id,
         "workflow_type": workflow_type,
     }
-    for position, (name, value) in enumerate(facts.items()):
-        dtype = COLUMNS[name]
-        frame.insert(position, name, pd.Series([value] * len(frame), dtype=dtype))
-    return frame.drop(columns="_completed_by")
+    data: dict[str, Any] = {}
+    for name, dtype in COLUMNS.items():
+        if name in facts:
+            data[name] = pd.Series(np.full(n, facts[name], dtype=dtype), dtype=dtype, copy=False)
+        elif name == "event_time":
+            data[name] = times
+        elif name == "workflow_task":
+            missing = np.isnan(task)
+            data[name] = pd.arrays.IntegerArray(
+                np.where(missing, 0, task).astype(np.int64), missing
+            )
+        elif dtype == "Int64":
+            data[name] = pd.arrays.IntegerArray(c[name], c[name] == 0)
+        else:
+            # Explicit dtype: pandas 3 would otherwise infer (and convert to) its str dtype.
+            data[name] = pd.Series(c[name], dtype=dtype, copy=False)
+    return pd.DataFrame(data, copy=False)
 
 
-def _objects(values: list[Any]) -> np.ndarray:
-    # Element by element: handing numpy the list would make it probe every lazy cell
-    # (len(), indexing) and so decode them all.
-    array = np.empty(len(values), dtype=object)
-    for index, value in enumerate(values):
-        array[index] = value
-    return array
-
-
-def _times(values: list[Any], count: int) -> Any:
+def _times(values: Any, count: int) -> Any:
+    """Event times as a ``datetime64[ns, UTC]`` array."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "M":
+        return pd.DatetimeIndex(values).tz_localize("UTC").array
     if not count:
         return pd.array([], dtype="datetime64[ns, UTC]")
-    if all(isinstance(v, str) and v.endswith("Z") for v in values):
-        # The common case (UTC, 'Z'): numpy's ISO parser is several times faster than pandas'.
-        try:
-            parsed_np = np.array([v[:-1] for v in values], dtype="datetime64[ns]")
-            return pd.array(pd.DatetimeIndex(parsed_np).tz_localize("UTC"))
-        except ValueError:
-            pass  # an unusual spelling: let pandas handle it below
+    try:
+        # The common case (ISO-8601 text, None for absent): Arrow's parser runs in C.
+        parsed = pc.cast(pa.array(values, pa.string()), pa.timestamp("ns", "UTC"))
+        return pd.DatetimeIndex(parsed.to_numpy(zero_copy_only=False)).tz_localize("UTC").array
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        pass  # epoch numbers (old files), unusual spellings: let pandas handle them below
     texts = [v if isinstance(v, str) else None for v in values]
     parsed = pd.to_datetime(pd.Series(texts, dtype="object"), utc=True, format="ISO8601")
     parsed = parsed.dt.as_unit("ns")
@@ -178,84 +164,40 @@ def _times(values: list[Any], count: int) -> Any:
     return parsed.array
 
 
-def _run_facts(frame: pd.DataFrame, history: RawHistory) -> tuple[Any, Any]:
-    started = frame.index[frame["event_type"] == "WorkflowExecutionStarted"]
+def _run_facts(
+    c: dict[str, Any], built: EventColumns, order: np.ndarray | None, history: RawHistory
+) -> tuple[Any, Any]:
+    """Run id and workflow type from the first ``WorkflowExecutionStarted`` event."""
+    started = np.flatnonzero(c["event_type"] == "WorkflowExecutionStarted")
     if not len(started):
         return history.run_id, None
-    attributes = frame.at[started[0], "attributes"]
-    workflow_type = attributes.get("workflowType")
-    if isinstance(workflow_type, dict):
-        workflow_type = workflow_type.get("name")
-    run_id = history.run_id or attributes.get("originalExecutionRunId") or None
-    return run_id, workflow_type or None
+    first = int(started[0])
+    facts = built.started.get(int(order[first]) if order is not None else first)
+    if facts is None:
+        attributes = c["attributes"][first]
+        workflow_type = attributes.get("workflowType")
+        if isinstance(workflow_type, dict):
+            workflow_type = workflow_type.get("name")
+        facts = (attributes.get("originalExecutionRunId"), workflow_type)
+    original_run_id, workflow_type = facts
+    return history.run_id or original_run_id or None, workflow_type or None
 
 
-def _floats(values: pd.Series) -> np.ndarray:
-    return values.to_numpy(dtype="float64", na_value=np.nan)
-
-
-def _unique_index(values: pd.Series, index: pd.Series) -> pd.Series:
-    series = pd.Series(values.to_numpy(), index=index.to_numpy())
-    return series[~series.index.duplicated()]
-
-
-def _link(frame: pd.DataFrame) -> None:
-    """Fill what one event learns from another, in place (the frame is in event id order)."""
-    n = len(frame)
-    if not n:
-        return
-    event_type = frame["event_type"]
-    category = frame["category"].to_numpy()
-    ids = frame["event_id"]
-    opens = event_type.isin(_WORKFLOW_TASK_OPENERS).to_numpy()
-    task = pd.Series(np.nan, index=frame.index)
-    task[opens] = np.arange(1, opens.sum() + 1)
-    task_of_scheduled = _unique_index(task[opens], ids[opens])
-    task_events = (category == "workflow_task") & ~opens
-    task[task_events] = _floats(frame.loc[task_events, "scheduled_event_id"].map(task_of_scheduled))
-    commands = frame["is_command"].to_numpy()
-    known = task.notna().to_numpy()
-    task_of_event = _unique_index(task[known], ids[known])
-    by_producer = _floats(frame.loc[commands, "_completed_by"].map(task_of_event))
-    # A command without a producing task id (old dialects): the latest task opened before it.
-    latest = np.cumsum(opens).astype("float64")
-    latest[latest == 0] = np.nan
-    task[commands] = np.where(np.isnan(by_producer), latest[commands], by_producer)
-    starts = (event_type.isin(_WORKFLOW_TASK_STARTS) & task.notna()).to_numpy()
-    others = ~(opens | task_events | commands)
-    start_positions = np.flatnonzero(starts)
-    if len(start_positions) and others.any():
-        other_positions = np.flatnonzero(others)
-        nxt = np.searchsorted(start_positions, other_positions, side="left")
-        valid = nxt < len(start_positions)
-        values = np.full(len(other_positions), np.nan)
-        values[valid] = task.to_numpy()[start_positions[nxt[valid]]]
-        task.iloc[other_positions] = values
-    frame["workflow_task"] = pd.array(task.to_numpy(), dtype="Int64")
-    _copy_from(
-        frame, category == "activity", "scheduled_event_id", ("activity_id", "activity_type")
+def _link(c: dict[str, Any], completed_by: np.ndarray) -> np.ndarray:
+    """Fill what one event learns from another, in place; return the workflow task ordinals."""
+    if not len(c["event_id"]):
+        return np.zeros(0)
+    category = c["category"]
+    task = workflow_task_ordinals(
+        c["event_type"], category, c["is_command"], c["event_id"], c["scheduled_event_id"],
+        completed_by,
+    )  # fmt: skip
+    copy_from_linked(
+        c, category == "activity", "scheduled_event_id", ("activity_id", "activity_type")
     )
-    _copy_from(
-        frame, category == "child_workflow", "initiated_event_id",
+    copy_from_linked(
+        c, category == "child_workflow", "initiated_event_id",
         ("child_workflow_id", "child_workflow_type"),
     )  # fmt: skip
-    updates = (category == "update") & frame["update_id"].notna().to_numpy()
-    if updates.any():
-        named = updates & frame["update_name"].notna().to_numpy()
-        names = _unique_index(frame.loc[named, "update_name"], frame.loc[named, "update_id"])
-        missing = updates & frame["update_name"].isna().to_numpy()
-        frame.loc[missing, "update_name"] = frame.loc[missing, "update_id"].map(names)
-
-
-def _copy_from(frame: pd.DataFrame, rows: np.ndarray, link: str, columns: tuple[str, ...]) -> None:
-    """Copy ``columns`` from the event that ``link`` points at, where a row lacks them."""
-    rows = rows & frame[link].notna().to_numpy()
-    if not rows.any():
-        return
-    targets = frame.loc[rows, link]
-    for column in columns:
-        source = _unique_index(frame[column], frame["event_id"])
-        missing = rows & frame[column].isna().to_numpy()
-        if missing.any():
-            frame.loc[missing, column] = frame.loc[missing, link].map(source)
-    del targets
+    fill_update_names(c, category == "update")
+    return task

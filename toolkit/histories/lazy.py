@@ -8,14 +8,23 @@ is read. They compare equal to the plain value, print like it and pickle as it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import msgspec
+import numpy as np
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-__all__ = ["LazyAttributes", "LazyExtra", "LazyJSON", "LazyPayloads", "LazyProto"]
+__all__ = [
+    "LazyAttributes",
+    "LazyExtra",
+    "LazyJSON",
+    "LazyPayloads",
+    "LazyProto",
+    "lazy_json_cells",
+]
 
 _ENVELOPE = frozenset({"eventId", "eventTime", "eventType"})
 
@@ -134,6 +143,17 @@ class LazyExtra(LazyAttributes):
     def _decode(self) -> dict[str, Any]:
         event = msgspec.json.decode(self.raw)
         return {k: v for k, v in event.items() if k not in _ENVELOPE and k != self._key}
+
+
+def lazy_json_cells(history: Any, keys: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """The ``attributes`` and ``extra`` cells of every event of a raw JSON history."""
+    n = len(keys)
+    attributes = map(LazyAttributes, repeat(history), range(n), keys)
+    extra = map(LazyExtra, repeat(history), range(n), keys)
+    return (
+        np.fromiter(attributes, dtype=object, count=n),
+        np.fromiter(extra, dtype=object, count=n),
+    )
 
 
 class LazyProto(_LazyMapping):

@@ -1,57 +1,72 @@
 """Typed views of the few event fields the events frame needs, decoded from JSON or protobuf.
 
-The JSON path decodes each event with msgspec into :class:`EventHead` and its attributes into
-:class:`AttrView`, reading only the fields declared here and skipping the rest at C speed; the
-complete event stays available as raw bytes. The protobuf path builds the same views from messages,
-so one row builder serves both. Field names are the proto3 JSON names, so they read like the files.
+The JSON path decodes every event with msgspec into :class:`TypedEvent`, whose attributes are a
+per-type slim view (the :class:`AttrView` fields that type's message defines), reading only the
+fields declared here and skipping the rest at C speed; the complete event stays available as raw
+bytes. Events of types the API does not know are decoded into the full :class:`AttrView`. Field
+names are the proto3 JSON names, so they read like the files. Failures read from protobuf become
+:class:`FailureView` too, so one failure reader serves both paths.
 """
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import msgspec
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 from msgspec import Raw, Struct
+from temporalio.api.history.v1 import HistoryEvent
 
 from toolkit.histories.enums import ATTRIBUTE_KEYS
 
-__all__ = ["AttrView", "EventHead", "FailureView", "attr_view_from_proto", "head_decoder"]
+__all__ = [
+    "ATTRIBUTE_VIEWS",
+    "AttrView",
+    "EventHead",
+    "FailureView",
+    "TypedDocument",
+    "TypedEvent",
+    "failure_view_from_proto",
+    "head_decoder",
+]
+
+# Every view is declared ``gc=False``: they hold only text, numbers, raw JSON and other views (never
+# a cycle), and a history decodes into ~100,000 of them, which the cyclic collector would otherwise
+# track and rescan while they are being built.
 
 IntLike = int | str | None
 NameLike = Any  # {"name": ...} object or a bare string in very old dialects
 
 
-class Named(Struct):
+class Named(Struct, gc=False):
     name: str | None = None
 
 
-class UpdateMeta(Struct):
+class UpdateMeta(Struct, gc=False):
     updateId: str | None = None
 
 
-class UpdateInput(Struct):
+class UpdateInput(Struct, gc=False):
     name: str | None = None
     args: Raw = None  # type: ignore[assignment]
 
 
-class UpdateRequest(Struct):
+class UpdateRequest(Struct, gc=False):
     meta: UpdateMeta | None = None
     input: UpdateInput | None = None
 
 
-class Execution(Struct):
+class Execution(Struct, gc=False):
     workflowId: str | None = None
     runId: str | None = None
 
 
-class AppFailureInfo(Struct):
+class AppFailureInfo(Struct, gc=False):
     type: str | None = None
 
 
-class FailureView(Struct):
+class FailureView(Struct, gc=False):
     message: str | None = None
     applicationFailureInfo: AppFailureInfo | None = None
     timeoutFailureInfo: Raw = None  # type: ignore[assignment]
@@ -67,12 +82,12 @@ class FailureView(Struct):
     encodedAttributes: Raw = None  # type: ignore[assignment]
 
 
-class UpdateOutcome(Struct):
+class UpdateOutcome(Struct, gc=False):
     success: Raw = None  # type: ignore[assignment]
     failure: FailureView | None = None
 
 
-class AttrView(Struct):
+class AttrView(Struct, gc=False):
     """The attributes the events frame exposes as columns (every other field stays in the raw)."""
 
     activityId: str | None = None
@@ -107,6 +122,10 @@ class AttrView(Struct):
     outcome: UpdateOutcome | None = None
 
 
+def _attributes_descriptor(key: str) -> Descriptor:
+    return HistoryEvent.DESCRIPTOR.fields_by_camelcase_name[key].message_type
+
+
 def _head_fields() -> list[tuple[str, Any, Any]]:
     fields: list[tuple[str, Any, Any]] = [
         ("eventId", IntLike, None),
@@ -119,51 +138,65 @@ def _head_fields() -> list[tuple[str, Any, Any]]:
 
 
 #: The event envelope: id, time, type and every ``*EventAttributes`` key the API knows, as raw.
-EventHead = msgspec.defstruct("EventHead", _head_fields())
+EventHead = msgspec.defstruct("EventHead", _head_fields(), gc=False)
 
 head_decoder = msgspec.json.Decoder(EventHead)
 attr_decoder = msgspec.json.Decoder(AttrView)
 failure_decoder = msgspec.json.Decoder(FailureView)
 
+# --------------------------------------------------------------------------- one view per type
+
+#: AttrView fields no current attributes message has: spellings of older API versions, which any
+#: event type may carry.
+LEGACY_FIELDS: frozenset[str] = frozenset(
+    set(AttrView.__struct_fields__)
+    - {f.json_name for key in ATTRIBUTE_KEYS for f in _attributes_descriptor(key).fields}
+)
+
+
+def _slim_view(key: str) -> type[Struct]:
+    """The AttrView fields that the ``key`` attributes message defines (plus legacy spellings).
+
+    Declaring only these lets msgspec skip the rest at C speed and keeps the per-type structs
+    small; a field the message does not define would never be filled by a conforming source.
+    """
+    names = {f.json_name for f in _attributes_descriptor(key).fields} | LEGACY_FIELDS
+    fields = [(f.name, f.type, None) for f in msgspec.structs.fields(AttrView) if f.name in names]
+    return msgspec.defstruct(key[:1].upper() + key[1:] + "View", fields, gc=False)
+
+
+#: ``*EventAttributes`` JSON key -> its slim view type.
+ATTRIBUTE_VIEWS: dict[str, type[Struct]] = {key: _slim_view(key) for key in ATTRIBUTE_KEYS}
+
+
+def _typed_event_fields() -> list[tuple[str, Any, Any]]:
+    fields: list[tuple[str, Any, Any]] = [
+        ("eventId", IntLike, None),
+        ("eventTime", str | None, None),
+        ("eventType", str | int | None, None),
+        ("timestamp", int | str | None, None),
+    ]
+    return fields + [(key, view | None, None) for key, view in ATTRIBUTE_VIEWS.items()]
+
+
+#: One event: its envelope and, under its own key, the slim view of its attributes.
+TypedEvent = msgspec.defstruct("TypedEvent", _typed_event_fields(), gc=False)
+
+
+class TypedDocument(Struct, gc=False):
+    """A ``{"events": [...]}`` document decoded in one pass (the common CLI/UI/SDK export)."""
+
+    events: list[TypedEvent]  # type: ignore[valid-type]
+    workflowId: Raw = None  # type: ignore[assignment]
+    runId: Raw = None  # type: ignore[assignment]
+    namespace: Raw = None  # type: ignore[assignment]
+
+
+typed_list_decoder = msgspec.json.Decoder(list[TypedEvent])  # type: ignore[valid-type]
+typed_event_decoder = msgspec.json.Decoder(TypedEvent)
+typed_document_decoder = msgspec.json.Decoder(TypedDocument)
+
 # --------------------------------------------------------------------------- protobuf adapter
-
-_NESTED = {
-    "activityType": Named,
-    "workflowType": Named,
-    "taskQueue": Named,
-    "workflowExecution": Execution,
-    "meta": UpdateMeta,
-}
-_PAYLOAD_FIELDS = frozenset({"input", "result", "details"})
-_REQUEST_FIELDS = frozenset({"acceptedRequest", "request", "rejectedRequest"})
-
-
-@cache
-def _plan(descriptor: Descriptor) -> tuple[tuple[str, str, str], ...]:
-    """Which AttrView fields this attributes message has, and how to read each."""
-    plan = []
-    for json_name in AttrView.__struct_fields__:
-        field = next((f for f in descriptor.fields if f.json_name == json_name), None)
-        if field is None:
-            continue
-        if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            kind = "map"
-        elif json_name in _NESTED:
-            kind = "nested"
-        elif json_name in _PAYLOAD_FIELDS or json_name in _REQUEST_FIELDS:
-            kind = "message"
-        elif json_name == "failure":
-            kind = "failure"
-        elif json_name == "outcome":
-            kind = "outcome"
-        elif field.enum_type is not None:
-            kind = "enum"
-        elif field.type in (field.TYPE_INT64, field.TYPE_INT32):
-            kind = "int"
-        else:
-            kind = "scalar"
-        plan.append((json_name, field.name, kind))
-    return tuple(plan)
 
 
 def failure_view_from_proto(failure: Message) -> FailureView:
@@ -186,59 +219,3 @@ def failure_view_from_proto(failure: Message) -> FailureView:
 def _snake_to_camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.capitalize() for part in rest)
-
-
-def attr_view_from_proto(attributes: Message) -> AttrView:
-    """Build an :class:`AttrView` from an ``*EventAttributes`` protobuf message.
-
-    Payload and request fields hold the protobuf messages themselves; the row builder decodes
-    them with the protobuf payload decoder.
-    """
-    view = AttrView()
-    for json_name, name, kind in _plan(attributes.DESCRIPTOR):
-        if kind == "int" or kind == "enum" or kind == "scalar":
-            value = getattr(attributes, name)
-            if value:
-                setattr(view, json_name, value)
-        elif kind == "map":
-            value = getattr(attributes, name)
-            if len(value):
-                setattr(view, json_name, value)
-        elif not attributes.HasField(name):
-            continue
-        elif kind == "nested":
-            message = getattr(attributes, name)
-            nested = _NESTED[json_name]
-            if nested is Named:
-                setattr(view, json_name, Named(name=message.name or None))
-            elif nested is Execution:
-                view.workflowExecution = Execution(
-                    workflowId=message.workflow_id or None, runId=message.run_id or None
-                )
-            else:
-                view.meta = UpdateMeta(updateId=message.update_id or None)
-        elif kind == "failure":
-            view.failure = failure_view_from_proto(attributes.failure)
-        elif kind == "outcome":
-            outcome = attributes.outcome
-            which = outcome.WhichOneof("value")
-            view.outcome = UpdateOutcome(
-                success=outcome.success if which == "success" else None,  # type: ignore[arg-type]
-                failure=failure_view_from_proto(outcome.failure) if which == "failure" else None,
-            )
-        elif json_name in _REQUEST_FIELDS:
-            request = getattr(attributes, name)
-            setattr(
-                view,
-                json_name,
-                UpdateRequest(
-                    meta=UpdateMeta(updateId=request.meta.update_id or None),
-                    input=UpdateInput(
-                        name=request.input.name or None,
-                        args=request.input.args if request.input.HasField("args") else None,
-                    ),
-                ),
-            )
-        else:
-            setattr(view, json_name, getattr(attributes, name))
-    return view
