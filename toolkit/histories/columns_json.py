@@ -35,6 +35,7 @@ from toolkit.histories.dialects import RawHistory
 from toolkit.histories.lazy import LazyPayloads, lazy_json_cells
 from toolkit.histories.views import (
     ATTRIBUTE_VIEWS,
+    TAGGED_EVENTS,
     AttrView,
     Named,
     TypedEvent,
@@ -136,6 +137,9 @@ def _event_ids(events: list[Any], name: str) -> np.ndarray:
 
 
 def _check_envelopes(events: list[Any], name: str) -> list[Any]:
+    """Each event's ``eventType`` as spelled in the source; an error for an event without one."""
+    if events and type(events[0]) in TAGGED_EVENTS:
+        return list(map(TAGGED_EVENTS.__getitem__, map(type, events)))  # the type is the tag
     types = list(map(attrgetter("eventType"), events))
     if None in types:
         for index, event in enumerate(events):

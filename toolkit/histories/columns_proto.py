@@ -26,7 +26,7 @@ from toolkit.histories.dialects import RawHistory
 from toolkit.histories.lazy import LazyPayloads, LazyProto, LazyProtoExtra
 from toolkit.histories.views import failure_view_from_proto
 
-__all__ = ["proto_columns"]
+__all__ = ["proto_columns", "sparse_columns"]
 
 # column -> candidate field paths (the first one the message type has is used)
 _STRINGS = {
@@ -140,7 +140,7 @@ def proto_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns
                         view, codec, decode
                     )
         if infos[indexes[0]].category in ("update", "child_workflow"):
-            _sparse(c, indexes, messages, infos[indexes[0]].category, codec, decode)
+            sparse_columns(c, indexes, messages, infos[indexes[0]].category, codec, decode)
     c.update(ints)
     for name in ("attributes", "extra", "input", "result", "details"):
         c[name] = np.fromiter(c[name], dtype=object, count=n)
@@ -163,10 +163,11 @@ def _payload(message: Any, field: str, is_map: bool, codec: Any) -> Any:
     return LazyPayloads(value, codec) if message.HasField(field) else None
 
 
-def _sparse(
+def sparse_columns(
     c: dict[str, Any], indexes: list[int], messages: list[Any], category: str, codec: Any,
     decode: bool,
 ) -> None:  # fmt: skip
+    """Update and child workflow columns, read from the attributes messages at ``indexes``."""
     for i, m in zip(indexes, messages, strict=True):
         names = {f.name for f, _ in m.ListFields()}
         if category == "child_workflow":

@@ -32,9 +32,9 @@ from temporalio.api.history.v1 import History, HistoryEvent
 
 from toolkit.errors import HistoryFormatError
 from toolkit.histories.sources import Source, describe
-from toolkit.histories.views import typed_document_decoder
+from toolkit.histories.views import tagged_document_decoder, typed_document_decoder
 
-__all__ = ["RawHistory", "split_histories"]
+__all__ = ["RawHistory", "check_proto_events", "split_histories"]
 
 _EXPECTED = (
     'a Temporal history: proto-JSON {"events": [...]}, a history response, an array of events '
@@ -64,6 +64,7 @@ class RawHistory:
     typed_events: list[Any] | None = None
     document: bytes | None = None
     proto_events: Any = None  # a repeated field of HistoryEvent
+    wire: bytes | None = None  # the serialized History the proto_events were parsed from
     workflow_id: str | None = None
     run_id: str | None = None
     namespace: str | None = None
@@ -124,9 +125,12 @@ def _typed_document(data: bytes, name: str) -> list[RawHistory] | None:
     if not _EVENTS_FIRST.match(data):
         return None
     try:
-        document = typed_document_decoder.decode(data)
+        document = tagged_document_decoder.decode(data)  # the proto3 JSON spelling of types
     except msgspec.MsgspecError:
-        return None
+        try:
+            document = typed_document_decoder.decode(data)  # any spelling
+        except msgspec.MsgspecError:
+            return None
     history = RawHistory(
         typed_events=document.events,
         document=data,
@@ -325,18 +329,25 @@ def _split_binary(data: bytes, name: str) -> list[RawHistory]:
                 for item in export.workflows
             ]
         else:
+            # Parsed (which validates the bytes) for the lazy cells; the columns are read from
+            # the wire bytes, which also checks the event ids.
             history = History.FromString(data)
-            histories = [RawHistory(proto_events=history.events, container="binary")]
+            return [
+                RawHistory(
+                    proto_events=history.events, wire=data, container="binary", source_name=name
+                )
+            ]
     except ProtoDecodeError as exc:
         raise HistoryFormatError(
             name, f"damaged protobuf ({exc})", expected="a serialized History or export message"
         ) from None
     for history in histories:
-        _check_proto_events(history.proto_events, name)
+        check_proto_events(history.proto_events, name)
     return histories
 
 
-def _check_proto_events(events: Any, name: str) -> None:
+def check_proto_events(events: Any, name: str) -> None:
+    """Raise unless every event has a positive id (bytes that merely parse as a History)."""
     for index, event in enumerate(events):
         if event.event_id <= 0 or not isinstance(event, HistoryEvent):
             raise HistoryFormatError(

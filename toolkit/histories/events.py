@@ -19,8 +19,10 @@ import pyarrow.compute as pc
 from toolkit.histories.columns_common import EventColumns
 from toolkit.histories.columns_json import json_columns
 from toolkit.histories.columns_proto import proto_columns
-from toolkit.histories.dialects import RawHistory
+from toolkit.histories.columns_wire import wire_columns
+from toolkit.histories.dialects import RawHistory, check_proto_events
 from toolkit.histories.links import copy_from_linked, fill_update_names, workflow_task_ordinals
+from toolkit.histories.wire import WireError
 
 __all__ = ["COLUMNS", "build_events_frame", "empty_events_frame"]
 
@@ -99,10 +101,7 @@ def build_events_frame(
 def _history_frame(
     history: RawHistory, number: int, source_name: str, codec: Any, decode: bool
 ) -> pd.DataFrame:
-    if history.proto_events is not None:
-        built = proto_columns(history, codec, decode)
-    else:
-        built = json_columns(history, source_name, codec, decode)
+    built = _columns(history, source_name, codec, decode)
     c = built.columns
     n = len(c["event_id"])
     times = _times(built.times, n)
@@ -140,6 +139,17 @@ def _history_frame(
             # Explicit dtype: pandas 3 would otherwise infer (and convert to) its str dtype.
             data[name] = pd.Series(c[name], dtype=dtype, copy=False)
     return pd.DataFrame(data, copy=False)
+
+
+def _columns(history: RawHistory, source_name: str, codec: Any, decode: bool) -> EventColumns:
+    if history.proto_events is None:
+        return json_columns(history, source_name, codec, decode)
+    if history.wire is not None:
+        try:
+            return wire_columns(history, codec, decode)
+        except WireError:
+            check_proto_events(history.proto_events, source_name)  # then read the messages
+    return proto_columns(history, codec, decode)
 
 
 def _times(values: Any, count: int) -> Any:

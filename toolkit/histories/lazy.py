@@ -19,6 +19,9 @@ from google.protobuf.message import Message
 
 __all__ = [
     "LazyAttributes",
+    "LazyEventAttributes",
+    "LazyEventExtra",
+    "LazyEventPayloads",
     "LazyExtra",
     "LazyJSON",
     "LazyPayloads",
@@ -186,6 +189,48 @@ class LazyProtoExtra(LazyProto):
         }
 
 
+class LazyEventAttributes(LazyProto):
+    """The attributes of event ``index`` of parsed protobuf ``events`` (wrapped on first use)."""
+
+    __slots__ = ("_events", "_field", "_index")
+
+    def __init__(self, events: Any, index: int, field: str) -> None:
+        self._value = _Lazy._UNSET
+        self._events = events
+        self._index = index
+        self._field = field
+
+    @property
+    def message(self) -> Message:
+        """The ``*EventAttributes`` message itself."""
+        return getattr(self._events[self._index], self._field)
+
+    def _decode(self) -> dict[str, Any]:
+        return json_format.MessageToDict(self.message)
+
+
+class LazyEventExtra(LazyProtoExtra):
+    """The envelope fields of event ``index`` of parsed protobuf ``events``."""
+
+    __slots__ = ("_events", "_index")
+
+    def __init__(self, events: Any, index: int) -> None:
+        self._value = _Lazy._UNSET
+        self._events = events
+        self._index = index
+
+    @property
+    def message(self) -> Message:
+        """The whole ``HistoryEvent``."""
+        return self._events[self._index]
+
+    def _decode(self) -> dict[str, Any]:
+        value = json_format.MessageToDict(self.message)
+        return {
+            k: v for k, v in value.items() if k not in _ENVELOPE and not k.endswith("Attributes")
+        }
+
+
 class LazyPayloads(_Lazy):
     """Decoded payload values: a list per ``Payloads`` (a dict of lists for marker details)."""
 
@@ -200,3 +245,23 @@ class LazyPayloads(_Lazy):
         from toolkit.histories.payloads import decode_any
 
         return decode_any(self._raw, self._codec)
+
+
+class LazyEventPayloads(LazyPayloads):
+    """A payload field of event ``index``'s attributes, looked up in the parsed events when read."""
+
+    __slots__ = ("_attributes", "_events", "_field", "_index")
+
+    def __init__(self, events: Any, index: int, attributes: str, field: str, codec: Any) -> None:
+        self._value = _Lazy._UNSET
+        self._codec = codec
+        self._events = events
+        self._index = index
+        self._attributes = attributes
+        self._field = field
+
+    def _decode(self) -> Any:
+        from toolkit.histories.payloads import decode_any
+
+        message = getattr(self._events[self._index], self._attributes)
+        return decode_any(getattr(message, self._field), self._codec)

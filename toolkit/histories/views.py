@@ -10,7 +10,7 @@ names are the proto3 JSON names, so they read like the files. Failures read from
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 from google.protobuf.descriptor import Descriptor
@@ -18,13 +18,15 @@ from google.protobuf.message import Message
 from msgspec import Raw, Struct
 from temporalio.api.history.v1 import HistoryEvent
 
-from toolkit.histories.enums import ATTRIBUTE_KEYS
+from toolkit.histories.enums import ATTRIBUTE_KEYS, screaming_event_type
 
 __all__ = [
     "ATTRIBUTE_VIEWS",
+    "TAGGED_EVENTS",
     "AttrView",
     "EventHead",
     "FailureView",
+    "TaggedDocument",
     "TypedDocument",
     "TypedEvent",
     "failure_view_from_proto",
@@ -192,6 +194,37 @@ class TypedDocument(Struct, gc=False):
     namespace: Raw = None  # type: ignore[assignment]
 
 
+def _tagged_event(key: str, view: type[Struct]) -> tuple[type[Struct], str]:
+    short = key[:1].upper() + key[1:].removesuffix("EventAttributes")
+    tag = screaming_event_type(short)
+    fields = [
+        ("eventId", IntLike, None),
+        ("eventTime", str | None, None),
+        ("timestamp", int | str | None, None),
+        (key, view | None, None),
+    ]
+    return msgspec.defstruct(short + "Event", fields, tag_field="eventType", tag=tag, gc=False), tag
+
+
+#: One struct per event type, told apart by ``eventType`` in its proto3 JSON spelling
+#: (``EVENT_TYPE_ACTIVITY_TASK_SCHEDULED``): each holds only its own attributes, so decoding and
+#: freeing an event touches 4 fields instead of :class:`TypedEvent`'s 60. The struct class ->
+#: its ``eventType`` spelling.
+TAGGED_EVENTS: dict[type[Struct], str] = dict(
+    _tagged_event(key, view) for key, view in ATTRIBUTE_VIEWS.items()
+)
+
+
+class TaggedDocument(Struct, gc=False):
+    """A ``{"events": [...]}`` document whose event types are all spelled the proto3 JSON way."""
+
+    events: list[Union[tuple(TAGGED_EVENTS)]]  # type: ignore[valid-type]  # noqa: UP007
+    workflowId: Raw = None  # type: ignore[assignment]
+    runId: Raw = None  # type: ignore[assignment]
+    namespace: Raw = None  # type: ignore[assignment]
+
+
+tagged_document_decoder = msgspec.json.Decoder(TaggedDocument)
 typed_list_decoder = msgspec.json.Decoder(list[TypedEvent])  # type: ignore[valid-type]
 typed_event_decoder = msgspec.json.Decoder(TypedEvent)
 typed_document_decoder = msgspec.json.Decoder(TypedDocument)

@@ -1,0 +1,230 @@
+"""Binary ``History`` bytes -> column arrays, read straight from the wire format.
+
+The events, their times and their attributes are walked with :mod:`toolkit.histories.wire`
+(numpy, a level at a time); each attributes field is routed to its column through a table built
+from the installed descriptors (attributes type x field number -> column), never by hand. The
+parsed protobuf ``History`` (which validated the bytes) backs the lazy ``attributes``/``extra``/
+payload cells and the rare events read field by field: failures, updates, child workflows.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+from temporalio.api.history.v1 import HistoryEvent
+
+from toolkit.errors import HistoryFormatError
+from toolkit.histories.columns_common import (
+    EventColumns,
+    cause_name,
+    failure_columns,
+    group_by_type,
+    new_columns,
+    retry_state_name,
+    scatter,
+)
+from toolkit.histories.columns_proto import sparse_columns
+from toolkit.histories.dialects import RawHistory
+from toolkit.histories.lazy import LazyEventAttributes, LazyEventExtra, LazyEventPayloads
+from toolkit.histories.views import failure_view_from_proto
+from toolkit.histories.wire import Fields, WireError, padded, scan, split_records, strings
+
+__all__ = ["wire_columns"]
+
+_ATTRIBUTES = {f.number: f for f in HistoryEvent.DESCRIPTOR.oneofs_by_name["attributes"].fields}
+_KINDS = max(_ATTRIBUTES) + 1
+_NUMBERS = 64  # attributes field numbers at or above this feed no column
+# column -> attributes field name, by how the value becomes a cell
+_STRINGS = {"activity_id": "activity_id", "timer_id": "timer_id", "signal_name": "signal_name",
+            "marker_name": "marker_name", "identity": "identity"}  # fmt: skip
+_NAMES = {"activity_type": "activity_type", "task_queue": "task_queue"}
+_INTS = {"scheduled_event_id": "scheduled_event_id", "started_event_id": "started_event_id",
+         "initiated_event_id": "initiated_event_id", "attempt": "attempt",
+         "completed_by": "workflow_task_completed_event_id"}  # fmt: skip
+_ENUMS = {"retry_state": "retry_state", "cause": "cause"}
+_PAYLOADS = {"input": "input", "result": "result", "details": "details"}
+_COMPLEX = {"failure": "failure"}
+_RULES = {**_STRINGS, **_NAMES, **_INTS, **_ENUMS, **_PAYLOADS, **_COMPLEX}
+_RULE_CODES = {column: code for code, column in enumerate(_RULES, start=1)}
+
+
+@cache
+def _routes() -> np.ndarray:
+    """``routes[kind, number]``: the rule code fed by field ``number`` of attributes ``kind``."""
+    routes = np.zeros((_KINDS, _NUMBERS), dtype=np.int16)
+    for kind, oneof_field in _ATTRIBUTES.items():
+        fields = oneof_field.message_type.fields_by_name
+        for column, name in _RULES.items():
+            field = fields.get(name)
+            if field is not None and field.number < _NUMBERS:
+                routes[kind, field.number] = _RULE_CODES[column]
+    return routes
+
+
+def _one_per_message(rows: Fields, n: int, what: str) -> None:
+    if len(rows.message) and np.bincount(rows.message, minlength=n).max() > 1:
+        raise WireError(f"{what} repeated within one message")
+
+
+def _varint_column(fields: Fields, number: int, n: int) -> np.ndarray:
+    rows = fields.select(fields.number == number)
+    _one_per_message(rows, n, f"field {number}")
+    if (rows.wire_type != 0).any():
+        raise WireError(f"field {number} is not a varint")
+    out = np.zeros(n, dtype=np.int64)
+    out[rows.message] = rows.value.view(np.int64)
+    return out
+
+
+def _times(buf: np.ndarray, events: Fields, n: int) -> np.ndarray:
+    rows = events.select(events.number == 2)
+    _one_per_message(rows, n, "event_time")
+    stamp = scan(buf, rows.start, rows.start + rows.length, rows.message)
+    seconds, nanos = _varint_column(stamp, 1, n), _varint_column(stamp, 2, n)
+    ns = seconds * 1_000_000_000 + nanos
+    ns[(seconds == 0) & (nanos == 0)] = np.iinfo(np.int64).min  # NaT, as an unset time
+    return ns.view("datetime64[ns]")
+
+
+def _check_ids(ids: np.ndarray, name: str) -> None:
+    bad = np.flatnonzero(ids <= 0)
+    if len(bad):
+        index = int(bad[0])
+        raise HistoryFormatError(
+            name,
+            f"bytes parse as protobuf but event #{index} has event_id {ids[index]}",
+            position=f"event #{index}",
+            expected="a serialized temporal.api.history.v1.History",
+        )
+
+
+def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
+    """Column arrays, event times and producing task ids of a binary history.
+
+    Raises
+    ------
+    WireError
+        When the bytes use the wire format in a way this reader does not handle (the caller then
+        reads the parsed messages instead).
+    """
+    data = history.wire or b""
+    buf = padded(data)
+    starts, ends = split_records(data)
+    n = len(starts)
+    events = scan(buf, starts, ends, np.arange(n))
+    c = new_columns(n)
+    c["event_id"] = _varint_column(events, 1, n)
+    _check_ids(c["event_id"], history.source_name)
+    event_types = _varint_column(events, 3, n)
+    for info, positions in group_by_type(event_types.tolist()):
+        c["event_type"][positions] = info.short
+        c["category"][positions] = info.category
+        c["is_command"][positions] = info.is_command
+    found = events.select(np.isin(events.number, list(_ATTRIBUTES)) & (events.wire_type == 2))
+    _one_per_message(found, n, "attributes")
+    kinds = np.zeros(n, dtype=np.int64)
+    kinds[found.message] = found.number
+    attributes = scan(buf, found.start, found.start + found.length, found.message)
+    _fill(c, data, buf, attributes, kinds, history.proto_events, codec, decode)
+    _cells(c, kinds, history.proto_events, codec, decode)
+    return EventColumns(c, _times(buf, events, n), c.pop("completed_by"), {})
+
+
+def _fill(
+    c: dict[str, Any], data: bytes, buf: np.ndarray, fields: Fields, kinds: np.ndarray,
+    messages: Any, codec: Any, decode: bool,
+) -> None:  # fmt: skip
+    """Route every attributes field to its column."""
+    n = len(kinds)
+    number = np.minimum(fields.number, _NUMBERS - 1)
+    rule = _routes()[kinds[fields.message], number]
+    for column, code in _RULE_CODES.items():
+        rows = fields.select(rule == code)
+        if not len(rows.message):
+            continue
+        if column in _PAYLOADS:
+            if decode:
+                _payload_cells(c[column], np.unique(rows.message), kinds, messages, column, codec)
+            continue
+        _one_per_message(rows, n, column)
+        at = rows.message
+        if column in _COMPLEX:
+            _failures(c, at, kinds, messages, codec, decode)
+        elif column in _STRINGS:
+            _expect(rows, 2, column)
+            c[column][at] = strings(data, rows.start, rows.length)
+        elif column in _NAMES:
+            _expect(rows, 2, column)
+            named = scan(buf, rows.start, rows.start + rows.length, np.arange(len(at)))
+            name = named.select((named.number == 1) & (named.wire_type == 2))
+            _one_per_message(name, len(at), column + ".name")
+            c[column][at[name.message]] = strings(data, name.start, name.length)
+        elif column in _INTS:
+            _expect(rows, 0, column)
+            c[column][at] = rows.value.view(np.int64)
+        elif column == "retry_state":
+            _expect(rows, 0, column)
+            states = [retry_state_name(v) for v in rows.value.view(np.int64).tolist()]
+            scatter(c[column], at, states)
+        else:
+            _causes(c, data, rows, kinds)
+    # Update and child workflow columns come from a few nested messages: read the parsed ones.
+    for category in ("update", "child_workflow"):
+        at = np.flatnonzero((c["category"] == category) & (kinds != 0)).tolist()
+        views = [getattr(messages[i], _ATTRIBUTES[int(kinds[i])].name) for i in at]
+        if at:
+            sparse_columns(c, at, views, category, codec, decode)
+
+
+def _expect(rows: Fields, wire_type: int, column: str) -> None:
+    if (rows.wire_type != wire_type).any():
+        raise WireError(f"{column}: unexpected wire type")
+
+
+def _causes(c: dict[str, Any], data: bytes, rows: Fields, kinds: np.ndarray) -> None:
+    """The ``cause`` field: an enum in most attributes, free text in a few."""
+    for kind in np.unique(kinds[rows.message]).tolist():
+        mine = rows.select(kinds[rows.message] == kind)
+        field = _ATTRIBUTES[kind].message_type.fields_by_name["cause"]
+        if field.type == field.TYPE_STRING:
+            _expect(mine, 2, "cause")
+            values: list[Any] = strings(data, mine.start, mine.length).tolist()
+        else:
+            _expect(mine, 0, "cause")
+            values = mine.value.view(np.int64).tolist()
+        enum = field.enum_type
+        scatter(c["cause"], mine.message, [cause_name(enum, v) for v in values])
+
+
+def _failures(
+    c: dict[str, Any], at: np.ndarray, kinds: np.ndarray, messages: Any, codec: Any, decode: bool
+) -> None:
+    """Failure message and type, read from the parsed messages (few events have one)."""
+    for i in at.tolist():
+        attributes = getattr(messages[i], _ATTRIBUTES[int(kinds[i])].name)
+        view = failure_view_from_proto(attributes.failure)
+        c["failure_message"][i], c["failure_type"][i] = failure_columns(view, codec, decode)
+
+
+def _payload_cells(
+    target: np.ndarray, at: np.ndarray, kinds: np.ndarray, messages: Any, field: str, codec: Any
+) -> None:
+    names = [_ATTRIBUTES[k].name for k in kinds[at].tolist()]
+    cells = [LazyEventPayloads(messages, i, name, field, codec)
+             for i, name in zip(at.tolist(), names, strict=True)]  # fmt: skip
+    scatter(target, at, cells)
+
+
+def _cells(c: dict[str, Any], kinds: np.ndarray, messages: Any, codec: Any, decode: bool) -> None:
+    """``attributes`` and ``extra``: cells reading the parsed event on first use."""
+    n = len(kinds)
+    names = [_ATTRIBUTES[k].name if k else "" for k in kinds.tolist()]
+    cells = map(LazyEventAttributes, repeat(messages), range(n), names)
+    c["attributes"] = np.fromiter(cells, dtype=object, count=n)
+    for i in np.flatnonzero(kinds == 0).tolist():
+        c["attributes"][i] = {}  # no attributes at all (as the protobuf path shows them)
+    extra = map(LazyEventExtra, repeat(messages), range(n))
+    c["extra"] = np.fromiter(extra, dtype=object, count=n)
