@@ -31,6 +31,7 @@ __all__ = [
     "commands",
     "events_frame",
     "history_commands",
+    "identity_label",
     "iter_histories",
     "marker_identity",
 ]
@@ -201,7 +202,7 @@ def marker_identity(marker_name: str | None, attributes: Any) -> dict[str, Any]:
     return out
 
 
-def _identity_label(row: Mapping[str, Any]) -> str:
+def identity_label(row: Mapping[str, Any]) -> str:
     """A short human label such as ``ScheduleActivityTask(weather-list-tools #1)``."""
     kind = row["kind"]
     parts: list[str] = []
@@ -290,7 +291,7 @@ def history_commands(history: int, frame: pd.DataFrame) -> list[dict[str, Any]]:
             row.update(marker_identity(row["marker_name"], attributes))
         if row["scheduled_event_id"] is not None:
             row["scheduled_event_id"] = int(row["scheduled_event_id"])
-        row["identity"] = _identity_label(row)
+        row["identity"] = identity_label(row)
         rows.append(row)
     return rows
 

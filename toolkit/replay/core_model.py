@@ -17,12 +17,16 @@ The model follows ``WorkflowMachines`` (sdk-core bundled with temporalio 1.35):
 The new code's commands are taken from the replayed history: a task's commands become available
 once everything that task was delivered in the replayed run has been delivered by the recorded
 history (results keyed by the position of the command they answer, signals and updates by name
-and ordinal).
+and ordinal; see :mod:`toolkit.replay.new_code` for the looser rule on parallel results).
+
+Where two histories cannot tell what the new code does, :func:`model_replay` says so in
+``assumptions``: ``patched()`` returns False on a history without its marker, so the code takes
+an old branch its own history never shows; an update the new code did not accept in its own run
+(rejected by a validator, which replay does not run, or by a missing handler).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,9 +37,10 @@ from toolkit.replay.divergence_messages import (
     core_kind_mismatch,
     core_machine_kind,
 )
-from toolkit.replay.tasks import Task
+from toolkit.replay.new_code import UNMATCHED_EVENTS, CommandQueue, Issuer, is_version_upsert
+from toolkit.replay.tasks import CodeFailure, SplitHistory, Task
 
-__all__ = ["CoreFailure", "core_replay"]
+__all__ = ["CoreFailure", "ModelRun", "core_replay", "model_replay"]
 
 ID_AND_TYPE_CHECKS = 1
 
@@ -53,7 +58,8 @@ class CoreFailure:
     check : str
         ``kind``, ``missing_command``, ``activity_id``, ``activity_type``, ``child_workflow_id``,
         ``child_workflow_type``, ``local_activity_seq``, ``local_activity_id``,
-        ``local_activity_type``, ``patch_id`` or ``patch_marker``.
+        ``local_activity_type``, ``patch_id``, ``patch_marker`` or ``patch_old_branch`` (the code
+        takes the old branch of ``patched()`` here; its command is in neither history).
     expected, actual : object
         The recorded value and the new code's value of the compared field.
     message : str
@@ -75,15 +81,6 @@ class CoreFailure:
     exact: bool
     task: int
     checks_on: bool
-
-
-def _is_version_upsert(row: Mapping[str, Any], previous: Mapping[str, Any] | None) -> bool:
-    """The search-attribute upsert sdk-core writes right after a patch marker (one unit with it)."""
-    return (
-        row.get("kind") == "UpsertWorkflowSearchAttributes"
-        and previous is not None
-        and previous.get("marker_name") == "core_patch"
-    )
 
 
 def _identity_check(
@@ -147,83 +144,144 @@ def _available(replayed: list[Task], delivered: frozenset[tuple[Any, ...]], star
     return index
 
 
-#: Update acceptance is rebuilt from history's own event in replay (validators do not run), so
-#: it is never matched against code; the handler's completion is.
-_UPDATE_PROTOCOL = frozenset({"WorkflowExecutionUpdateAccepted", "WorkflowExecutionUpdateRejected"})
+@dataclass(frozen=True)
+class ModelRun:
+    """What modelled sdk-core replay of a recorded history against new code comes to.
+
+    Attributes
+    ----------
+    failure : CoreFailure or None
+        The nondeterminism failure, if any.
+    code_error : CodeFailure or None
+        The workflow task failure the new code raises instead (its own run raised on the same
+        deliveries), if any.
+    assumptions : tuple of str
+        What the verdict rests on that the two histories cannot show (empty: none).
+    stopped_at : int or None
+        Recorded event id past which the new code's commands are unknown (``patched()`` took
+        an old branch); the verdict is "no failure found before it".
+    """
+
+    failure: CoreFailure | None
+    code_error: CodeFailure | None = None
+    assumptions: tuple[str, ...] = ()
+    stopped_at: int | None = None
 
 
-@dataclass
-class _NewCode:
-    """What the new code has issued so far, as sdk-core holds it."""
+class _Stop(Exception):
+    """The model cannot follow the new code past ``event_id``."""
 
-    queue: deque[dict[str, Any]]
-    local_activities: dict[Any, dict[str, Any]]  # seq -> LA marker row
-    blocked: bool = False  # waiting on a local activity history never resolves
-
-    def issue(self, row: dict[str, Any], recorded_la_seqs: set[Any]) -> None:
-        if self.blocked or row.get("event_type") in _UPDATE_PROTOCOL:
-            return
-        if core_machine_kind(row) == "LocalActivity":
-            seq = row.get("local_activity_seq")
-            self.local_activities[seq] = row
-            if seq not in recorded_la_seqs:
-                # No marker in history: the activity stays "executing" and the code waits.
-                self.blocked = True
-            return
-        if row.get("kind") in {"CancelTimer", "RequestCancelActivityTask"}:
-            started = self._unsent_start(row)
-            if started is not None:
-                # Cancelled before it was ever matched: sdk-core drops both commands.
-                self.queue.remove(started)
-                return
-        self.queue.append(row)
-
-    def _unsent_start(self, cancel: Mapping[str, Any]) -> dict[str, Any] | None:
-        for queued in self.queue:
-            if cancel.get("kind") == "CancelTimer" and queued.get("kind") == "StartTimer":
-                if queued.get("timer_id") == cancel.get("timer_id"):
-                    return queued
-            elif cancel.get("kind") == "RequestCancelActivityTask" and queued.get(
-                "event_id"
-            ) == cancel.get("scheduled_event_id"):
-                return queued
-        return None
+    def __init__(self, event_id: int, reason: str) -> None:
+        super().__init__(reason)
+        self.event_id = event_id
+        self.reason = reason
 
 
 def core_replay(recorded: list[Task], replayed: list[Task]) -> CoreFailure | None:
     """Replay ``recorded`` against the code that produced ``replayed``, as sdk-core matches.
 
-    Returns None when replay succeeds, otherwise the first failure.
+    Returns None when replay succeeds, otherwise the first failure (see :func:`model_replay`
+    for the assumptions and code failures).
     """
-    code = _NewCode(deque(), {})
-    recorded_la_seqs = {
-        row.get("local_activity_seq")
-        for task in recorded
-        for row in task.commands
-        if core_machine_kind(row) == "LocalActivity"
+    empty: frozenset[tuple[Any, ...]] = frozenset()
+    recorded_split = SplitHistory(recorded, [], recorded[-1].delivered if recorded else empty, None)
+    replayed_split = SplitHistory(replayed, [], empty, None)
+    return model_replay(recorded_split, replayed_split).failure
+
+
+def model_replay(
+    recorded: SplitHistory, replayed: SplitHistory, *, loose_parallel: bool = True
+) -> ModelRun:
+    """Replay ``recorded`` against the code that produced ``replayed``, as sdk-core matches.
+
+    Parameters
+    ----------
+    recorded, replayed
+        The two histories, split (:func:`toolkit.replay.tasks.split_history`).
+    loose_parallel
+        Let a task of the new code release a share of its commands when the recorded history
+        has delivered some of the parallel results it got at once (see
+        :mod:`toolkit.replay.new_code`).
+    """
+    code = CommandQueue(
+        recorded_la_seqs={
+            row.get("local_activity_seq")
+            for task in recorded.tasks
+            for row in task.commands
+            if core_machine_kind(row) == "LocalActivity"
+        }
+    )
+    issuer = Issuer(replayed.tasks, loose_parallel=loose_parallel)
+    accepted_by_new_code = {
+        key for task in replayed.tasks for key in task.delivered if key[0] == "update"
     }
-    next_task = 0
-    for task in recorded:
-        available = _available(replayed, task.delivered, next_task)
-        for new_task in replayed[next_task:available]:
-            previous = None
-            for row in new_task.commands:
-                if not _is_version_upsert(row, previous):
-                    code.issue(row, recorded_la_seqs)
-                previous = row
-        next_task = available
-        checks_on = ID_AND_TYPE_CHECKS in task.core_flags or task.final_sequence
-        failure = _match_task(task, code, checks_on)
-        if failure is not None:
+    assumptions: list[str] = []
+    try:
+        for task in recorded.tasks:
+            issuer.release(task.delivered, code)
+            error = _code_error(replayed.failures, task.delivered, issuer)
+            if error is not None:
+                return _run(None, assumptions, issuer, code_error=error)
+            for key in sorted(task.delivered - accepted_by_new_code, key=str):
+                if key[0] == "update" and _update_note(key) not in assumptions:
+                    assumptions.append(_update_note(key))
+            checks_on = ID_AND_TYPE_CHECKS in task.core_flags or task.final_sequence
+            failure = _match_task(task, code, checks_on)
+            if failure is not None:
+                if failure.check == "patch_old_branch":
+                    assumptions.append(_OLD_BRANCH_NOTE.format(event_id=failure.event["event_id"]))
+                return _run(failure, assumptions, issuer)
+    except _Stop as stop:
+        assumptions.append(stop.reason)
+        return _run(None, assumptions, issuer, stopped_at=stop.event_id)
+    # The last activation sees everything history delivered after the last completed task.
+    issuer.release(recorded.delivered, code)
+    error = _code_error(replayed.failures, recorded.delivered, issuer)
+    return _run(None, assumptions, issuer, code_error=error)
+
+
+def _run(
+    failure: CoreFailure | None,
+    assumptions: list[str],
+    issuer: Issuer,
+    *,
+    code_error: CodeFailure | None = None,
+    stopped_at: int | None = None,
+) -> ModelRun:
+    return ModelRun(failure, code_error, tuple(issuer.assumptions + assumptions), stopped_at)
+
+
+_OLD_BRANCH_NOTE = (
+    "patched() is False when replaying this history, and the recorded history already does "
+    "at event {event_id} what the new branch does (the patch was removed since): the old "
+    "branch is taken to differ, so replay fails there with a command neither history shows"
+)
+
+
+def _update_note(key: tuple[Any, ...]) -> str:
+    return (
+        f"update {key[1]!r} #{key[2]}: the new code did not accept it in its own run (rejected "
+        "by a validator or by a missing handler; the history does not say which). Modelled as "
+        "a missing handler; replay does not run validators, so a validator-rejected update "
+        "would run its handler instead"
+    )
+
+
+def _code_error(
+    failures: list[CodeFailure], delivered: frozenset[tuple[Any, ...]], issuer: Issuer
+) -> CodeFailure | None:
+    """The new code's own task failure that replay reaches with these deliveries, if any."""
+    for failure in failures:
+        if failure.delivered <= delivered and issuer.done_before(failure.event_id):
             return failure
     return None
 
 
-def _match_task(task: Task, code: _NewCode, checks_on: bool) -> CoreFailure | None:
+def _match_task(task: Task, code: CommandQueue, checks_on: bool) -> CoreFailure | None:
     queue = code.queue
     previous: dict[str, Any] | None = None
     for event in task.commands:
-        if _is_version_upsert(event, previous) or event.get("event_type") in _UPDATE_PROTOCOL:
+        if is_version_upsert(event, previous) or event.get("event_type") in UNMATCHED_EVENTS:
             previous = event
             continue
         previous = event
@@ -234,9 +292,12 @@ def _match_task(task: Task, code: _NewCode, checks_on: bool) -> CoreFailure | No
                 return failure
             continue
         is_patch_marker = event.get("marker_name") == "core_patch"
-        # Patch commands whose marker history lacks are skipped (``patched()`` returned False).
         while queue and core_machine_kind(queue[0]) == "Patch" and not is_patch_marker:
-            queue.popleft()
+            patch = queue.popleft()
+            if not patch.get("patch_deprecated"):
+                old_branch = _old_branch(task, event, patch, queue, checks_on)
+                if old_branch is not None:
+                    return old_branch
         if is_patch_marker:
             front = queue[0] if queue else None
             front_is_patch = front is not None and core_machine_kind(front) == "Patch"
@@ -307,8 +368,54 @@ def _match_task(task: Task, code: _NewCode, checks_on: bool) -> CoreFailure | No
     return None
 
 
+def _old_branch(
+    task: Task,
+    event: dict[str, Any],
+    patch: Mapping[str, Any],
+    queue: Any,
+    checks_on: bool,
+) -> CoreFailure | None:
+    """The new code's ``patched(id)`` met a history without its marker: it returns False.
+
+    The code then runs the old branch, which the new code's own history (where ``patched()``
+    returned True) never shows. When the recorded history already does what the new branch does
+    here, it was made by code that took the new behaviour without the marker (the patch was
+    removed since): the old branch differs from it and replay fails at this event, with a
+    command no history shows. Otherwise the old branch is taken to be what the recorded history
+    did, and the new code's later commands are unknown: the model stops.
+    """
+    new_branch = queue[0] if queue else None
+    patch_id = patch.get("patch_id")
+    if new_branch is not None and _same_command(event, new_branch):
+        text = (
+            f"(not predictable from the histories) patched('{patch_id}') is False when "
+            "replaying this history, so the code takes its old branch, whose command meets "
+            + core_history_event(event["event_id"], event["event_type"])
+        )
+        return CoreFailure(
+            dict(event), None, "patch_old_branch", event.get("identity"), None,
+            CORE_PREFIX + text, False, task.index, checks_on,
+        )  # fmt: skip
+    raise _Stop(
+        int(event["event_id"]),
+        f"patched('{patch_id}') is False when replaying this history (no marker at event "
+        f"{event['event_id']}): the code takes its old branch, which the new code's history "
+        "does not show; taken to issue what the recorded history did, so nothing after this "
+        "point is checked",
+    )
+
+
+def _same_command(event: Mapping[str, Any], command: Mapping[str, Any]) -> bool:
+    """Whether sdk-core would accept ``command`` for ``event`` (kind and identity)."""
+    if core_machine_kind(event) != core_machine_kind(command):
+        return False
+    if event.get("timer_id") != command.get("timer_id") and event.get("kind") == "StartTimer":
+        return False
+    return _identity_check(event, command, checks_on=True) is None
+
+
 def _match_local_activity(
-    task: Task, event: dict[str, Any], code: _NewCode, checks_on: bool
+    task: Task, event: dict[str, Any], code: CommandQueue, checks_on: bool
 ) -> CoreFailure | None:
     seq = event.get("local_activity_seq")
     command = code.local_activities.get(seq)

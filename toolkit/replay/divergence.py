@@ -1,9 +1,12 @@
 """First divergence: where replaying a recorded history against new code fails, and the words.
 
-``first_divergence(recorded, replayed)`` takes the recorded history and a history the *new* code
-produced under the same inputs, models how sdk-core matches commands to history (see
-:mod:`toolkit.replay.core_model`) and answers with the event, the command in its place, what was
-compared and the message sdk-core prints, plus Go's and Java's wording of the same mismatch.
+``first_divergence(recorded, replayed)`` takes the recorded history and either a history the
+*new* code produced under the same inputs, or the new workflow code itself. With a history it
+models how sdk-core matches commands to history (see :mod:`toolkit.replay.core_model`); with code
+it runs temporalio's real ``Replayer`` (see :mod:`toolkit.replay.code_replay`). Either way it
+answers with the event, the command in its place, what was compared and the message sdk-core
+prints, plus Go's and Java's wording of the same mismatch, and says how sure it is
+(:mod:`toolkit.replay.verdict`).
 
 Examples
 --------
@@ -21,18 +24,16 @@ from typing import Any
 
 import pandas as pd
 
-from toolkit.errors import HistoryFormatError
-from toolkit.replay.commands import events_frame, iter_histories
-from toolkit.replay.core_model import CoreFailure, core_replay
+from toolkit.replay.core_model import CoreFailure
 from toolkit.replay.divergence_messages import (
     go_command,
     go_event,
     java_command_type,
     java_event_type,
 )
-from toolkit.replay.tasks import Task, split_tasks
+from toolkit.replay.tasks import Task
 
-__all__ = ["Divergence", "aligned_commands", "first_divergence"]
+__all__ = ["Divergence", "aligned_commands", "first_divergence", "go_message", "java_message"]
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,13 @@ class Divergence:
     Attributes
     ----------
     event_id : int or None
-        Recorded history event where replay fails.
+        Recorded history event where replay fails (None where the SDK names none: a local
+        activity without its machine, or the code raising).
     check : str
         What differs: ``kind``, ``missing_command``, ``activity_id``, ``activity_type``,
         ``child_workflow_id``, ``child_workflow_type``, ``local_activity_*``, ``patch_id``,
-        ``patch_marker``.
+        ``patch_marker``, ``patch_old_branch``; ``workflow_task_failure`` when the replay fails
+        because the code raises (``outcome == "error"``).
     expected, actual : object
         The recorded value and the new code's value.
     recorded_event : dict
@@ -67,6 +70,21 @@ class Divergence:
         Whether sdk-core's id/type checks (internal flag 1) were on there.
     aligned : pandas.DataFrame
         Both command sequences side by side (see :func:`aligned_commands`).
+    outcome : str
+        ``nondeterminism``, or ``error`` when the workflow task fails for another reason (the
+        code raises; ``core_message`` is then the failure's message).
+    exact : bool
+        Whether verdict and message are the ones the ``Replayer`` prints: always with code;
+        with two histories only when no assumption was needed and the message is not
+        abbreviated.
+    confidence : str
+        ``replayer`` (temporalio's Replayer ran the code), ``histories`` (the two histories
+        determine the answer) or ``assumed`` (it rests on ``assumptions``).
+    assumptions : tuple of str
+        What the answer rests on that the histories cannot show.
+    notes : tuple of str
+        Exact inferences made on the way (ids re-derived for the replayed run's random seed, the
+        model's agreement with the Replayer, ...).
     """
 
     event_id: int | None
@@ -82,6 +100,11 @@ class Divergence:
     task: int
     id_type_checks: bool
     aligned: pd.DataFrame = field(repr=False, compare=False)
+    outcome: str = "nondeterminism"
+    exact: bool = True
+    confidence: str = "histories"
+    assumptions: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         """One row with the scalar fields (for concatenating many divergences)."""
@@ -97,6 +120,9 @@ class Divergence:
                     "recorded": self.recorded_event.get("identity"),
                     "command": None if self.command is None else self.command.get("identity"),
                     "id_type_checks": self.id_type_checks,
+                    "outcome": self.outcome,
+                    "exact": self.exact,
+                    "confidence": self.confidence,
                     "core_message": self.core_message,
                     "go_message": self.go_message,
                     "java_message": self.java_message,
@@ -118,27 +144,6 @@ class Divergence:
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _single_history(source: Any, role: str) -> tuple[pd.DataFrame, list[Task]]:
-    frame = events_frame(source)
-    histories = list(iter_histories(frame))
-    if len(histories) != 1:
-        raise HistoryFormatError(
-            _source_name(frame),
-            f"{role} holds {len(histories)} histories",
-            expected="exactly one history (select one with events[events.history == i])",
-        )
-    history, one = histories[0]
-    if one.empty:
-        raise HistoryFormatError(_source_name(frame), f"{role} has no events", expected="events")
-    return one, split_tasks(history, one)
-
-
-def _source_name(frame: pd.DataFrame) -> str:
-    if "source" in frame.columns and len(frame) and frame["source"].iloc[0] is not None:
-        return str(frame["source"].iloc[0])
-    return "<events frame>"
 
 
 def aligned_commands(recorded: list[Task], replayed: list[Task]) -> pd.DataFrame:
@@ -185,7 +190,7 @@ def aligned_commands(recorded: list[Task], replayed: list[Task]) -> pd.DataFrame
     return out
 
 
-def _java_message(failure: CoreFailure) -> str:
+def java_message(failure: CoreFailure) -> str:
     """Java's wording; empty where Java has no such check (core patch / local-activity markers)."""
     event, command = failure.event, failure.command
     if failure.check.startswith(("patch", "local_activity")):
@@ -222,9 +227,9 @@ def _event_type_of(command: Mapping[str, Any]) -> str:
 _GO_PREFIX = "[TMPRL1100] nondeterministic workflow: "
 
 
-def _go_message(recorded: list[Task], replayed: list[Task]) -> str | None:
+def go_message(recorded: list[Task], replayed: list[Task]) -> str | None:
     """Go's per-task matching (no carry-over between tasks), abbreviated wording."""
-    from toolkit.replay.core_model import _available  # same availability rule as sdk-core
+    from toolkit.replay.core_model import _available  # strict: Go matches task by task
 
     next_task = 0
     for task in recorded:
@@ -276,8 +281,8 @@ def _go_match(event: Mapping[str, Any], command: Mapping[str, Any]) -> bool:
     return True
 
 
-def first_divergence(recorded: Any, replayed: Any) -> Divergence | None:
-    """Find where replaying ``recorded`` against the code that produced ``replayed`` fails.
+def first_divergence(recorded: Any, replayed: Any, **replayer_options: Any) -> Divergence | None:
+    """Find where replaying ``recorded`` against new code fails.
 
     Parameters
     ----------
@@ -285,38 +290,29 @@ def first_divergence(recorded: Any, replayed: Any) -> Divergence | None:
         The recorded history: an events frame of one history, or anything ``read_history``
         accepts.
     replayed
-        A history the new code produced under the same inputs (same start input, signals,
-        updates, activity results).
+        Either a history the new code produced under the same inputs (same start input,
+        signals, updates, activity results) — the answer is then modelled — or the new code
+        itself: a workflow class or a list of them (with any child workflow classes) — the
+        answer is then temporalio's ``Replayer``'s own.
+    **replayer_options
+        With code only: ``workflow_id`` (the id the code sees; exported histories lack it), and
+        anything ``temporalio.worker.Replayer`` takes (``workflow_runner`` for sandbox
+        pass-through modules, ``data_converter``, ``interceptors``, ``runtime``, ...).
 
     Returns
     -------
     Divergence or None
-        None when sdk-core's replay would succeed (commands issued after the recorded history
-        ends are not a failure); otherwise where and why it fails, with each SDK's wording.
+        None when replay succeeds (commands issued after the recorded history ends are not a
+        failure); otherwise where and why it fails, with each SDK's wording and how sure the
+        answer is (``exact``, ``confidence``, ``assumptions``). A None resting on an assumption
+        the histories cannot check comes with an ``InexactVerdictWarning``;
+        :func:`toolkit.replay.verdict.replay_verdict` returns the full verdict either way.
 
     Raises
     ------
     toolkit.errors.HistoryFormatError
-        When either input is not exactly one non-empty history.
+        When ``recorded`` (or a replayed history) is not exactly one non-empty history.
     """
-    _, recorded_tasks = _single_history(recorded, "recorded")
-    _, replayed_tasks = _single_history(replayed, "replayed")
-    failure = core_replay(recorded_tasks, replayed_tasks)
-    if failure is None:
-        return None
-    go = _go_message(recorded_tasks, replayed_tasks) or ""
-    return Divergence(
-        event_id=int(failure.event["event_id"]),
-        check=failure.check,
-        expected=failure.expected,
-        actual=failure.actual,
-        recorded_event=failure.event,
-        command=failure.command,
-        core_message=failure.message,
-        core_message_exact=failure.exact,
-        go_message=go,
-        java_message=_java_message(failure),
-        task=failure.task,
-        id_type_checks=failure.checks_on,
-        aligned=aligned_commands(recorded_tasks, replayed_tasks),
-    )
+    from toolkit.replay.verdict import first_divergence_of  # late: verdict imports this module
+
+    return first_divergence_of(recorded, replayed, **replayer_options)

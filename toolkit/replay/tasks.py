@@ -20,7 +20,7 @@ import pandas as pd
 
 from toolkit.replay.commands import COMMAND_KIND, TASK_COMPLETED, history_commands
 
-__all__ = ["Task", "split_tasks"]
+__all__ = ["CodeFailure", "SplitHistory", "Task", "split_history", "split_tasks"]
 
 #: Non-command events that wake workflow code, keyed by the event linking them to their command.
 _RESULT_LINK = {
@@ -110,6 +110,53 @@ def _update_name(event: Mapping[str, Any]) -> str | None:
     )
 
 
+@dataclass(frozen=True)
+class CodeFailure:
+    """A workflow task the code itself failed (an exception, not a nondeterminism verdict).
+
+    Attributes
+    ----------
+    event_id : int
+        The ``WorkflowTaskFailed`` event.
+    delivered : frozenset
+        Everything delivered to the code when it failed (same keys as :attr:`Task.delivered`).
+    message, failure_type : str or None
+        The failure's message and type (e.g. ``TypeError``).
+    """
+
+    event_id: int
+    delivered: frozenset[tuple[Any, ...]]
+    message: str | None
+    failure_type: str | None
+
+
+@dataclass(frozen=True)
+class SplitHistory:
+    """One history cut for replay modelling.
+
+    Attributes
+    ----------
+    tasks : list of Task
+        Its completed workflow tasks.
+    failures : list of CodeFailure
+        The workflow tasks its code failed by raising.
+    delivered : frozenset
+        Everything the history delivers to the code by its end (what the last activation of a
+        replay sees, including deliveries after the last completed task).
+    run_id : str or None
+        ``originalExecutionRunId`` of its started event (the seed of the workflow's randomness).
+    """
+
+    tasks: list[Task]
+    failures: list[CodeFailure]
+    delivered: frozenset[tuple[Any, ...]]
+    run_id: str | None
+
+
+#: ``WorkflowTaskFailed`` causes that mean the workflow code raised.
+_CODE_FAILURE_CAUSES = frozenset({"WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE"})
+
+
 def split_tasks(history: int, frame: pd.DataFrame) -> list[Task]:
     """Cut one history (events sorted by id) into its completed workflow tasks.
 
@@ -120,6 +167,11 @@ def split_tasks(history: int, frame: pd.DataFrame) -> list[Task]:
     frame
         The events of that one history, sorted by ``event_id``.
     """
+    return split_history(history, frame).tasks
+
+
+def split_history(history: int, frame: pd.DataFrame) -> SplitHistory:
+    """:func:`split_tasks`, plus code failures, final deliveries and the run id."""
     command_rows = {row["event_id"]: row for row in history_commands(history, frame)}
     # A result is named by its command's kind and ordinal among commands of that kind (sdk-core
     # numbers commands per kind), so patch markers or upserts before it do not rename it.
@@ -133,6 +185,7 @@ def split_tasks(history: int, frame: pd.DataFrame) -> list[Task]:
     started_ids = [int(e["event_id"]) for e in events if e["event_type"] in _TASK_STARTED]
 
     tasks: list[Task] = []
+    failures: list[CodeFailure] = []
     delivered: set[tuple[Any, ...]] = set()
     ordinals: Counter[tuple[str, str | None]] = Counter()
     flags: set[int] = set()
@@ -155,6 +208,16 @@ def split_tasks(history: int, frame: pd.DataFrame) -> list[Task]:
                 tasks[-1].core_flags = tasks[-1].core_flags | frozenset(flags)
             tasks.append(current)
             continue
+        if event_type == "WorkflowTaskFailed" and event.get("cause") in _CODE_FAILURE_CAUSES:
+            failures.append(
+                CodeFailure(
+                    event_id,
+                    frozenset(delivered),
+                    _text(event.get("failure_message")),
+                    _text(event.get("failure_type")),
+                )
+            )
+            continue
         if event_type in COMMAND_KIND:
             if current is not None:
                 current.commands.append(command_rows[event_id])
@@ -170,7 +233,16 @@ def split_tasks(history: int, frame: pd.DataFrame) -> list[Task]:
         key = _delivery_key(event, event_type, position_of, ordinals)
         if key is not None:
             delivered.add(key)
-    return tasks
+    run_id = None
+    if events and events[0]["event_type"] == "WorkflowExecutionStarted":
+        attributes = events[0].get("attributes")
+        if isinstance(attributes, Mapping):
+            run_id = _text(attributes.get("originalExecutionRunId"))
+    return SplitHistory(tasks, failures, frozenset(delivered), run_id)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 _TASK_STARTED = frozenset({"WorkflowTaskStarted", "DecisionTaskStarted"})
