@@ -56,6 +56,8 @@ _EXPORTS: dict[str, str] = {
     "Divergence": "toolkit.replay.divergence",
     "first_divergence": "toolkit.replay.divergence",
     "nondeterminism_errors": "toolkit.replay.errors_table",
+    "replay_verdict": "toolkit.replay.verdict",
+    "InexactVerdictWarning": "toolkit.replay.verdict",
     # Not ``replay``: importing the ``toolkit.replay`` subpackage rebinds that name on the package.
     "replay_histories": "toolkit.replay.replayer",
     "sql": "toolkit.datasets.query",
@@ -135,3 +137,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit.replay.divergence import Divergence, first_divergence
     from toolkit.replay.errors_table import nondeterminism_errors
     from toolkit.replay.replayer import replay as replay_histories
+    from toolkit.replay.verdict import InexactVerdictWarning, replay_verdict

@@ -26,11 +26,12 @@ import pandas as pd
 
 from toolkit.agents.roles import Roles, resolve_roles
 from toolkit.histories.payloads import decode_payload
-from toolkit.replay.commands import events_frame, history_commands, iter_histories
+from toolkit.replay.commands import events_frame, history_commands, iter_histories, per_source
 
 __all__ = ["STEP_COMMAND_COLUMNS", "command_letter", "step_commands"]
 
 STEP_COMMAND_COLUMNS = [
+    "source",
     "history",
     "run_id",
     "turn",
@@ -144,6 +145,7 @@ def _split_steps(letters: list[tuple[str, int]]) -> list[tuple[int | None, list[
     return steps
 
 
+@per_source
 def step_commands(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     """One row per model step with its commands before and after the model call.
 
@@ -158,7 +160,7 @@ def step_commands(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`STEP_COMMAND_COLUMNS`: ``history``, ``run_id``, ``turn`` (numbered like
+        Columns :data:`STEP_COMMAND_COLUMNS`: ``source``, ``history``, ``run_id``, ``turn`` (numbered like
         :func:`toolkit.listings_per_turn`; 0 for commands before the first user message),
         ``trigger``, ``step`` (1-based; 0 for a turn without a model call, which still gets a row,
         even with no commands at all), ``model_event_id``, ``before_model``, ``after_model``

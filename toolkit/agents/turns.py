@@ -22,7 +22,7 @@ import orjson
 import pandas as pd
 
 from toolkit.agents.roles import Roles, resolve_roles
-from toolkit.replay.commands import events_frame, iter_histories
+from toolkit.replay.commands import events_frame, iter_histories, per_source
 
 __all__ = ["activity_spans", "agent_steps", "listings_per_turn"]
 
@@ -60,6 +60,7 @@ def _user_messages(frame: pd.DataFrame, roles: Roles) -> list[tuple[int, str]]:
     return out
 
 
+@per_source
 def activity_spans(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     """One row per scheduled activity with its role, turn and times (for timelines).
 
@@ -155,6 +156,7 @@ def _spans_and_turns(
     return out, turns
 
 
+@per_source
 def agent_steps(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     """Turns and model steps of each history: listings before each step, tool calls after it.
 

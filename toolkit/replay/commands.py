@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -113,6 +114,32 @@ def events_frame(source: Any) -> pd.DataFrame:
     from toolkit.histories.read import read_history  # late: the loader imports heavier modules
 
     return read_history(source)
+
+
+def per_source(function: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+    """Run a per-history analysis once per source of a many-file frame.
+
+    ``history`` numbers restart at 0 in every file of a :func:`toolkit.read_histories` frame, so
+    an analysis that keys on ``history`` alone would merge different files. The wrapped function
+    sees one source at a time; its results are concatenated with a ``source`` column in front.
+    """
+
+    @functools.wraps(function)
+    def wrapper(events: Any, *args: Any, **kwargs: Any) -> pd.DataFrame:
+        frame = events_frame(events)
+        if "source" not in frame.columns or len(frame) == 0:
+            return function(frame, *args, **kwargs)
+        parts = []
+        for source, one in frame.groupby("source", sort=False, dropna=False):
+            out = function(one, *args, **kwargs)
+            if "source" not in out.columns:
+                out.insert(0, "source", source)
+            elif out["source"].isna().all():
+                out["source"] = source
+            parts.append(out)
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+    return wrapper
 
 
 def iter_histories(events: pd.DataFrame) -> Iterator[tuple[int, pd.DataFrame]]:
@@ -296,6 +323,7 @@ def history_commands(history: int, frame: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
+@per_source
 def commands(events: Any) -> pd.DataFrame:
     """List the command events of each history, in order, with the identity replay compares.
 
