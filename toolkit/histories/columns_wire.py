@@ -10,7 +10,6 @@ payload cells and the rare events read field by field: failures, updates, child 
 from __future__ import annotations
 
 from functools import cache
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -28,7 +27,7 @@ from toolkit.histories.columns_common import (
 )
 from toolkit.histories.columns_proto import sparse_columns
 from toolkit.histories.dialects import RawHistory
-from toolkit.histories.lazy import LazyEventAttributes, LazyEventExtra, LazyEventPayloads
+from toolkit.histories.lazy import LazyEventPayloads, lazy_proto_cells
 from toolkit.histories.views import failure_view_from_proto
 from toolkit.histories.wire import Fields, WireError, padded, scan, split_records, strings
 
@@ -129,7 +128,7 @@ def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
     kinds[found.message] = found.number
     attributes = scan(buf, found.start, found.start + found.length, found.message)
     _fill(c, data, buf, attributes, kinds, history.proto_events, codec, decode)
-    _cells(c, kinds, history.proto_events, codec, decode)
+    _cells(c, kinds, history.proto_events)
     return EventColumns(c, _times(buf, events, n), c.pop("completed_by"), {})
 
 
@@ -213,18 +212,12 @@ def _payload_cells(
     target: np.ndarray, at: np.ndarray, kinds: np.ndarray, messages: Any, field: str, codec: Any
 ) -> None:
     names = [_ATTRIBUTES[k].name for k in kinds[at].tolist()]
-    cells = [LazyEventPayloads(messages, i, name, field, codec)
+    cells = [LazyEventPayloads(None, codec, messages, i, name, field)
              for i, name in zip(at.tolist(), names, strict=True)]  # fmt: skip
     scatter(target, at, cells)
 
 
-def _cells(c: dict[str, Any], kinds: np.ndarray, messages: Any, codec: Any, decode: bool) -> None:
+def _cells(c: dict[str, Any], kinds: np.ndarray, messages: Any) -> None:
     """``attributes`` and ``extra``: cells reading the parsed event on first use."""
-    n = len(kinds)
-    names = [_ATTRIBUTES[k].name if k else "" for k in kinds.tolist()]
-    cells = map(LazyEventAttributes, repeat(messages), range(n), names)
-    c["attributes"] = np.fromiter(cells, dtype=object, count=n)
-    for i in np.flatnonzero(kinds == 0).tolist():
-        c["attributes"][i] = {}  # no attributes at all (as the protobuf path shows them)
-    extra = map(LazyEventExtra, repeat(messages), range(n))
-    c["extra"] = np.fromiter(extra, dtype=object, count=n)
+    fields = [_ATTRIBUTES[k].name if k else None for k in kinds.tolist()]
+    c["attributes"], c["extra"] = lazy_proto_cells(messages, fields)

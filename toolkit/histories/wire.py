@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["Fields", "WireError", "padded", "scan", "split_records", "strings"]
 
@@ -24,6 +25,7 @@ _LEN = 2  # wire type: length-delimited
 _VARINT = 0
 _FIXED64 = 1
 _FIXED32 = 5
+_VALID_WIRE_TYPES = np.array([True, True, True, False, False, True, False, False])
 
 
 class WireError(ValueError):
@@ -70,22 +72,24 @@ def split_records(data: bytes, field: int = 1) -> tuple[np.ndarray, np.ndarray]:
     return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
 
 
-def _varints(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The varint starting at each offset: (value as uint64, length in bytes)."""
-    byte = buf[at].astype(np.uint64)
-    value = byte & np.uint64(0x7F)
+def _varints(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The varint starting at each offset: value (uint64), length in bytes, and whether it ran
+    past 10 bytes (garbage where the bytes are not a varint: the caller ignores those rows).
+    """
+    byte = buf[at]
+    value = (byte & 0x7F).astype(np.uint64)
     length = np.ones(len(at), dtype=np.int64)
-    going = np.flatnonzero(byte & np.uint64(0x80))
-    shift = 7
-    while len(going):
-        if shift > 63:
-            raise WireError("varint longer than 10 bytes")
-        byte = buf[at[going] + length[going]].astype(np.uint64)
-        value[going] |= (byte & np.uint64(0x7F)) << np.uint64(shift)
+    going = np.flatnonzero(byte & 0x80)
+    for shift in range(7, 70, 7):
+        if not len(going):
+            break
+        byte = buf[at[going] + length[going]]
+        value[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
         length[going] += 1
-        going = going[(byte & np.uint64(0x80)) != 0]
-        shift += 7
-    return value, length
+        going = going[(byte & 0x80) != 0]
+    overlong = np.zeros(len(at), dtype=bool)
+    overlong[going] = True
+    return value, length, overlong
 
 
 @dataclass
@@ -93,8 +97,8 @@ class Fields:
     """Every top-level field of a set of messages, one row per field occurrence.
 
     ``message`` is the index of the message (as given to :func:`scan`) each field belongs to;
-    ``value`` holds varints (as uint64), ``start``/``length`` the payload of length-delimited
-    fields.
+    ``value`` holds varints (as uint64; meaningless for fixed-size fields, which no column
+    reads), ``start``/``length`` the payload of length-delimited fields.
     """
 
     message: np.ndarray
@@ -109,40 +113,39 @@ class Fields:
 
 
 def scan(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ids: np.ndarray) -> Fields:
-    """The fields of the messages ``buf[starts[i]:ends[i]]`` (message ``ids[i]``), in lockstep."""
-    pos = starts.copy()
-    active = np.flatnonzero(pos < ends)
+    """The fields of the messages ``buf[starts[i]:ends[i]]`` (message ``ids[i]``), in lockstep.
+
+    Step *k* reads the *k*-th field of every message not yet exhausted; the arrays shrink as
+    messages end. Both varint and length-delimited fields start with a varint after the tag, so
+    one varint read serves both; fixed-size fields (rare here) only need their size.
+    """
+    open_ = starts < ends
+    pos, end, owner = starts[open_], ends[open_], ids[open_]
     parts: list[tuple[np.ndarray, ...]] = []
-    while len(active):
-        at = pos[active]
-        tag, tag_length = _varints(buf, at)
-        at = at + tag_length
+    while len(pos):
+        tag, tag_length, tag_overlong = _varints(buf, pos)
+        at = pos + tag_length
         wire_type = (tag & np.uint64(7)).astype(np.int8)
-        value = np.zeros(len(active), dtype=np.uint64)
-        length = np.zeros(len(active), dtype=np.int64)
-        step = np.zeros(len(active), dtype=np.int64)
-        varint = np.flatnonzero(wire_type == _VARINT)
-        if len(varint):
-            value[varint], step[varint] = _varints(buf, at[varint])
-        delimited = np.flatnonzero(wire_type == _LEN)
-        if len(delimited):
-            size, size_length = _varints(buf, at[delimited])
-            if (size > np.uint64(1 << 40)).any():
-                raise WireError("implausible length")
-            at[delimited] += size_length
-            length[delimited] = size.astype(np.int64)
-            step[delimited] = length[delimited]
+        if tag_overlong.any() or not _VALID_WIRE_TYPES[wire_type].all():
+            raise WireError("bad tag, group or unknown wire type")
+        value, value_length, overlong = _varints(buf, at)
+        delimited = wire_type == _LEN
+        if (overlong & (wire_type != _FIXED64) & (wire_type != _FIXED32)).any():
+            raise WireError("varint longer than 10 bytes")
+        if (value[delimited] > np.uint64(1 << 40)).any():
+            raise WireError("implausible length")
+        length = np.where(delimited, value, np.uint64(0)).astype(np.int64)
+        start = np.where(delimited, at + value_length, at)
+        step = value_length + length
         step[wire_type == _FIXED64] = 8
         step[wire_type == _FIXED32] = 4
-        if not np.isin(wire_type, (_VARINT, _LEN, _FIXED64, _FIXED32)).all():
-            raise WireError("group or invalid wire type")
         after = at + step
-        if (after > ends[active]).any():
+        if (after > end).any():
             raise WireError("a field runs past the end of its message")
-        parts.append((ids[active], (tag >> np.uint64(3)).astype(np.int64), wire_type, value, at,
-                      length))  # fmt: skip
-        pos[active] = after
-        active = active[after < ends[active]]
+        number = (tag >> np.uint64(3)).astype(np.int64)
+        parts.append((owner, number, wire_type, value, start, length))
+        more = after < end
+        pos, end, owner = after[more], end[more], owner[more]
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return Fields(empty, empty, empty.astype(np.int8), empty.astype(np.uint64), empty, empty)
@@ -168,9 +171,11 @@ def strings(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     sliced = pa.LargeBinaryArray.from_buffers(
         pa.large_binary(), 2 * count - 1, [None, pa.py_buffer(bounds), pa.py_buffer(data)]
     )
-    wanted = sliced.take(pa.array(np.arange(0, 2 * count, 2)))
+    pool = pa.system_memory_pool()  # steadier than Arrow's default pool here (see events._times)
+    wanted = pc.take(sliced, pa.array(np.arange(0, 2 * count, 2)), memory_pool=pool)
     try:
-        encoded = wanted.cast(pa.large_string()).dictionary_encode()
+        text = pc.cast(wanted, pa.large_string(), memory_pool=pool)
+        encoded = pc.dictionary_encode(text, memory_pool=pool)
     except pa.ArrowInvalid as exc:
         raise WireError(f"a string is not UTF-8 ({exc})") from None
     distinct = np.array([v or None for v in encoded.dictionary.to_pylist()] + [None], dtype=object)
