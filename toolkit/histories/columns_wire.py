@@ -29,7 +29,16 @@ from toolkit.histories.columns_proto import sparse_columns
 from toolkit.histories.dialects import RawHistory
 from toolkit.histories.lazy import LazyEventPayloads, lazy_proto_cells
 from toolkit.histories.views import failure_view_from_proto
-from toolkit.histories.wire import Fields, WireError, padded, scan, split_records, strings
+from toolkit.histories.wire import (
+    Fields,
+    WireError,
+    as_array,
+    byte_at,
+    scan,
+    split_records,
+    strings,
+    varints,
+)
 
 __all__ = ["wire_columns"]
 
@@ -81,11 +90,36 @@ def _varint_column(fields: Fields, number: int, n: int) -> np.ndarray:
 def _times(buf: np.ndarray, events: Fields, n: int) -> np.ndarray:
     rows = events.select(events.number == 2)
     _one_per_message(rows, n, "event_time")
-    stamp = scan(buf, rows.start, rows.start + rows.length, rows.message)
-    seconds, nanos = _varint_column(stamp, 1, n), _varint_column(stamp, 2, n)
-    ns = seconds * 1_000_000_000 + nanos
-    ns[(seconds == 0) & (nanos == 0)] = np.iinfo(np.int64).min  # NaT, as an unset time
-    return ns.view("datetime64[ns]")
+    _expect(rows, 2, "event_time")
+    seconds, nanos = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    usual, (s, ns) = _usual_timestamps(buf, rows.start, rows.start + rows.length)
+    seconds[rows.message[usual]], nanos[rows.message[usual]] = s, ns
+    other = rows.select(~usual)
+    if len(other.message):
+        stamp = scan(buf, other.start, other.start + other.length, other.message)
+        seconds += _varint_column(stamp, 1, n)
+        nanos += _varint_column(stamp, 2, n)
+    ns_total = seconds * 1_000_000_000 + nanos
+    ns_total[(seconds == 0) & (nanos == 0)] = np.iinfo(np.int64).min  # NaT, as an unset time
+    return ns_total.view("datetime64[ns]")
+
+
+def _usual_timestamps(
+    buf: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Timestamps laid out as every serializer writes them: ``08 <seconds> 10 <nanos>``, each
+    part left out when zero. Returns which ranges have that layout, and their two values.
+    """
+    has_seconds = (end > start) & (byte_at(buf, start) == 0x08)
+    seconds, seconds_length, seconds_overlong = varints(buf, start + 1)
+    at = np.where(has_seconds, start + 1 + seconds_length, start)
+    has_nanos = (end > at) & (byte_at(buf, at) == 0x10)
+    nanos, nanos_length, nanos_overlong = varints(buf, at + 1)
+    after = np.where(has_nanos, at + 1 + nanos_length, at)
+    usual = (after == end) & ~(has_seconds & seconds_overlong) & ~(has_nanos & nanos_overlong)
+    seconds = np.where(has_seconds, seconds.view(np.int64), 0)[usual]
+    nanos = np.where(has_nanos, nanos.view(np.int64), 0)[usual]
+    return usual, (seconds, nanos)
 
 
 def _check_ids(ids: np.ndarray, name: str) -> None:
@@ -110,7 +144,7 @@ def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
         reads the parsed messages instead).
     """
     data = history.wire or b""
-    buf = padded(data)
+    buf = as_array(data)
     starts, ends = split_records(data)
     n = len(starts)
     events = scan(buf, starts, ends, np.arange(n))

@@ -19,7 +19,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Fields", "WireError", "padded", "scan", "split_records", "strings"]
+__all__ = [
+    "Fields",
+    "WireError",
+    "as_array",
+    "byte_at",
+    "scan",
+    "split_records",
+    "strings",
+    "varints",
+]
 
 _LEN = 2  # wire type: length-delimited
 _VARINT = 0
@@ -32,9 +41,16 @@ class WireError(ValueError):
     """The bytes use the wire format in a way this reader does not handle (caller falls back)."""
 
 
-def padded(data: bytes) -> np.ndarray:
-    """The bytes as uint8, with zero padding so that varint reads never index past the end."""
-    return np.frombuffer(data + bytes(16), dtype=np.uint8)
+def as_array(data: bytes) -> np.ndarray:
+    """The bytes as a uint8 array (no copy)."""
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def byte_at(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``buf[at]``, reading the last byte for offsets past the end: such reads belong to fields
+    that run past their message, which the callers reject by their lengths anyway.
+    """
+    return buf[np.minimum(at, len(buf) - 1)]
 
 
 def split_records(data: bytes, field: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -72,18 +88,18 @@ def split_records(data: bytes, field: int = 1) -> tuple[np.ndarray, np.ndarray]:
     return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
 
 
-def _varints(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def varints(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The varint starting at each offset: value (uint64), length in bytes, and whether it ran
     past 10 bytes (garbage where the bytes are not a varint: the caller ignores those rows).
     """
-    byte = buf[at]
+    byte = byte_at(buf, at)
     value = (byte & 0x7F).astype(np.uint64)
     length = np.ones(len(at), dtype=np.int64)
     going = np.flatnonzero(byte & 0x80)
     for shift in range(7, 70, 7):
         if not len(going):
             break
-        byte = buf[at[going] + length[going]]
+        byte = byte_at(buf, at[going] + length[going])
         value[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
         length[going] += 1
         going = going[(byte & 0x80) != 0]
@@ -123,12 +139,12 @@ def scan(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ids: np.ndarray)
     pos, end, owner = starts[open_], ends[open_], ids[open_]
     parts: list[tuple[np.ndarray, ...]] = []
     while len(pos):
-        tag, tag_length, tag_overlong = _varints(buf, pos)
+        tag, tag_length, tag_overlong = varints(buf, pos)
         at = pos + tag_length
         wire_type = (tag & np.uint64(7)).astype(np.int8)
         if tag_overlong.any() or not _VALID_WIRE_TYPES[wire_type].all():
             raise WireError("bad tag, group or unknown wire type")
-        value, value_length, overlong = _varints(buf, at)
+        value, value_length, overlong = varints(buf, at)
         delimited = wire_type == _LEN
         if (overlong & (wire_type != _FIXED64) & (wire_type != _FIXED32)).any():
             raise WireError("varint longer than 10 bytes")
