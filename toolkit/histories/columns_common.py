@@ -81,7 +81,7 @@ def new_columns(n: int) -> dict[str, Any]:
         elif name == "is_command":
             columns[name] = np.zeros(n, dtype=bool)
         else:
-            columns[name] = np.full(n, None, dtype=object)
+            columns[name] = np.empty(n, dtype=object)  # numpy fills object arrays with None
     return columns
 
 

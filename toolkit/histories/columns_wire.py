@@ -10,6 +10,7 @@ payload cells and the rare events read field by field: failures, updates, child 
 from __future__ import annotations
 
 from functools import cache
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -246,8 +247,8 @@ def _payload_cells(
     target: np.ndarray, at: np.ndarray, kinds: np.ndarray, messages: Any, field: str, codec: Any
 ) -> None:
     names = [_ATTRIBUTES[k].name for k in kinds[at].tolist()]
-    cells = [LazyEventPayloads(None, codec, messages, i, name, field)
-             for i, name in zip(at.tolist(), names, strict=True)]  # fmt: skip
+    shared = repeat(None), repeat(codec), repeat(messages)
+    cells = list(map(LazyEventPayloads, *shared, at.tolist(), names, repeat(field)))
     scatter(target, at, cells)
 
 

@@ -50,7 +50,9 @@ def byte_at(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
     """``buf[at]``, reading the last byte for offsets past the end: such reads belong to fields
     that run past their message, which the callers reject by their lengths anyway.
     """
-    return buf[np.minimum(at, len(buf) - 1)]
+    if len(at) and at.max() >= len(buf):  # rare: a cheaper test than clipping every offset
+        at = np.minimum(at, len(buf) - 1)
+    return buf[at]
 
 
 def split_records(data: bytes, field: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -61,31 +63,34 @@ def split_records(data: bytes, field: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """
     tag = (field << 3) | _LEN
     starts: list[int] = []
-    ends: list[int] = []
+    lengths: list[int] = []
+    add_start, add_length = starts.append, lengths.append
     pos, size = 0, len(data)
-    while pos < size:
-        if data[pos] != tag:
-            raise WireError(f"byte {pos}: tag 0x{data[pos]:02x}, expected 0x{tag:02x}")
-        low = data[pos + 1] if pos + 1 < size else 0
-        if low < 0x80:
-            start, length = pos + 2, low
-        else:
-            length, shift, start = low & 0x7F, 7, pos + 2
-            while True:
-                if start >= size or shift > 35:
-                    raise WireError(f"byte {pos}: bad length")
-                byte = data[start]
-                length |= (byte & 0x7F) << shift
-                start += 1
-                shift += 7
-                if byte < 0x80:
-                    break
-        pos = start + length
-        starts.append(start)
-        ends.append(pos)
+    try:
+        while pos < size:
+            if data[pos] != tag:
+                raise WireError(f"byte {pos}: tag 0x{data[pos]:02x}, expected 0x{tag:02x}")
+            low = data[pos + 1]
+            if low < 0x80:
+                pos, length = pos + 2, low
+            else:
+                high = data[pos + 2]
+                pos, length = pos + 3, (low & 0x7F) | ((high & 0x7F) << 7)
+                shift = 14
+                while high >= 0x80:
+                    if shift > 35:
+                        raise WireError(f"byte {pos}: implausible length")
+                    high = data[pos]
+                    pos, length, shift = pos + 1, length | ((high & 0x7F) << shift), shift + 7
+            add_start(pos)
+            add_length(length)
+            pos += length
+    except IndexError:
+        raise WireError("the last record is cut short") from None
     if pos != size:
         raise WireError("the last record runs past the end")
-    return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+    first = np.array(starts, dtype=np.int64)
+    return first, first + np.array(lengths, dtype=np.int64)
 
 
 def varints(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
