@@ -11,7 +11,7 @@ event never loses the others.
 
 from __future__ import annotations
 
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import msgspec
@@ -65,6 +65,13 @@ def _name(value: Any) -> str | None:
     if isinstance(value, Named):
         return value.name or None
     return str(value) or None
+
+
+def _names(values: list[Any]) -> list[str | None]:
+    try:
+        return [name or None for name in map(attrgetter("name"), values)]  # all {"name": ...}
+    except AttributeError:
+        return [_name(v) for v in values]  # some missing, or bare text (old dialects)
 
 
 def _decode_events(history: RawHistory, name: str) -> tuple[list[Any], set[int]]:
@@ -164,10 +171,12 @@ def json_columns(history: RawHistory, name: str, codec: Any, decode: bool) -> Ev
     started: dict[int, tuple[Any, Any]] = {}
     for info, positions in group_by_type(types):
         at = positions.tolist()
-        group = [events[i] for i in at]
+        group = itemgetter(*at)(events) if len(at) > 1 else (events[at[0]],)
         if info.known:
             empty = _EMPTY_VIEWS[info.key]
-            views = [v if v is not None else empty for v in map(attrgetter(info.key), group)]
+            views = list(map(attrgetter(info.key), group))
+            if views.count(None):
+                views = [v if v is not None else empty for v in views]
             fields = frozenset(type(empty).__struct_fields__)
             for i in at:
                 keys[i] = info.key
@@ -207,7 +216,7 @@ def _fill_group(
             scatter(c[column], positions, [v or None for v in found])
     for field, column in _NAMES.items():
         if (found := values(field)) is not None:
-            scatter(c[column], positions, [_name(v) for v in found])
+            scatter(c[column], positions, _names(found))
     for field, column in _INTS.items():
         if (found := values(field)) is not None:
             c[column][positions] = int_array(found)
