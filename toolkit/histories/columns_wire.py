@@ -34,11 +34,10 @@ from toolkit.histories.wire import (
     Fields,
     WireError,
     as_array,
-    byte_at,
+    leading,
     scan,
     split_records,
     strings,
-    varints,
 )
 
 __all__ = ["wire_columns"]
@@ -88,39 +87,21 @@ def _varint_column(fields: Fields, number: int, n: int) -> np.ndarray:
     return out
 
 
-def _times(buf: np.ndarray, events: Fields, n: int) -> np.ndarray:
-    rows = events.select(events.number == 2)
-    _one_per_message(rows, n, "event_time")
-    _expect(rows, 2, "event_time")
-    seconds, nanos = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    usual, (s, ns) = _usual_timestamps(buf, rows.start, rows.start + rows.length)
-    seconds[rows.message[usual]], nanos[rows.message[usual]] = s, ns
-    other = rows.select(~usual)
-    if len(other.message):
-        stamp = scan(buf, other.start, other.start + other.length, other.message)
-        seconds += _varint_column(stamp, 1, n)
-        nanos += _varint_column(stamp, 2, n)
-    ns_total = seconds * 1_000_000_000 + nanos
-    ns_total[(seconds == 0) & (nanos == 0)] = np.iinfo(np.int64).min  # NaT, as an unset time
-    return ns_total.view("datetime64[ns]")
-
-
-def _usual_timestamps(
-    buf: np.ndarray, start: np.ndarray, end: np.ndarray
-) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """Timestamps laid out as every serializer writes them: ``08 <seconds> 10 <nanos>``, each
-    part left out when zero. Returns which ranges have that layout, and their two values.
-    """
-    has_seconds = (end > start) & (byte_at(buf, start) == 0x08)
-    seconds, seconds_length, seconds_overlong = varints(buf, start + 1)
-    at = np.where(has_seconds, start + 1 + seconds_length, start)
-    has_nanos = (end > at) & (byte_at(buf, at) == 0x10)
-    nanos, nanos_length, nanos_overlong = varints(buf, at + 1)
-    after = np.where(has_nanos, at + 1 + nanos_length, at)
-    usual = (after == end) & ~(has_seconds & seconds_overlong) & ~(has_nanos & nanos_overlong)
-    seconds = np.where(has_seconds, seconds.view(np.int64), 0)[usual]
-    nanos = np.where(has_nanos, nanos.view(np.int64), 0)[usual]
-    return usual, (seconds, nanos)
+def _times(buf: np.ndarray, present: np.ndarray, length: np.ndarray, start: np.ndarray) -> Any:
+    """Event times (``datetime64[ns]``, NaT where unset) from each event's ``Timestamp``."""
+    n = len(present)
+    end = start + length.astype(np.int64)
+    ((_, seconds, _), (_, nanos, _)), rest = leading(buf, start, end, (0x08, 0x10))
+    seconds = np.where(present, seconds.view(np.int64), 0)
+    nanos = np.where(present, nanos.view(np.int64), 0)
+    odd = np.flatnonzero(present & (rest != end))
+    if len(odd):  # fields in another order, repeated, or unknown: read them all
+        stamp = scan(buf, start[odd], end[odd], odd)
+        seconds[odd] = _varint_column(stamp, 1, n)[odd]
+        nanos[odd] = _varint_column(stamp, 2, n)[odd]
+    ns = seconds * 1_000_000_000 + nanos
+    ns[(seconds == 0) & (nanos == 0)] = np.iinfo(np.int64).min  # NaT, as an unset time
+    return ns.view("datetime64[ns]")
 
 
 def _check_ids(ids: np.ndarray, name: str) -> None:
@@ -148,11 +129,16 @@ def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
     buf = as_array(data)
     starts, ends = split_records(data)
     n = len(starts)
-    events = scan(buf, starts, ends, np.arange(n))
+    # event_id, event_time, event_type come first in every encoder's output: read them directly
+    # (any other order falls back to the parsed messages), then everything else in lockstep.
+    (ids, times, types), rest = leading(buf, starts, ends, (0x08, 0x12, 0x18))
+    events = scan(buf, rest, ends, np.arange(n))
+    if np.isin(events.number, (1, 2, 3)).any():
+        raise WireError("event_id, event_time or event_type out of the usual order")
     c = new_columns(n)
-    c["event_id"] = _varint_column(events, 1, n)
+    c["event_id"] = ids[1].view(np.int64)
     _check_ids(c["event_id"], history.source_name)
-    event_types = _varint_column(events, 3, n)
+    event_types = types[1].view(np.int64)
     for info, positions in group_by_type(event_types.tolist()):
         c["event_type"][positions] = info.short
         c["category"][positions] = info.category
@@ -164,7 +150,7 @@ def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
     attributes = scan(buf, found.start, found.start + found.length, found.message)
     _fill(c, data, buf, attributes, kinds, history.proto_events, codec, decode)
     _cells(c, kinds, history.proto_events)
-    return EventColumns(c, _times(buf, events, n), c.pop("completed_by"), {})
+    return EventColumns(c, _times(buf, *times), c.pop("completed_by"), {})
 
 
 def _fill(

@@ -24,6 +24,7 @@ __all__ = [
     "WireError",
     "as_array",
     "byte_at",
+    "leading",
     "scan",
     "split_records",
     "strings",
@@ -150,16 +151,19 @@ def scan(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ids: np.ndarray)
         if tag_overlong.any() or not _VALID_WIRE_TYPES[wire_type].all():
             raise WireError("bad tag, group or unknown wire type")
         value, value_length, overlong = varints(buf, at)
-        delimited = wire_type == _LEN
-        if (overlong & (wire_type != _FIXED64) & (wire_type != _FIXED32)).any():
+        fixed = (wire_type & 1).astype(bool)  # wire types 1 and 5; 0 and 2 start with a varint
+        if overlong.any() and (overlong & ~fixed).any():
             raise WireError("varint longer than 10 bytes")
-        if (value[delimited] > np.uint64(1 << 40)).any():
+        delimited = wire_type == _LEN
+        length = np.where(delimited, value, np.uint64(0))
+        if (length > np.uint64(1 << 40)).any():
             raise WireError("implausible length")
-        length = np.where(delimited, value, np.uint64(0)).astype(np.int64)
+        length = length.astype(np.int64)
         start = np.where(delimited, at + value_length, at)
         step = value_length + length
-        step[wire_type == _FIXED64] = 8
-        step[wire_type == _FIXED32] = 4
+        if fixed.any():
+            step[wire_type == _FIXED64] = 8
+            step[wire_type == _FIXED32] = 4
         after = at + step
         if (after > end).any():
             raise WireError("a field runs past the end of its message")
@@ -171,6 +175,38 @@ def scan(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ids: np.ndarray)
         empty = np.zeros(0, dtype=np.int64)
         return Fields(empty, empty, empty.astype(np.int8), empty.astype(np.uint64), empty, empty)
     return Fields(*(np.concatenate(column) for column in zip(*parts, strict=True)))
+
+
+def leading(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, tags: tuple[int, ...]
+) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], np.ndarray]:
+    """Fields with one-byte ``tags`` read in this order at the start of every message, each
+    optional: the layout every encoder writes (fields in number order, defaults left out).
+
+    Returns, per tag, ``(present, value, start)`` (``value``: the varint, or the length of a
+    length-delimited field, whose payload begins at ``start``), and the offset where each
+    message's other fields begin, to be read with :func:`scan`.
+    """
+    at = starts
+    found = []
+    for tag in tags:
+        present = (at < ends) & (byte_at(buf, at) == tag)
+        value, size, overlong = varints(buf, at + 1)
+        if (present & overlong).any():
+            raise WireError("varint longer than 10 bytes")
+        value = np.where(present, value, np.uint64(0))
+        start = at + 1 + size
+        if tag & 7 == _LEN:
+            if (value > np.uint64(1 << 40)).any():
+                raise WireError("implausible length")
+            after = np.where(present, start + value.astype(np.int64), at)
+        else:
+            after = np.where(present, start, at)
+        if (after > ends).any():
+            raise WireError("a field runs past the end of its message")
+        found.append((present, value, start))
+        at = after
+    return found, at
 
 
 def strings(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
