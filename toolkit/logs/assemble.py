@@ -11,34 +11,19 @@ from typing import Any
 
 import orjson
 
+from toolkit.logs.columns import COLUMNS, Columns
 from toolkit.logs.envelopes import ANSI, Envelope, json_envelope, strip_prefix, strip_structural
 from toolkit.logs.formats import ONE_LINE_FAMILIES, classify_json, otlp_records, parse_text
 from toolkit.logs.formats.base import Parsed
+from toolkit.logs.formats.jsonlog import loads_json
 from toolkit.logs.multiline import continuation
 
 __all__ = ["COLUMNS", "Assembler", "Columns"]
 
-COLUMNS = ("ts", "level", "logger", "message", "fields", "line", "lines", "format", "envelope",
-           "stream", "container", "host", "raw", "parse_error")
 _MAX_PRETTY_JSON_LINES = 10_000
 _MAX_OPEN = 64  # open records (one per container / program) before the oldest is closed
 _NO_KEY: tuple[Any, ...] = (None, None, None, None)
 _INITIAL_MODE = {"go_panic": "goroutine", "go_race": "race", "java_exception": "java"}
-
-
-class Columns:
-    """Column lists of finished records (one list per output column)."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-
-    def __len__(self) -> int:
-        return len(self.data["line"])
-
-    def take(self) -> dict[str, list[Any]]:
-        """Hand over the finished columns and start empty ones."""
-        data, self.data = self.data, {name: [] for name in COLUMNS}
-        return data
 
 
 class _Record:
@@ -142,6 +127,22 @@ class Assembler:
         rec.lines += len(raws)
         rec.mode = mode or None
 
+    def begin_bare_record(self) -> None:
+        """A record without envelope (a bare JSON line) starts: do what :meth:`_start` does first.
+
+        The open record without envelope is finished; records of other containers stay open (a
+        later line of theirs may still continue them).
+        """
+        previous = self.open.pop(_NO_KEY, None)
+        if previous is not None:
+            self._emit(previous)
+        if len(self.open) >= _MAX_OPEN:
+            self._emit(self.open.pop(min(self.open, key=lambda k: self.open[k].line)))
+
+    def open_bare_record(self, parsed: Parsed, line: int, raw: str) -> None:
+        """Keep a one-line record without envelope open: the next lines may continue it."""
+        self._start(parsed, None, line, [raw])
+
     # -- feeding ----------------------------------------------------------------------------
     def idle(self) -> bool:
         """No partial line or pretty-printed object is being collected."""
@@ -164,7 +165,7 @@ class Assembler:
         for _ in range(4):  # envelopes nest (compose around CRI, CRI around docker JSON ...)
             if text[:1] == "{":
                 try:
-                    decoded = orjson.loads(text)
+                    decoded = loads_json(text)
                 except orjson.JSONDecodeError:
                     decoded = None
                 stripped = json_envelope(decoded) if isinstance(decoded, dict) else None
@@ -189,7 +190,7 @@ class Assembler:
             decoded = None
             if text[:1] == "{":
                 try:
-                    decoded = orjson.loads(text)
+                    decoded = loads_json(text)
                 except orjson.JSONDecodeError:
                     decoded = None
         if isinstance(decoded, dict):
@@ -210,7 +211,7 @@ class Assembler:
             full_env = env.wrap(prefix_env) if env else prefix_env
             if inner[:1] == "{":
                 try:
-                    decoded = orjson.loads(inner)
+                    decoded = loads_json(inner)
                 except orjson.JSONDecodeError:
                     decoded = None
                 if isinstance(decoded, dict):
@@ -263,7 +264,7 @@ class Assembler:
             return
         buffered, self._pretty = self._pretty, None
         try:
-            d = orjson.loads("\n".join(t for _, _, t, _ in buffered)) if self._pretty_depth <= 0 \
+            d = loads_json("\n".join(t for _, _, t, _ in buffered)) if self._pretty_depth <= 0 \
                 else None
         except orjson.JSONDecodeError:
             d = None

@@ -10,7 +10,7 @@ in the string values of its structured fields (errors often travel in an ``error
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -32,7 +32,7 @@ _BASE = ["line", "ts", "level", "source"]
 def _haystack(message: Any, fields: Any) -> str:
     """The record's searchable text: its message and the values of its fields."""
     parts = [message if isinstance(message, str) else ""]
-    if isinstance(fields, dict):
+    if isinstance(fields, Mapping):  # a dict, or a JSON line's lazily decoded fields
         for key, value in fields.items():
             if isinstance(value, str):
                 parts.append(f"{key}={value}")
@@ -46,7 +46,7 @@ def _haystack(message: Any, fields: Any) -> str:
 def _scan(
     logs: pd.DataFrame,
     needles: Iterable[str],
-    extract: Callable[[str, dict[str, Any]], list[dict[str, Any]]],
+    extract: Callable[[str, Mapping[str, Any]], list[dict[str, Any]]],
     columns: list[str],
 ) -> pd.DataFrame:
     """Prefilter rows by substrings of ``raw`` (vectorised), then extract findings per row."""
@@ -59,7 +59,7 @@ def _scan(
         mask |= raw.str.contains(needle, regex=False)
     rows: list[dict[str, Any]] = []
     for rec in logs.loc[mask, [*_BASE, "message", "fields"]].itertuples(index=False):
-        fields = rec.fields if isinstance(rec.fields, dict) else {}
+        fields = rec.fields if isinstance(rec.fields, Mapping) else {}
         for found in extract(_haystack(rec.message, fields), fields):
             rows.append({"line": rec.line, "ts": rec.ts, "level": rec.level,
                          "source": rec.source, **found})
@@ -84,7 +84,7 @@ _ND_COLUMNS = ["sdk", "kind", "event_id", "event_type", "command_type", "expecte
                "check", "run_id", "text"]
 
 
-def _extract_nondeterminism(text: str, _: dict[str, Any]) -> list[dict[str, Any]]:
+def _extract_nondeterminism(text: str, _: Mapping[str, Any]) -> list[dict[str, Any]]:
     parsed = parse_nondeterminism(text)
     if parsed is None:
         return []
@@ -127,7 +127,7 @@ _DUP_NEEDLES = ("uplicate tool", "Duplicate function declaration", "conflicts wi
                 "multiple MCP tools", "too many matching mcp tools")
 
 
-def _extract_duplicates(text: str, _: dict[str, Any]) -> list[dict[str, Any]]:
+def _extract_duplicates(text: str, _: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     for kind, pattern in _DUPLICATE_SHAPES:
         for m in pattern.finditer(text):
@@ -176,7 +176,7 @@ _SUBJECT_KEYS = (("tool", "tool"), ("tool_name", "tool"), ("command", "command")
 _SUBJECT_TEXT = re.compile(r"\b(?P<kind>tool|command)[=:] ?\"?(?P<name>[\w.\-/]+)")
 
 
-def _extract_retries(text: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+def _extract_retries(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
     for pattern_name, pattern in _ATTEMPT_SHAPES:
         m = pattern.search(text)
         if not m:
@@ -238,7 +238,7 @@ _NOT_DLQ_ARCHIVE = re.compile(r"histor|visibility|archival", re.IGNORECASE)
 _ID_KEYS = ("command", "command_id", "message_id", "msg_id", "id", "delivery_id", "subject")
 
 
-def _extract_dead_letters(text: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+def _extract_dead_letters(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
     m = _DEAD_LETTER.search(text)
     if m is None:
         m = _ARCHIVED.search(text)
@@ -276,7 +276,7 @@ _MCP_FAILURES: list[tuple[str, re.Pattern[str]]] = [
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 
 
-def _extract_mcp(text: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+def _extract_mcp(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
     for kind, pattern in _MCP_FAILURES:
         m = pattern.search(text)
         if m:

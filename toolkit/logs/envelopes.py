@@ -62,6 +62,16 @@ class Envelope:
         return self.container, self.stream, self.host, self.logger
 
 
+def _journald_time(realtime: Any) -> Any:
+    """``__REALTIME_TIMESTAMP`` (microseconds, as text) -> ns; other text is left to the frame."""
+    if realtime in (None, "") or isinstance(realtime, dict | list):
+        return None
+    try:
+        return epoch_to_ns(int(realtime) * 1000)
+    except (TypeError, ValueError):
+        return realtime if isinstance(realtime, str) else None
+
+
 def json_envelope(d: dict[str, Any]) -> tuple[Envelope, str] | None:
     """docker json-file or journald JSON object -> (envelope, inner text), else None."""
     log = d.get("log")
@@ -75,9 +85,11 @@ def json_envelope(d: dict[str, Any]) -> tuple[Envelope, str] | None:
         fields = dict(d)
         message = fields.pop("MESSAGE")
         if isinstance(message, list):  # journald exports non-UTF-8 messages as byte arrays
-            message = bytes(message).decode("utf-8", "replace")
-        realtime = fields.pop("__REALTIME_TIMESTAMP", None)
-        ts = epoch_to_ns(int(realtime) * 1000) if realtime not in (None, "") else None
+            try:
+                message = bytes(message).decode("utf-8", "replace")
+            except (TypeError, ValueError):
+                message = str(message)
+        ts = _journald_time(fields.pop("__REALTIME_TIMESTAMP", None))
         env = Envelope(
             "journald-json", ts=ts, host=fields.pop("_HOSTNAME", None),
             container=fields.get("CONTAINER_NAME"),

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from toolkit.logs.columns import Repeat, Segment
 from toolkit.logs.normalize import Yearless, epoch_to_ns
 
 __all__ = ["FRAME_COLUMNS", "build_frame", "empty_frame"]
@@ -57,7 +60,7 @@ def _to_utc(values: list[Any], tz: str, year: int,
     if kinds <= {str, type(None)}:  # the common case: ISO text only, converted in one call
         parsed = _strings_to_utc(values, tz)
         result = parsed.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
-        return result, _retry_failed(values, result, list(range(n)), tz)
+        return result, _retry_failed(values, result, range(n), tz)
     result = np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
     str_pos: list[int] = []
     str_val: list[str] = []
@@ -90,7 +93,7 @@ def _to_utc(values: list[Any], tz: str, year: int,
     return result, failed
 
 
-def _retry_failed(texts: list[Any], result: np.ndarray, positions: list[int], tz: str,
+def _retry_failed(texts: list[Any], result: np.ndarray, positions: Sequence[int], tz: str,
                   parsed: np.ndarray | None = None) -> list[int]:
     """Texts the ISO parser refused: let pandas guess them one by one (rare shapes)."""
     parsed = result if parsed is None else parsed
@@ -109,45 +112,95 @@ def _retry_failed(texts: list[Any], result: np.ndarray, positions: list[int], tz
     return failed
 
 
-def _object(values: list[Any]) -> pd.Series:
-    n = len(values)
-    if values.count(None) == n:
-        arr = np.full(n, None, dtype=object)
-    else:
-        arr = np.empty(n, dtype=object)
-        arr[:] = values
-    return pd.Series(arr, dtype=object, copy=False)
+def _pieces(segments: list[Segment], name: str) -> list[Any]:
+    return [segment[name] for segment in segments]
 
 
-def build_frame(cols: dict[str, list[Any]], source: str, tz: str, year: int,
+def _as_list(pieces: list[Any]) -> list[Any]:
+    """One column's values as a single list (the common one-piece case is not copied)."""
+    if len(pieces) == 1 and type(pieces[0]) is list:
+        return pieces[0]
+    out: list[Any] = []
+    for piece in pieces:
+        out.extend(repeat(piece.value, piece.count) if type(piece) is Repeat else piece)
+    return out
+
+
+def _filled(n: int, value: Any) -> np.ndarray:
+    """``n`` references to ``value`` (``np.full`` would convert a str to a NumPy string first
+    and create ``n`` new str objects from it)."""
+    out = np.empty(n, dtype=object)
+    out.fill(value)
+    return out
+
+
+def _objects(pieces: list[Any], n: int) -> np.ndarray:
+    """An object array of ``n`` values from list / Repeat pieces.
+
+    ``np.fromiter`` stores the objects as they are; assigning a list to an object array would
+    probe every element for the array protocols first (slow for lazy cells).
+    """
+    if all(type(p) is Repeat for p in pieces) and len({p.value for p in pieces}) <= 1:
+        return _filled(n, pieces[0].value if pieces else None)
+    if len(pieces) == 1:
+        return np.fromiter(pieces[0], dtype=object, count=n)
+    out = np.empty(n, dtype=object)  # filled with None
+    pos = 0
+    for piece in pieces:
+        if type(piece) is Repeat:
+            if piece.value is not None:
+                out[pos:pos + piece.count].fill(piece.value)
+            pos += piece.count
+        else:
+            out[pos:pos + len(piece)] = np.fromiter(piece, dtype=object, count=len(piece))
+            pos += len(piece)
+    return out
+
+
+def _integers(pieces: list[Any]) -> np.ndarray:
+    arrays = [
+        np.full(p.count, p.value, dtype=np.int64) if type(p) is Repeat
+        else np.arange(p.start, p.stop, p.step, dtype=np.int64) if type(p) is range
+        else np.asarray(p, dtype=np.int64)
+        for p in pieces
+    ]
+    return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+
+
+def _series(values: np.ndarray) -> pd.Series:
+    return pd.Series(values, dtype=values.dtype, copy=False)
+
+
+def build_frame(segments: list[Segment], source: str, tz: str, year: int,
                 start_index: int = 0, year_hint: int | None = None) -> pd.DataFrame:
-    """Build one logs frame from finished record columns."""
-    n = len(cols["line"])
-    ts, failed = _to_utc(cols["ts"], tz, year, year_hint)
-    errors = cols["parse_error"]
+    """Build one logs frame from segments of finished records (see :mod:`toolkit.logs.columns`)."""
+    lines = _integers(_pieces(segments, "line"))
+    n = len(lines)
+    ts_values = _as_list(_pieces(segments, "ts"))
+    ts, failed = _to_utc(ts_values, tz, year, year_hint)
+    objects = {name: _objects(_pieces(segments, name), n) for name in _OBJECT_COLUMNS}
+    errors = objects["parse_error"]
     for i in failed:
-        problem = f"unparsed timestamp {cols['ts'][i]!r}"
+        problem = f"unparsed timestamp {ts_values[i]!r}"
         errors[i] = problem if errors[i] is None else f"{errors[i]}; {problem}"
-    index = pd.RangeIndex(start_index, start_index + n)
     data: dict[str, Any] = {
         "ts": pd.Series(pd.DatetimeIndex(ts).tz_localize("UTC"), copy=False),
     }
     for name in ("level", "logger", "message", "fields"):
-        data[name] = _object(cols[name])
-    data["line"] = pd.Series(np.asarray(cols["line"], dtype=np.int64), copy=False)
-    data["lines"] = pd.Series(np.asarray(cols["lines"], dtype=np.int64), copy=False)
+        data[name] = _series(objects[name])
+    data["line"] = _series(lines)
+    data["lines"] = _series(_integers(_pieces(segments, "lines")))
     for name in ("format", "envelope", "stream", "container", "host", "raw", "parse_error"):
-        data[name] = _object(cols[name])
-    data["source"] = pd.Series(np.full(n, source, dtype=object), dtype=object, copy=False)
+        data[name] = _series(objects[name])
+    data["source"] = _series(_filled(n, source))
     frame = pd.DataFrame(data, copy=False)
     if not frame["line"].is_monotonic_increasing:
         # Interleaved containers close their records out of order; rows follow the input.
         frame = frame.sort_values("line", kind="stable")
-    frame.index = index
+    frame.index = pd.RangeIndex(start_index, start_index + n)
     return frame
 
 
 def empty_frame() -> pd.DataFrame:
     """A logs frame with no rows and the right dtypes."""
-    cols: dict[str, list[Any]] = {name: [] for name in FRAME_COLUMNS if name != "source"}
-    return build_frame(cols, "", "UTC", 1970)
+    return build_frame([], "", "UTC", 1970)

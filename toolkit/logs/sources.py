@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
+import itertools
 import os
 import struct
 import zlib
@@ -21,9 +22,11 @@ from typing import IO, Any
 
 from toolkit.errors import LogFormatError
 
-__all__ = ["LineSource", "log_error", "open_source"]
+__all__ = ["BLOCK", "LineSource", "log_error", "open_source"]
 
 _SAMPLE = 65536
+#: Lines per block handed to the parser (also the granularity of ``chunksize`` frames).
+BLOCK = 65_536
 _MUX_STREAMS = {0: "stdin", 1: "stdout", 2: "stderr"}
 _PATH_SUFFIXES = (".log", ".txt", ".gz", ".json", ".jsonl", ".out", ".err", ".ndjson")
 
@@ -39,15 +42,16 @@ def log_error(source: str, problem: str, *, position: str | None = None,
 
 
 class LineSource:
-    """Decoded lines of one source plus what a progress bar needs.
+    """Decoded lines of one source in blocks of :data:`BLOCK` lines, and what a progress bar needs.
 
-    ``lines`` yields ``str`` lines, or ``(line, stream)`` pairs for Docker multiplexed streams.
+    ``blocks`` yields lists of ``str`` lines, or of ``(line, stream)`` pairs for Docker multiplexed
+    streams; every block but the last holds exactly :data:`BLOCK` lines.
     """
 
-    def __init__(self, name: str, lines: Iterator[Any], total: int | None = None,
+    def __init__(self, name: str, blocks: Iterator[list[Any]], total: int | None = None,
                  position: Any = None) -> None:
         self.name = name
-        self.lines = lines
+        self.blocks = _rebatch(blocks, BLOCK)
         self.total = total
         self._position = position
 
@@ -81,8 +85,28 @@ def _check_text(name: str, sample: bytes, encoding: str) -> None:
                         position=f"character {first}", expected="text lines")
 
 
-def _split_lines(stream: IO[str], chunk_chars: int = 1 << 22) -> Iterator[str]:
-    """Lines of a text stream split on ``\n`` only, read in large chunks (fast and bounded)."""
+def _rebatch(blocks: Iterable[list[Any]], size: int) -> Iterator[list[Any]]:
+    """Regroup blocks of any length into blocks of exactly ``size`` items (the last: fewer)."""
+    pending: list[Any] = []
+    for block in blocks:
+        if not pending and len(block) == size:
+            yield block
+            continue
+        pending.extend(block)
+        while len(pending) >= size:
+            yield pending[:size]
+            del pending[:size]
+    if pending:
+        yield pending
+
+
+def _grouped(items: Iterator[Any], size: int = BLOCK) -> Iterator[list[Any]]:
+    while block := list(itertools.islice(items, size)):
+        yield block
+
+
+def _split_lines(stream: IO[str], chunk_chars: int = 1 << 22) -> Iterator[list[str]]:
+    """Blocks of lines of a text stream split on ``\n`` only, read in large chunks."""
     tail = ""
     while True:
         chunk = stream.read(chunk_chars)
@@ -92,9 +116,10 @@ def _split_lines(stream: IO[str], chunk_chars: int = 1 << 22) -> Iterator[str]:
         tail = parts.pop()
         if "\r" in chunk:
             parts = [p[:-1] if p.endswith("\r") else p for p in parts]
-        yield from parts
+        if parts:
+            yield parts
     if tail:
-        yield tail[:-1] if tail.endswith("\r") else tail
+        yield [tail[:-1] if tail.endswith("\r") else tail]
 
 
 def _is_multiplexed(head: bytes) -> bool:
@@ -148,7 +173,7 @@ def _from_binary(name: str, raw: IO[bytes], total: int | None, position: Any) ->
                             expected="a gzip stream") from None
         return _from_binary(name, buffered, total, position)
     if _is_multiplexed(head):
-        return LineSource(name, _demultiplex(name, raw), total, position)
+        return LineSource(name, _grouped(_demultiplex(name, raw)), total, position)
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         encoding = "utf-16"
     elif head[:3] == b"\xef\xbb\xbf":
@@ -160,13 +185,13 @@ def _from_binary(name: str, raw: IO[bytes], total: int | None, position: Any) ->
     return LineSource(name, _guarded(name, _split_lines(stream)), total, position)
 
 
-def _guarded(name: str, lines: Iterator[str]) -> Iterator[str]:
+def _guarded(name: str, blocks: Iterator[list[str]]) -> Iterator[list[str]]:
     """Turn decompression failures in the middle of a file into a LogFormatError."""
     count = 0
     try:
-        for line in lines:
-            count += 1
-            yield line
+        for block in blocks:
+            count += len(block)
+            yield block
     except (OSError, EOFError, zlib.error) as exc:
         raise log_error(name, f"the compressed stream is corrupt or truncated ({exc})",
                         position=f"after line {count}", expected="a complete gzip stream") from None
@@ -180,11 +205,13 @@ def _looks_like_path(text: str) -> bool:
     return (" " not in text and ("/" in text or "\\" in text)) or text.endswith(_PATH_SUFFIXES)
 
 
-def _from_list(lines: Iterable[str]) -> Iterator[str]:
-    for line in lines:
-        if line.endswith("\n"):
-            line = line[:-2] if line.endswith("\r\n") else line[:-1]
-        yield line
+def _from_list(lines: list[str] | tuple[str, ...]) -> Iterator[list[str]]:
+    for start in range(0, len(lines), BLOCK):
+        block = list(lines[start:start + BLOCK])
+        if any(line.endswith("\n") for line in block):
+            block = [(line[:-2] if line.endswith("\r\n") else line[:-1])
+                     if line.endswith("\n") else line for line in block]
+        yield block
 
 
 def open_source(source: Any) -> LineSource:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from toolkit.logs.formats import golang, java, logfmt, python, rust
 from toolkit.logs.formats.base import Family, Parsed
-from toolkit.logs.formats.jsonlog import classify_json, classify_json_block, otlp_records
+from toolkit.logs.formats.jsonlog import classify_json, otlp_records
 
-__all__ = ["FAMILY_NAMES", "ONE_LINE_FAMILIES", "Parsed", "classify_json", "classify_json_block",
-           "otlp_records", "parse_text"]
+__all__ = ["FAMILY_NAMES", "ONE_LINE_FAMILIES", "Parsed", "classify_json", "otlp_records",
+           "parse_text"]
 
 # Order matters where shapes overlap: tab-separated zap before generic timestamp + level shapes,
 # Rust tracing (``target: ``) and Java (``[thread]``) before the Python asctime variants.

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+import orjson
+
 from toolkit.logs.formats.base import Parsed
 from toolkit.logs.normalize import (
     epoch_to_ns,
@@ -22,15 +25,65 @@ from toolkit.logs.normalize import (
     otlp_severity_level,
 )
 
-__all__ = ["classify_json", "classify_json_block", "otlp_records"]
+__all__ = [
+    "LEVEL_KEYS", "LOGGER_KEYS", "MAX_DEPTH", "MSG_KEYS", "SIGNATURE_KEYS", "TS_KEYS",
+    "classify_json", "family_of", "json_text", "json_ts", "loads_json", "orjson_number",
+    "otlp_records",
+]
 
-_TS_KEYS = ("time", "ts", "timestamp", "@timestamp", "t", "asctime", "datetime", "date", "Time")
-_LEVEL_KEYS = ("level", "severity", "lvl", "levelname", "log.level", "loglevel", "Level")
-_MSG_KEYS = ("msg", "message", "event", "MESSAGE", "Message", "body")
-_LOGGER_KEYS = ("logger", "name", "logger_name", "loggerName", "target", "component")
+# Header keys, most preferred first: a record's header is the first of each list it has.
+TS_KEYS = ("time", "ts", "timestamp", "@timestamp", "t", "asctime", "datetime", "date", "Time")
+LEVEL_KEYS = ("level", "severity", "lvl", "levelname", "log.level", "loglevel", "Level")
+MSG_KEYS = ("msg", "message", "event", "MESSAGE", "Message", "body")
+LOGGER_KEYS = ("logger", "name", "logger_name", "loggerName", "target", "component")
+#: Every key whose presence decides a record's family, header or envelope (see family_of).
+SIGNATURE_KEYS = frozenset({
+    *TS_KEYS, *LEVEL_KEYS, *MSG_KEYS, *LOGGER_KEYS, "logging-call-at", "v", "hostname", "pid",
+    "sdkComponent", "taskQueue", "namespace", "fields", "log", "resourceLogs",
+    "__REALTIME_TIMESTAMP", "_PID", "PRIORITY", "__CURSOR",
+})
 
 
-def _ts(value: Any) -> Any:
+# Numbers beyond the double range (``1e400``, 400-digit integers) make orjson refuse a whole line;
+# this decoder reads them (as +-inf, or as Python ints) so that such a line is still a JSON record.
+# The JSON fast path (msgspec, which skips unread values without range checks) agrees with it.
+_LENIENT = msgspec.json.Decoder(float_hook=float)
+_INT_RANGE = range(-(2**63), 2**64)
+#: Nesting orjson accepts; deeper texts are no JSON records for either decoder.
+MAX_DEPTH = 1024
+
+
+def loads_json(text: str) -> Any:
+    """Decode one JSON text (orjson; numbers out of the double range read by msgspec).
+
+    Raises
+    ------
+    orjson.JSONDecodeError
+        The text is not JSON.
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        # Bracket counts bound the depth: past orjson's limit the text stays refused.
+        if text.count("{") + text.count("[") <= MAX_DEPTH:
+            try:
+                return _LENIENT.decode(text)
+            except (msgspec.DecodeError, RecursionError, UnicodeError):
+                pass  # surrogates and the like: not JSON for orjson either
+        raise
+
+
+def orjson_number(value: Any) -> Any:
+    """An int as orjson decodes it: beyond 64 bits it becomes a float (when one can hold it)."""
+    if type(value) is int and value not in _INT_RANGE:
+        try:
+            return float(value)
+        except OverflowError:
+            return value
+    return value
+
+
+def json_ts(value: Any) -> Any:
     if value is None or isinstance(value, str):
         return value or None
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -45,13 +98,13 @@ def _pop_first(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
-def _text(value: Any) -> str:
+def json_text(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else str(value)
 
 
-def _family(d: dict[str, Any]) -> str:
+def family_of(d: dict[str, Any]) -> str:
     """Name the family from the keys still present (header keys not yet popped)."""
     if "logging-call-at" in d:
         return "temporal_server"
@@ -81,30 +134,38 @@ def _family(d: dict[str, Any]) -> str:
 
 def classify_json(d: dict[str, Any]) -> Parsed:
     """Parse one decoded JSON log object (not an envelope, not OTLP) into a record."""
-    family = _family(d)
+    family = family_of(d)
     if family == "rust_tracing_json":
         inner = d.pop("fields")
-        message = _text(inner.pop("message", None))
-        ts = _ts(d.pop("timestamp", None))
+        message = json_text(inner.pop("message", None))
+        ts = json_ts(d.pop("timestamp", None))
         level = norm_level(d.pop("level", None))
         logger = d.pop("target", None)
         d.update(inner)
         return family, ts, level, logger, message, d
-    ts = _ts(_pop_first(d, _TS_KEYS))
-    raw_level = _pop_first(d, _LEVEL_KEYS)
+    ts = json_ts(_pop_first(d, TS_KEYS))
+    raw_level = _pop_first(d, LEVEL_KEYS)
     if family == "bunyan" and isinstance(raw_level, int):
         level = level_from_number(raw_level)
     else:
         level = norm_level(raw_level)
-    message = _text(_pop_first(d, _MSG_KEYS))
-    logger = _pop_first(d, _LOGGER_KEYS)
+    message = json_text(_pop_first(d, MSG_KEYS))
+    logger = _pop_first(d, LOGGER_KEYS)
     if logger is not None and not isinstance(logger, str):
         d["logger"] = logger
         logger = None
     return family, ts, level, logger, message, d
 
 
-def _otlp_value(value: dict[str, Any]) -> Any:
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _otlp_value(value: Any) -> Any:
     """An OTLP ``AnyValue`` to a Python value."""
     if not isinstance(value, dict):
         return value
@@ -117,98 +178,57 @@ def _otlp_value(value: dict[str, Any]) -> Any:
         except (TypeError, ValueError):
             return value["intValue"]
     if "arrayValue" in value:
-        return [_otlp_value(v) for v in value["arrayValue"].get("values", [])]
+        return [_otlp_value(v) for v in _list(_mapping(value["arrayValue"]).get("values"))]
     if "kvlistValue" in value:
-        return _otlp_attributes(value["kvlistValue"].get("values", []))
+        return _otlp_attributes(_mapping(value["kvlistValue"]).get("values"))
     return value or None
 
 
-def _otlp_attributes(items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {a.get("key"): _otlp_value(a.get("value", {})) for a in items if isinstance(a, dict)}
-
-
-def otlp_records(d: dict[str, Any]) -> list[Parsed]:
-    """Every log record of an OTLP/JSON ``ExportLogsServiceRequest`` (one line, many records)."""
-    out: list[Parsed] = []
-    for resource_logs in d.get("resourceLogs") or []:
-        resource = _otlp_attributes((resource_logs.get("resource") or {}).get("attributes") or [])
-        for scope_logs in resource_logs.get("scopeLogs") or []:
-            scope = scope_logs.get("scope") or {}
-            for rec in scope_logs.get("logRecords") or []:
-                fields: dict[str, Any] = {f"resource.{k}": v for k, v in resource.items()}
-                fields.update(_otlp_attributes(rec.get("attributes") or []))
-                for key in ("traceId", "spanId", "flags", "observedTimeUnixNano"):
-                    if key in rec:
-                        fields[key] = rec[key]
-                raw_time = rec.get("timeUnixNano") or rec.get("observedTimeUnixNano")
-                ts = int(raw_time) if raw_time not in (None, "", "0", 0) else None
-                level = norm_level(rec.get("severityText")) or otlp_severity_level(
-                    rec.get("severityNumber"))
-                body = _otlp_value(rec.get("body") or {})
-                out.append(("otlp", ts, level, scope.get("name"), _text(body), fields))
+def _otlp_attributes(items: Any) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for item in _list(items):
+        if isinstance(item, dict):
+            key = item.get("key")
+            out[key if key is None or isinstance(key, str | int | float) else str(key)] = (
+                _otlp_value(item.get("value", {})))
     return out
 
 
-# Keys whose presence decides a JSON record's family or header; records of one block that share
-# the same subset of them are parsed column by column (see classify_json_block).
-_SIGNATURE_KEYS = frozenset({
-    *_TS_KEYS, *_LEVEL_KEYS, *_MSG_KEYS, *_LOGGER_KEYS, "logging-call-at", "v", "hostname",
-    "pid", "sdkComponent", "taskQueue", "namespace", "fields", "log", "resourceLogs",
-    "__REALTIME_TIMESTAMP", "_PID", "PRIORITY", "__CURSOR",
-})
-_SPECIAL = frozenset({"rust_tracing_json", "bunyan"})
-
-
-def _layout(d: dict[str, Any]) -> tuple[str, str | None, str | None, str | None, str | None]:
-    family = _family(d)
-    pick = lambda keys: next((k for k in keys if k in d), None)  # noqa: E731
-    return family, pick(_TS_KEYS), pick(_LEVEL_KEYS), pick(_MSG_KEYS), pick(_LOGGER_KEYS)
-
-
-def classify_json_block(objs: list[Any]) -> list[list[Any]] | None:
-    """Parse a block of decoded JSON records column by column, when they share one layout.
-
-    Returns the columns ``[family, ts, level, logger, message, fields]`` or None when the block
-    mixes layouts (or holds envelopes, OTLP, non-objects): the caller then parses per record.
-    Same result as :func:`classify_json` on each record, at a fraction of the cost.
-    """
-    first = objs[0]
-    if type(first) is not dict:
+def _otlp_time(value: Any) -> Any:
+    """``timeUnixNano`` (a decimal string or a number) as int ns; other text as it is."""
+    if value in (None, "", "0", 0) or isinstance(value, dict | list):
         return None
-    signature = _SIGNATURE_KEYS.intersection(first)
-    if "log" in signature or "resourceLogs" in signature or "MESSAGE" in signature:
-        return None
-    same = _SIGNATURE_KEYS.intersection
-    if not all(type(d) is dict and same(d) == signature for d in objs):
-        return None
-    family, ts_key, level_key, msg_key, logger_key = _layout(first)
-    if family in _SPECIAL:
-        return None
-    n = len(objs)
-    ts = [d.pop(ts_key) for d in objs] if ts_key else [None] * n
-    if ts_key and not all(type(v) is str for v in ts):
-        ts = [_ts(v) for v in ts]
-    raw_levels = [d.pop(level_key) for d in objs] if level_key else [None] * n
-    cache: dict[Any, str | None] = {}
     try:
-        levels = [cache[v] if v in cache else cache.setdefault(v, norm_level(v))
-                  for v in raw_levels]
-    except TypeError:  # an unhashable level value: normalise one by one
-        levels = [norm_level(v) for v in raw_levels]
-    messages = [d.pop(msg_key) for d in objs] if msg_key else [""] * n
-    if not all(type(m) is str for m in messages):
-        messages = [_text(m) for m in messages]
-    loggers = [d.pop(logger_key) for d in objs] if logger_key else [None] * n
-    if logger_key and not all(type(g) is str or g is None for g in loggers):
-        for d, g in zip(objs, loggers, strict=True):
-            if g is not None and not isinstance(g, str):
-                d["logger"] = g
-        loggers = [g if isinstance(g, str) else None for g in loggers]
-    if family in ("slog_json", "logrus_json"):  # told apart per record by the level's case
-        families = [
-            "slog_json" if isinstance(v, str) and v[:1].isupper() else "logrus_json"
-            for v in raw_levels
-        ]
-    else:
-        families = [family] * n
-    return [families, ts, levels, loggers, messages, objs]
+        return int(value)
+    except (TypeError, ValueError):
+        return value  # not a number: the frame builder parses it or reports it
+
+
+def otlp_records(d: dict[str, Any]) -> list[Parsed]:
+    """Every log record of an OTLP/JSON ``ExportLogsServiceRequest`` (one line, many records).
+
+    Parts of another shape than OTLP's (a string where a list of records belongs ...) hold no
+    records; a line without any is read as an ordinary JSON record.
+    """
+    out: list[Parsed] = []
+    for resource_logs in _list(d.get("resourceLogs")):
+        resource_logs = _mapping(resource_logs)
+        resource = _otlp_attributes(_mapping(resource_logs.get("resource")).get("attributes"))
+        for scope_logs in _list(resource_logs.get("scopeLogs")):
+            scope_logs = _mapping(scope_logs)
+            scope = _mapping(scope_logs.get("scope"))
+            for rec in _list(scope_logs.get("logRecords")):
+                if not isinstance(rec, dict):
+                    continue
+                fields: dict[str, Any] = {f"resource.{k}": v for k, v in resource.items()}
+                fields.update(_otlp_attributes(rec.get("attributes")))
+                for key in ("traceId", "spanId", "flags", "observedTimeUnixNano"):
+                    if key in rec:
+                        fields[key] = rec[key]
+                ts = _otlp_time(rec.get("timeUnixNano") or rec.get("observedTimeUnixNano"))
+                number = rec.get("severityNumber")
+                level = norm_level(rec.get("severityText")) or otlp_severity_level(
+                    number if type(number) is int else None)
+                body = _otlp_value(rec.get("body") or {})
+                out.append(("otlp", ts, level, scope.get("name"), json_text(body), fields))
+    return out

@@ -1,0 +1,62 @@
+"""Finished records, column by column, before they become a frame.
+
+Records arrive two ways: one at a time from the line assembler (appended to plain lists), and a
+block at a time from the JSON fast path (whole column lists, and :class:`Repeat` for columns that
+hold one value throughout, such as the envelope columns of bare JSON lines). Both are kept as a
+sequence of segments in emission order, so that no per-record work is needed to join them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+__all__ = ["COLUMNS", "Columns", "Repeat", "Segment"]
+
+#: Record columns, in frame order (``source`` is added by the frame builder).
+COLUMNS = ("ts", "level", "logger", "message", "fields", "line", "lines", "format", "envelope",
+           "stream", "container", "host", "raw", "parse_error")
+
+
+class Repeat(NamedTuple):
+    """A column segment holding ``value`` ``count`` times."""
+
+    value: Any
+    count: int
+
+
+#: One segment: every column name mapped to a list, a ``range`` (``line``) or a :class:`Repeat`.
+Segment = dict[str, Any]
+
+
+def _empty() -> Segment:
+    return {name: [] for name in COLUMNS}
+
+
+class Columns:
+    """Finished records: sealed segments plus the lists the assembler is appending to (``data``)."""
+
+    def __init__(self) -> None:
+        self.data: Segment = _empty()
+        self._sealed: list[Segment] = []
+        self._sealed_rows = 0
+
+    def __len__(self) -> int:
+        return self._sealed_rows + len(self.data["line"])
+
+    def add_segment(self, segment: Segment, rows: int) -> None:
+        """Append a block of ``rows`` records built column by column."""
+        self._seal()
+        self._sealed.append(segment)
+        self._sealed_rows += rows
+
+    def _seal(self) -> None:
+        if self.data["line"]:
+            self._sealed_rows += len(self.data["line"])
+            self._sealed.append(self.data)
+            self.data = _empty()
+
+    def take(self) -> list[Segment]:
+        """Hand over every finished segment (in emission order) and start empty."""
+        self._seal()
+        segments, self._sealed, self._sealed_rows = self._sealed, [], 0
+        return segments

@@ -1,0 +1,347 @@
+"""The fast path for runs of JSON log lines: decode only the header, a block at a time.
+
+A JSON record's family, header keys and envelope status depend only on which of
+:data:`SIGNATURE_KEYS` it has (its *layout*) and, for slog vs logrus, on its level's spelling.
+For each layout met, a msgspec struct type is built whose fields are exactly those keys: present
+ones required, absent ones typed so that their presence fails decoding. Decoding a line with it
+therefore *checks* that the line has the same layout, and reads only the header values (every
+other key is skipped inside msgspec). Lines of one layout are then turned into columns a column
+at a time, and ``fields`` stays a :class:`~toolkit.logs.cells.LazyFields` over the line.
+
+Two decoders per layout: a strict one (text header values, the usual case, so no per-record type
+checks are needed afterwards) and a loose one (any JSON values, normalised like
+:func:`classify_json` does). Lines that fit neither (envelopes, OTLP, Rust tracing's nested
+``fields``, non-objects, text) end the run; the line assembler takes them one by one.
+
+The result is the one :func:`classify_json` gives line by line (same family, ts, level, logger,
+message; ``fields`` equal to its dict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import repeat
+from operator import attrgetter
+from typing import Annotated, Any, NamedTuple
+
+import msgspec
+import orjson
+
+from toolkit.logs.assemble import Assembler
+from toolkit.logs.cells import LazyFields
+from toolkit.logs.columns import Repeat, Segment
+from toolkit.logs.formats.jsonlog import (
+    LEVEL_KEYS,
+    LOGGER_KEYS,
+    MAX_DEPTH,
+    MSG_KEYS,
+    SIGNATURE_KEYS,
+    TS_KEYS,
+    family_of,
+    json_text,
+    json_ts,
+    loads_json,
+    orjson_number,
+)
+from toolkit.logs.normalize import norm_level
+
+__all__ = ["JsonRuns"]
+
+_SUB_BLOCK = 8192  # lines decoded per attempt: bounds the work redone when a run ends inside
+# Errors of a msgspec decode that mean "not a JSON record of this layout" (RecursionError: nested
+# too deep for the header value; UnicodeError: lone surrogates in text given as str).
+_NOT_THIS = (msgspec.DecodeError, RecursionError, UnicodeError)
+_UNSUPPORTED = frozenset({"log", "resourceLogs", "MESSAGE"})  # envelopes, OTLP: the assembler's
+_NonEmptyText = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class _Layout(NamedTuple):
+    """How to decode and read the lines of one layout."""
+
+    decode: Callable[[str], Any]
+    ts: Callable[[Any], Any] | None  # attribute getters of the header keys present
+    level: Callable[[Any], Any] | None
+    message: Callable[[Any], Any] | None
+    logger: Callable[[Any], Any] | None
+    family: str | None  # None: slog_json / logrus_json / json by the level's spelling
+    strict: bool
+    message_key: str | None
+
+
+_PROBE_VALUES = {"level": "INFO", "fields": {}}  # values that take the paths that look further
+
+
+class _Probe(dict):  # type: ignore[type-arg]
+    """A stand-in record with a layout's keys that notes every key the decisions look at.
+
+    The family, header and envelope decisions are trees of presence tests; keys no test on the
+    path to this layout's answer looks at cannot change it, so only the keys noted here (and
+    absent) need to be ruled out when decoding. Fewer struct fields make decoding cheaper.
+    """
+
+    def __init__(self, keys: frozenset[str]) -> None:
+        super().__init__((key, _PROBE_VALUES.get(key)) for key in keys)
+        self.seen: set[Any] = set()
+
+    def __contains__(self, key: object) -> bool:
+        self.seen.add(key)
+        return super().__contains__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.seen.add(key)
+        return super().get(key, default)
+
+
+def _first(keys: tuple[str, ...], present: Any) -> str | None:
+    return next((k for k in keys if k in present), None)
+
+
+def _build_layout(order: list[str], strict: bool) -> _Layout | None:
+    """The decoders of one layout: its signature keys in ``order`` (the first record's)."""
+    probe = _Probe(frozenset(order))
+    if [key for key in _UNSUPPORTED if key in probe]:
+        return None
+    header = {
+        "ts": _first(TS_KEYS, probe), "level": _first(LEVEL_KEYS, probe),
+        "message": _first(MSG_KEYS, probe), "logger": _first(LOGGER_KEYS, probe),
+    }
+    family = family_of(probe)
+    if family == "rust_tracing_json":
+        return None  # its family depends on the type of ``fields``, record by record
+    strict_types: dict[str | None, Any] = {
+        header["ts"]: _NonEmptyText, header["level"]: str, header["message"]: str,
+        header["logger"]: str | None,
+    }
+    fields: list[tuple[str, Any, Any]] = []
+    attrs: dict[str, str] = {}
+    for key in order:  # required, in the records' order (msgspec tries the next field first)
+        attrs[key] = f"k{len(attrs)}"
+        kind = strict_types.get(key, Any) if strict else Any
+        fields.append((attrs[key], kind, msgspec.field(name=key)))
+    for key in sorted(probe.seen - set(order)):  # looked at but absent: presence fails decoding
+        absent = msgspec.field(default=msgspec.UNSET, name=key)
+        fields.append((f"k{len(fields)}", msgspec.UnsetType, absent))
+    struct = msgspec.defstruct("JsonHeader", fields, gc=False)
+    getters = {name: attrgetter(attrs[key]) if key else None for name, key in header.items()}
+    return _Layout(
+        decode=msgspec.json.Decoder(struct).decode,
+        family=None if family in ("slog_json", "logrus_json") else family,
+        strict=strict, message_key=header["message"], **getters,
+    )
+
+
+def _too_deep(line: str) -> bool:
+    """Whether orjson refuses the line for its nesting (msgspec skips unread values at any depth).
+
+    Bracket counts bound the depth, so only lines with very many brackets are decoded here.
+    """
+    if len(line) <= 2 * MAX_DEPTH or line.count("{") + line.count("[") <= MAX_DEPTH:
+        return False
+    try:
+        loads_json(line)
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
+def _by_level_family(level: Any) -> str:
+    """slog and logrus JSON share their keys; slog spells levels in upper case."""
+    if not isinstance(level, str):
+        return "json"
+    return "slog_json" if level[:1].isupper() else "logrus_json"
+
+
+def _levels(raw: list[Any], by_level: bool) -> tuple[Any, Any]:
+    """Normalised levels and, for slog/logrus layouts, families: one lookup per distinct value.
+
+    Either may come back as a :class:`Repeat` when every record has the same one.
+    """
+    n = len(raw)
+    try:
+        distinct = set(raw)
+    except TypeError:  # an unhashable level (a list or object): one by one
+        families = [_by_level_family(v) for v in raw] if by_level else None
+        return [norm_level(v) for v in raw], families
+    levels = {v: norm_level(orjson_number(v)) for v in distinct}
+    if len(set(levels.values())) == 1:
+        level_column: Any = Repeat(levels.popitem()[1], n)
+    else:
+        level_column = list(map(levels.__getitem__, raw))
+    if not by_level:
+        return level_column, None
+    families = {v: _by_level_family(v) for v in distinct}
+    if len(set(families.values())) == 1:
+        return level_column, Repeat(families.popitem()[1], n)
+    return level_column, list(map(families.__getitem__, raw))
+
+
+def _loose_messages(layout: _Layout, values: list[Any], raws: list[str]) -> list[str]:
+    """Message texts of any JSON values, as :func:`classify_json` spells them."""
+    out = []
+    for value, raw in zip(values, raws, strict=True):
+        if type(value) is dict or type(value) is list:  # spelled from orjson's values
+            value = loads_json(raw)[layout.message_key]
+        out.append(json_text(orjson_number(value)))
+    return out
+
+
+def _header_columns(layout: _Layout, heads: list[Any], raws: list[str]) -> list[Any]:
+    """Columns ``format, ts, level, logger, message`` of decoded headers of one layout."""
+    n = len(heads)
+    ts: Any = Repeat(None, n)
+    if layout.ts:
+        ts = list(map(layout.ts, heads))
+        if not layout.strict:
+            ts = [json_ts(orjson_number(v)) for v in ts]
+    family: Any = Repeat(layout.family, n)
+    level: Any = Repeat(None, n)
+    if layout.level:
+        level, families = _levels(list(map(layout.level, heads)), layout.family is None)
+        family = families if families is not None else family
+    elif layout.family is None:
+        family = Repeat("json", n)
+    message: Any = Repeat("", n)
+    if layout.message:
+        message = list(map(layout.message, heads))
+        if not layout.strict:
+            message = _loose_messages(layout, message, raws)
+    logger: Any = Repeat(None, n)
+    if layout.logger:
+        logger = list(map(layout.logger, heads))
+        if not layout.strict or "" in logger:  # an empty logger is none (as records have it)
+            logger = [g if isinstance(g, str) and g else None for g in logger]
+    return [family, ts, level, logger, message]
+
+
+def _cut(column: Any, n: int) -> Any:
+    """The first ``n`` values of a column piece."""
+    return Repeat(column.value, n) if type(column) is Repeat else column[:n]
+
+
+def _last(column: Any) -> Any:
+    return column.value if type(column) is Repeat else column[-1]
+
+
+class JsonRuns:
+    """Feeds runs of JSON record lines to an :class:`Assembler`, remembering layouts met."""
+
+    def __init__(self, asm: Assembler) -> None:
+        self.asm = asm
+        self._layouts: dict[tuple[frozenset[str], bool], _Layout | None] = {}
+        self._current: _Layout | None = None
+
+    def _layout(self, record: dict[str, Any], strict: bool) -> _Layout | None:
+        order = [key for key in record if key in SIGNATURE_KEYS]
+        key = (frozenset(order), strict)
+        if key not in self._layouts:
+            self._layouts[key] = _build_layout(order, strict)
+        return self._layouts[key]
+
+    def _decode_one(self, line: str) -> tuple[_Layout, Any] | None:
+        """Decode one line, finding its layout when it is not the current one."""
+        if _too_deep(line):
+            return None
+        current = self._current
+        if current is not None:
+            try:
+                return current, current.decode(line)
+            except _NOT_THIS:
+                pass
+        try:
+            d = loads_json(line)
+        except orjson.JSONDecodeError:
+            return None
+        if type(d) is not dict:
+            return None
+        for strict in (True, False):
+            layout = self._layout(d, strict)
+            if layout is None:
+                return None
+            try:
+                head = layout.decode(line)
+            except _NOT_THIS:
+                continue
+            self._current = layout
+            return layout, head
+        return None
+
+    def _decode_run(self, block: list[str], start: int) -> list[tuple[_Layout, int, list[Any]]]:
+        """Decode the JSON record lines from ``block[start]`` on: (layout, first index, heads)."""
+        runs: list[tuple[_Layout, int, list[Any]]] = []
+
+        def add(layout: _Layout, first: int, heads: list[Any]) -> None:
+            if runs and runs[-1][0] is layout:  # runs are contiguous: extend the last one
+                runs[-1][2].extend(heads)
+            else:
+                runs.append((layout, first, heads))
+
+        pos, n = start, len(block)
+        while pos < n:
+            layout = self._current
+            if layout is not None:
+                end = min(n, pos + _SUB_BLOCK)
+                part = block[pos:end]
+                try:
+                    heads = list(map(layout.decode, part))
+                except _NOT_THIS:
+                    heads = None
+                # msgspec also accepts JSON after leading blanks; such lines are not JSON records.
+                if (heads is not None and all(map(str.startswith, part, repeat("{")))
+                        and (max(map(len, part)) <= 2 * MAX_DEPTH
+                             or not any(map(_too_deep, part)))):
+                    add(layout, pos, heads)
+                    pos = end
+                    continue
+            else:
+                end = pos + 1  # no layout yet: find the first line's, then try whole blocks
+            for k in range(pos, end):  # line by line, until a line that is no JSON record
+                line = block[k]
+                found = self._decode_one(line) if line[:1] == "{" else None
+                if found is None:
+                    return runs
+                add(found[0], k, [found[1]])
+            pos = end
+        return runs
+
+    def feed(self, block: list[str], start: int, first_line: int) -> int:
+        """Consume the run of JSON record lines beginning at ``block[start]``; return its end.
+
+        Returns ``start`` when ``block[start]`` is no JSON record. The run's last record stays
+        open in the assembler, for continuation lines (tracebacks, indented frames) after it.
+        """
+        runs = self._decode_run(block, start)
+        if not runs:
+            return start
+        columns = [_header_columns(layout, heads, block[first:first + len(heads)])
+                   for layout, first, heads in runs]
+        end = runs[-1][1] + len(runs[-1][2])
+        asm = self.asm
+        asm.begin_bare_record()
+        closed = end - start - 1  # every record of the run but the last is finished
+        if closed:
+            segment: Segment = {"envelope": Repeat(None, closed), "stream": Repeat(None, closed),
+                                "container": Repeat(None, closed), "host": Repeat(None, closed),
+                                "parse_error": Repeat(None, closed), "lines": Repeat(1, closed)}
+            raws = block[start:end - 1]
+            names = ("format", "ts", "level", "logger", "message")
+            if len(columns) == 1:
+                for name, column in zip(names, columns[0], strict=True):
+                    segment[name] = _cut(column, closed)
+            else:
+                for i, name in enumerate(names):
+                    values: list[Any] = []
+                    for (_, run_start, heads), cols in zip(runs, columns, strict=True):
+                        take = min(len(heads), end - 1 - run_start)
+                        piece = cols[i]
+                        values.extend(repeat(piece.value, take) if type(piece) is Repeat
+                                      else piece[:take])
+                    segment[name] = values
+            segment["raw"] = raws
+            segment["fields"] = list(map(LazyFields, raws))
+            segment["line"] = range(first_line + start, first_line + end - 1)
+            asm.out.add_segment(segment, closed)
+        family, ts, level, logger, message = (_last(c) for c in columns[-1])
+        last = block[end - 1]
+        asm.open_bare_record((family, ts, level, logger, message, LazyFields(last)),  # type: ignore[arg-type]
+                             first_line + end - 1, last)
+        return end
