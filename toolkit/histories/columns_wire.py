@@ -57,6 +57,14 @@ _PAYLOADS = {"input": "input", "result": "result", "details": "details"}
 _COMPLEX = {"failure": "failure"}
 _RULES = {**_STRINGS, **_NAMES, **_INTS, **_ENUMS, **_PAYLOADS, **_COMPLEX}
 _RULE_CODES = {column: code for code, column in enumerate(_RULES, start=1)}
+# ActivityType and TaskQueue keep their name in field 1; checked here, not assumed silently.
+_NAME_NUMBER = 1
+assert all(
+    f.message_type.fields_by_name[name].message_type.fields_by_name["name"].number == _NAME_NUMBER
+    for f in _ATTRIBUTES.values()
+    for name in _NAMES.values()
+    if name in f.message_type.fields_by_name
+), "a name field moved: update columns_wire"
 
 
 @cache
@@ -179,7 +187,7 @@ def _fill(
         elif column in _NAMES:
             _expect(rows, 2, column)
             named = scan(buf, rows.start, rows.start + rows.length, np.arange(len(at)))
-            name = named.select((named.number == 1) & (named.wire_type == 2))
+            name = named.select((named.number == _NAME_NUMBER) & (named.wire_type == 2))
             _one_per_message(name, len(at), column + ".name")
             c[column][at[name.message]] = strings(data, name.start, name.length)
         elif column in _INTS:
