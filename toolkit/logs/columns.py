@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["COLUMNS", "Columns", "Repeat", "Segment"]
+__all__ = ["COLUMNS", "TEXT_TS", "Columns", "Repeat", "Segment"]
 
 #: Record columns, in frame order (``source`` is added by the frame builder).
 COLUMNS = ("ts", "level", "logger", "message", "fields", "line", "lines", "format", "envelope",
@@ -26,6 +26,8 @@ class Repeat(NamedTuple):
 
 #: One segment: every column name mapped to a list, a ``range`` (``line``) or a :class:`Repeat`.
 Segment = dict[str, Any]
+#: Segment key marking a ``ts`` list that holds ISO text only (no per-value type check needed).
+TEXT_TS = "ts is text"
 
 
 def _empty() -> Segment:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from toolkit.logs.columns import Repeat, Segment
+from toolkit.logs.columns import TEXT_TS, Repeat, Segment
 from toolkit.logs.normalize import Yearless, epoch_to_ns
 
 __all__ = ["FRAME_COLUMNS", "build_frame", "empty_frame"]
@@ -47,16 +47,30 @@ def _first_year(values: list[Any]) -> str | None:
     return None
 
 
-def _to_utc(values: list[Any], tz: str, year: int,
-            year_hint: int | None = None) -> tuple[np.ndarray, list[int]]:
+def _ts_kinds(segments: list[Segment]) -> set[type]:
+    """Types in the ``ts`` column; segments marked ``TEXT_TS`` hold ISO text only."""
+    kinds: set[type] = set()
+    for segment in segments:
+        piece = segment["ts"]
+        if type(piece) is Repeat:
+            kinds.add(type(piece.value))
+        elif segment.get(TEXT_TS):
+            kinds.add(str)
+        else:
+            kinds.update(map(type, piece))
+    return kinds
+
+
+def _to_utc(values: list[Any], tz: str, year: int, year_hint: int | None = None,
+            kinds: set[type] | None = None) -> tuple[np.ndarray, list[int]]:
     """Convert the ``ts`` column (ISO text, yearless text, int ns, None) to UTC ns.
 
     Yearless timestamps take the year of the closest full timestamp before them (``year_hint``
     when given by the caller), else ``year``. Returns the datetime64[ns] values (UTC) and the
-    positions whose text could not be parsed.
+    positions whose text could not be parsed. ``kinds``: the value types, when known.
     """
     n = len(values)
-    kinds = set(map(type, values))
+    kinds = set(map(type, values)) if kinds is None else kinds
     if kinds <= {str, type(None)}:  # the common case: ISO text only, converted in one call
         parsed = _strings_to_utc(values, tz)
         result = parsed.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
@@ -177,7 +191,7 @@ def build_frame(segments: list[Segment], source: str, tz: str, year: int,
     lines = _integers(_pieces(segments, "line"))
     n = len(lines)
     ts_values = _as_list(_pieces(segments, "ts"))
-    ts, failed = _to_utc(ts_values, tz, year, year_hint)
+    ts, failed = _to_utc(ts_values, tz, year, year_hint, _ts_kinds(segments))
     objects = {name: _objects(_pieces(segments, name), n) for name in _OBJECT_COLUMNS}
     errors = objects["parse_error"]
     for i in failed:

@@ -29,7 +29,7 @@ import orjson
 
 from toolkit.logs.assemble import Assembler
 from toolkit.logs.cells import LazyFields
-from toolkit.logs.columns import Repeat, Segment
+from toolkit.logs.columns import TEXT_TS, Repeat, Segment
 from toolkit.logs.formats.jsonlog import (
     LEVEL_KEYS,
     LOGGER_KEYS,
@@ -151,28 +151,43 @@ def _by_level_family(level: Any) -> str:
     return "slog_json" if level[:1].isupper() else "logrus_json"
 
 
+# Level spellings met so far -> canonical level / slog-or-logrus family (bounded: a log with ever
+# new level values only costs a refill).
+_LEVEL_OF: dict[Any, str | None] = {}
+_FAMILY_OF: dict[Any, str] = {}
+_MAX_SPELLINGS = 4096
+
+
+def _uniform(column: list[Any]) -> Any:
+    """A :class:`Repeat` when every value is the same object, else the list."""
+    if column and column.count(column[0]) == len(column):
+        return Repeat(column[0], len(column))
+    return column
+
+
 def _levels(raw: list[Any], by_level: bool) -> tuple[Any, Any]:
-    """Normalised levels and, for slog/logrus layouts, families: one lookup per distinct value.
+    """Normalised levels and, for slog/logrus layouts, families (table lookups, C loops).
 
     Either may come back as a :class:`Repeat` when every record has the same one.
     """
-    n = len(raw)
     try:
-        distinct = set(raw)
-    except TypeError:  # an unhashable level (a list or object): one by one
-        families = [_by_level_family(v) for v in raw] if by_level else None
-        return [norm_level(v) for v in raw], families
-    levels = {v: norm_level(orjson_number(v)) for v in distinct}
-    if len(set(levels.values())) == 1:
-        level_column: Any = Repeat(levels.popitem()[1], n)
-    else:
-        level_column = list(map(levels.__getitem__, raw))
-    if not by_level:
-        return level_column, None
-    families = {v: _by_level_family(v) for v in distinct}
-    if len(set(families.values())) == 1:
-        return level_column, Repeat(families.popitem()[1], n)
-    return level_column, list(map(families.__getitem__, raw))
+        levels = list(map(_LEVEL_OF.__getitem__, raw))
+    except (KeyError, TypeError):  # a new spelling, or an unhashable value
+        try:
+            new = set(raw).difference(_LEVEL_OF)
+        except TypeError:  # an unhashable level (a list or object): one by one
+            families = [_by_level_family(v) for v in raw] if by_level else None
+            return [norm_level(v) for v in raw], families
+        if len(_LEVEL_OF) + len(new) > _MAX_SPELLINGS:
+            _LEVEL_OF.clear()
+            _FAMILY_OF.clear()
+            new = set(raw)
+        for value in new:
+            _LEVEL_OF[value] = norm_level(orjson_number(value))
+            _FAMILY_OF[value] = _by_level_family(value)
+        levels = list(map(_LEVEL_OF.__getitem__, raw))
+    families = _uniform(list(map(_FAMILY_OF.__getitem__, raw))) if by_level else None
+    return _uniform(levels), families
 
 
 def _loose_messages(layout: _Layout, values: list[Any], raws: list[str]) -> list[str]:
@@ -286,7 +301,8 @@ class JsonRuns:
                 except _NOT_THIS:
                     heads = None
                 # msgspec also accepts JSON after leading blanks; such lines are not JSON records.
-                if (heads is not None and all(map(str.startswith, part, repeat("{")))
+                # Blanks sort before "{", so the smallest line shows whether there is one.
+                if (heads is not None and min(part)[:1] == "{"
                         and (max(map(len, part)) <= 2 * MAX_DEPTH
                              or not any(map(_too_deep, part)))):
                     add(layout, pos, heads)
@@ -337,6 +353,8 @@ class JsonRuns:
                                       else piece[:take])
                     segment[name] = values
             segment["raw"] = raws
+            if all(layout.strict and layout.ts for layout, _, _ in runs):
+                segment[TEXT_TS] = True  # strict layouts decode the time as non-empty text
             segment["fields"] = list(map(LazyFields, raws))
             segment["line"] = range(first_line + start, first_line + end - 1)
             asm.out.add_segment(segment, closed)

@@ -112,7 +112,8 @@ def _split_lines(stream: IO[str], chunk_chars: int = 1 << 22) -> Iterator[list[s
         chunk = stream.read(chunk_chars)
         if not chunk:
             break
-        parts = (tail + chunk).split("\n")
+        parts = chunk.split("\n")
+        parts[0] = tail + parts[0]  # cheaper than joining the tail to the whole chunk
         tail = parts.pop()
         if "\r" in chunk:
             parts = [p[:-1] if p.endswith("\r") else p for p in parts]
