@@ -3,6 +3,10 @@
 Events are grouped by which ``*EventAttributes`` they carry; for each group every column the
 message type has is read with one C-level ``attrgetter`` pass and scattered into numpy object
 arrays. Field plans are derived from the installed descriptors, never written by hand.
+
+Used for histories that arrive as messages (``WorkflowHistory``, ``History``, a server fetch,
+Cloud exports) and for binary files the wire reader (:mod:`~toolkit.histories.columns_wire`)
+declines; serialized ``History`` bytes normally go through the wire reader, which is faster.
 """
 
 from __future__ import annotations
