@@ -44,6 +44,8 @@ __all__ = ["wire_columns"]
 
 _ATTRIBUTES = {f.number: f for f in HistoryEvent.DESCRIPTOR.oneofs_by_name["attributes"].fields}
 _KINDS = max(_ATTRIBUTES) + 1
+# attributes field number -> its name (None for 0: the event has no attributes)
+_FIELD_NAMES = np.array([_ATTRIBUTES[k].name if k in _ATTRIBUTES else None for k in range(_KINDS)])
 _NUMBERS = 64  # attributes field numbers at or above this feed no column
 # column -> attributes field name, by how the value becomes a cell
 _STRINGS = {"activity_id": "activity_id", "timer_id": "timer_id", "signal_name": "signal_name",
@@ -240,7 +242,7 @@ def _failures(
 def _payload_cells(
     target: np.ndarray, at: np.ndarray, kinds: np.ndarray, messages: Any, field: str, codec: Any
 ) -> None:
-    names = [_ATTRIBUTES[k].name for k in kinds[at].tolist()]
+    names = _FIELD_NAMES[kinds[at]].tolist()
     shared = repeat(None), repeat(codec), repeat(messages)
     cells = list(map(LazyEventPayloads, *shared, at.tolist(), names, repeat(field)))
     scatter(target, at, cells)
@@ -248,5 +250,4 @@ def _payload_cells(
 
 def _cells(c: dict[str, Any], kinds: np.ndarray, messages: Any) -> None:
     """``attributes`` and ``extra``: cells reading the parsed event on first use."""
-    fields = [_ATTRIBUTES[k].name if k else None for k in kinds.tolist()]
-    c["attributes"], c["extra"] = lazy_proto_cells(messages, fields)
+    c["attributes"], c["extra"] = lazy_proto_cells(messages, _FIELD_NAMES[kinds].tolist())
