@@ -91,22 +91,16 @@ class Assembler:
 
     def _emit(self, rec: _Record) -> None:
         message = rec.messages[0] if len(rec.messages) == 1 else "\n".join(rec.messages).rstrip()
+        raw = rec.raws[0] if len(rec.raws) == 1 else "\n".join(rec.raws)
         env = rec.env
-        data = self.out.data
-        data["ts"].append(rec.ts)
-        data["level"].append(rec.level)
-        data["logger"].append(rec.logger)
-        data["message"].append(message)
-        data["fields"].append(rec.fields)
-        data["line"].append(rec.line)
-        data["lines"].append(rec.lines)
-        data["format"].append(rec.family)
-        data["envelope"].append(env.name if env else None)
-        data["stream"].append(env.stream if env else None)
-        data["container"].append(env.container if env else None)
-        data["host"].append(env.host if env else None)
-        data["raw"].append(rec.raws[0] if len(rec.raws) == 1 else "\n".join(rec.raws))
-        data["parse_error"].append(rec.parse_error)
+        if env is None:
+            row = (rec.ts, rec.level, rec.logger, message, rec.fields, rec.line, rec.lines,
+                   rec.family, None, None, None, None, raw, rec.parse_error)
+        else:
+            row = (rec.ts, rec.level, rec.logger, message, rec.fields, rec.line, rec.lines,
+                   rec.family, env.name, env.stream, env.container, env.host, raw,
+                   rec.parse_error)
+        self.out.rows.append(row)  # in COLUMNS order
 
     def _start(self, parsed: Parsed, env: Envelope | None, line: int, raws: list[str],
                one_line: bool | None = None) -> _Record:

@@ -24,26 +24,27 @@ class Repeat(NamedTuple):
     count: int
 
 
-#: One segment: every column name mapped to a list, a ``range`` (``line``) or a :class:`Repeat`.
+#: One segment: every column name mapped to a list or tuple, a ``range`` (``line``) or a
+#: :class:`Repeat`.
 Segment = dict[str, Any]
 #: Segment key marking a ``ts`` list that holds ISO text only (no per-value type check needed).
 TEXT_TS = "ts is text"
 
 
-def _empty() -> Segment:
-    return {name: [] for name in COLUMNS}
-
-
 class Columns:
-    """Finished records: sealed segments plus the lists the assembler is appending to (``data``)."""
+    """Finished records: sealed segments, plus the rows the assembler is appending (``rows``).
+
+    The assembler appends one tuple per record (in :data:`COLUMNS` order); they are turned into
+    columns when sealed (one ``zip`` instead of a list append per column and record).
+    """
 
     def __init__(self) -> None:
-        self.data: Segment = _empty()
+        self.rows: list[tuple[Any, ...]] = []
         self._sealed: list[Segment] = []
         self._sealed_rows = 0
 
     def __len__(self) -> int:
-        return self._sealed_rows + len(self.data["line"])
+        return self._sealed_rows + len(self.rows)
 
     def add_segment(self, segment: Segment, rows: int) -> None:
         """Append a block of ``rows`` records built column by column."""
@@ -52,10 +53,10 @@ class Columns:
         self._sealed_rows += rows
 
     def _seal(self) -> None:
-        if self.data["line"]:
-            self._sealed_rows += len(self.data["line"])
-            self._sealed.append(self.data)
-            self.data = _empty()
+        if self.rows:
+            self._sealed_rows += len(self.rows)
+            self._sealed.append(dict(zip(COLUMNS, zip(*self.rows, strict=True), strict=True)))
+            self.rows = []
 
     def take(self) -> list[Segment]:
         """Hand over every finished segment (in emission order) and start empty."""

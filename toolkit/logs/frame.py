@@ -134,6 +134,8 @@ def _as_list(pieces: list[Any]) -> list[Any]:
     """One column's values as a single list (the common one-piece case is not copied)."""
     if len(pieces) == 1 and type(pieces[0]) is list:
         return pieces[0]
+    if len(pieces) == 1 and type(pieces[0]) is tuple:
+        return list(pieces[0])
     out: list[Any] = []
     for piece in pieces:
         out.extend(repeat(piece.value, piece.count) if type(piece) is Repeat else piece)
