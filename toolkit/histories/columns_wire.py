@@ -171,10 +171,13 @@ def _fill(
     n = len(kinds)
     number = np.minimum(fields.number, _NUMBERS - 1)
     rule = _routes()[kinds[fields.message], number]
+    # Rows sorted by rule once, so that each column takes a slice rather than a full-size mask.
+    order = np.argsort(rule, kind="stable")
+    bounds = np.searchsorted(rule[order], np.arange(len(_RULE_CODES) + 2))
     for column, code in _RULE_CODES.items():
-        rows = fields.select(rule == code)
-        if not len(rows.message):
+        if bounds[code] == bounds[code + 1]:
             continue
+        rows = fields.select(order[bounds[code] : bounds[code + 1]])
         if column in _PAYLOADS:
             if decode:
                 _payload_cells(c[column], np.unique(rows.message), kinds, messages, column, codec)

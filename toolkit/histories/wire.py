@@ -130,8 +130,9 @@ class Fields:
     start: np.ndarray
     length: np.ndarray
 
-    def select(self, mask: np.ndarray) -> Fields:
-        return Fields(*(getattr(self, name)[mask] for name in self.__dataclass_fields__))
+    def select(self, rows: np.ndarray) -> Fields:
+        """The rows picked by a boolean mask or an index array."""
+        return Fields(*(getattr(self, name)[rows] for name in self.__dataclass_fields__))
 
 
 def scan(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ids: np.ndarray) -> Fields:
