@@ -132,6 +132,12 @@ def read_logs(
     ------
     LogFormatError
         The source cannot be read at all (missing, empty, binary, corrupt compression).
+
+    Notes
+    -----
+    Runs of JSON lines are read a block at a time, their header keys only; the ``fields`` of
+    such records are decoded when first read (:class:`toolkit.logs.cells.LazyFields`, a read-only
+    mapping equal to the dict, which ``.value`` returns).
     """
     src = open_source(source)
     year_hint = year
