@@ -22,6 +22,7 @@ __all__ = [
     "EventColumns",
     "TypeInfo",
     "failure_columns",
+    "group_by_number",
     "group_by_type",
     "int_array",
     "new_columns",
@@ -107,6 +108,15 @@ def _int_or_zero(value: Any) -> int:
         return int(value or 0)
     except (TypeError, ValueError, OverflowError):
         return 0
+
+
+def group_by_number(numbers: np.ndarray) -> Iterator[tuple[TypeInfo, np.ndarray]]:
+    """:func:`group_by_type` for event types given as enum numbers (binary histories)."""
+    distinct, codes = np.unique(numbers, return_inverse=True)
+    order = np.argsort(codes, kind="stable")
+    ends = np.cumsum(np.bincount(codes, minlength=len(distinct)))
+    for code, number in enumerate(distinct.tolist()):
+        yield type_info(number), order[(ends[code - 1] if code else 0) : ends[code]]
 
 
 def group_by_type(spellings: Sequence[Any]) -> Iterator[tuple[TypeInfo, np.ndarray]]:

@@ -21,7 +21,7 @@ from toolkit.histories.columns_common import (
     EventColumns,
     cause_name,
     failure_columns,
-    group_by_type,
+    group_by_number,
     new_columns,
     retry_state_name,
     scatter,
@@ -149,7 +149,7 @@ def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
     c["event_id"] = ids[1].view(np.int64)
     _check_ids(c["event_id"], history.source_name)
     event_types = types[1].view(np.int64)
-    for info, positions in group_by_type(event_types.tolist()):
+    for info, positions in group_by_number(event_types):
         c["event_type"][positions] = info.short
         c["category"][positions] = info.category
         c["is_command"][positions] = info.is_command
@@ -174,6 +174,7 @@ def _fill(
     # Rows sorted by rule once, so that each column takes a slice rather than a full-size mask.
     order = np.argsort(rule, kind="stable")
     bounds = np.searchsorted(rule[order], np.arange(len(_RULE_CODES) + 2))
+    texts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
     for column, code in _RULE_CODES.items():
         if bounds[code] == bounds[code + 1]:
             continue
@@ -188,13 +189,13 @@ def _fill(
             _failures(c, at, kinds, messages, codec, decode)
         elif column in _STRINGS:
             _expect(rows, 2, column)
-            c[column][at] = strings(data, rows.start, rows.length)
+            texts.append((column, at, rows.start, rows.length))
         elif column in _NAMES:
             _expect(rows, 2, column)
             named = scan(buf, rows.start, rows.start + rows.length, np.arange(len(at)))
             name = named.select((named.number == _NAME_NUMBER) & (named.wire_type == 2))
             _one_per_message(name, len(at), column + ".name")
-            c[column][at[name.message]] = strings(data, name.start, name.length)
+            texts.append((column, at[name.message], name.start, name.length))
         elif column in _INTS:
             _expect(rows, 0, column)
             c[column][at] = rows.value.view(np.int64)
@@ -204,12 +205,28 @@ def _fill(
             scatter(c[column], at, states)
         else:
             _causes(c, data, rows, kinds)
+    _fill_texts(c, data, texts)
     # Update and child workflow columns come from a few nested messages: read the parsed ones.
     for category in ("update", "child_workflow"):
         at = np.flatnonzero((c["category"] == category) & (kinds != 0)).tolist()
         views = [getattr(messages[i], _ATTRIBUTES[int(kinds[i])].name) for i in at]
         if at:
             sparse_columns(c, at, views, category, codec, decode)
+
+
+def _fill_texts(
+    c: dict[str, Any], data: bytes, texts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]
+) -> None:
+    """Decode the text of every string column in one pass (one Arrow call, one dictionary)."""
+    if not texts:
+        return
+    decoded = strings(
+        data, np.concatenate([t[2] for t in texts]), np.concatenate([t[3] for t in texts])
+    )
+    offset = 0
+    for column, at, _, _ in texts:
+        c[column][at] = decoded[offset : offset + len(at)]
+        offset += len(at)
 
 
 def _expect(rows: Fields, wire_type: int, column: str) -> None:

@@ -125,7 +125,7 @@ def _history_frame(
     data: dict[str, Any] = {}
     for name, dtype in COLUMNS.items():
         if name in facts:
-            data[name] = pd.Series(np.full(n, facts[name], dtype=dtype), dtype=dtype, copy=False)
+            data[name] = pd.Series(_constant(n, facts[name], dtype), dtype=dtype, copy=False)
         elif name == "event_time":
             data[name] = times
         elif name == "workflow_task":
@@ -139,6 +139,14 @@ def _history_frame(
             # Explicit dtype: pandas 3 would otherwise infer (and convert to) its str dtype.
             data[name] = pd.Series(c[name], dtype=dtype, copy=False)
     return pd.DataFrame(data, copy=False)
+
+
+def _constant(n: int, value: Any, dtype: str) -> np.ndarray:
+    # ``fill`` stores the one object n times; ``np.full`` would convert a str to a numpy string
+    # and back, making n copies of it.
+    array = np.empty(n, dtype=dtype)
+    array.fill(value)
+    return array
 
 
 def _columns(history: RawHistory, source_name: str, codec: Any, decode: bool) -> EventColumns:
