@@ -98,7 +98,7 @@ def command_outcomes(logs: pd.DataFrame) -> pd.DataFrame:
     """
     rows: dict[str, dict[str, Any]] = {}
     for message, fields in logs[["message", "fields"]].itertuples(index=False):
-        fields = fields if isinstance(fields, dict) else {}
+        fields = fields if isinstance(fields, Mapping) else {}
         command = fields.get("command_id")
         if not command:
             continue
