@@ -181,7 +181,8 @@ def _fill(
         rows = fields.select(order[bounds[code] : bounds[code + 1]])
         if column in _PAYLOADS:
             if decode:
-                _payload_cells(c[column], np.unique(rows.message), kinds, messages, column, codec)
+                events = np.flatnonzero(np.bincount(rows.message, minlength=n))  # maps: many rows
+                _payload_cells(c[column], events, kinds, messages, column, codec)
             continue
         _one_per_message(rows, n, column)
         at = rows.message
