@@ -160,7 +160,8 @@ def step_commands(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`STEP_COMMAND_COLUMNS`: ``source``, ``history``, ``run_id``, ``turn`` (numbered like
+        Columns :data:`STEP_COMMAND_COLUMNS`: ``source``, ``history``, ``run_id``, ``turn``
+        (numbered like
         :func:`toolkit.listings_per_turn`; 0 for commands before the first user message),
         ``trigger``, ``step`` (1-based; 0 for a turn without a model call, which still gets a row,
         even with no commands at all), ``model_event_id``, ``before_model``, ``after_model``
