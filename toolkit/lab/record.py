@@ -63,6 +63,31 @@ PARTS: dict[str, Callable[[Path, str], object]] = {
 }
 
 
+# Recorded stack traces and worker logs name files on the recording machine; the committed data
+# names them relative to the repository (or to the interpreter's prefix) instead.
+_MACHINE_PREFIXES = (
+    (str(Path(__file__).resolve().parents[2]) + "/", ""),
+    (str(Path(sys.base_prefix)) + "/", "<python>/"),
+)
+_TEXT_SUFFIXES = (".json", ".jsonl", ".log", ".csv", ".txt")
+
+
+def scrub_machine_paths(root: Path) -> int:
+    """Rewrite absolute paths of this machine in the text files under ``root``; returns files."""
+    changed = 0
+    for path in root.rglob("*"):
+        if not path.is_file() or path.suffix not in _TEXT_SUFFIXES or "venvs" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        new = text
+        for prefix, replacement in _MACHINE_PREFIXES:
+            new = new.replace(prefix, replacement)
+        if new != text:
+            path.write_text(new, encoding="utf-8", errors="surrogateescape")
+            changed += 1
+    return changed
+
+
 def record(data: Path, only: list[str] | None = None) -> dict[str, float]:
     """Record the chosen parts (all by default) into ``data``; returns seconds per part."""
     chosen = only or list(PARTS)
@@ -78,6 +103,7 @@ def record(data: Path, only: list[str] | None = None) -> dict[str, float]:
             PARTS[name](data, server.address)
             seconds[name] = time.perf_counter() - start
             print(f"[record] {name} done in {seconds[name]:.0f} s", flush=True)
+    scrub_machine_paths(data)
     return seconds
 
 
