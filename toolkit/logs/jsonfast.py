@@ -59,6 +59,7 @@ class _Layout(NamedTuple):
     """How to decode and read the lines of one layout."""
 
     decode: Callable[[str], Any]
+    decode_lines: Callable[[str], list[Any]]  # one C call for a whole sub-block of lines
     ts: Callable[[Any], Any] | None  # attribute getters of the header keys present
     level: Callable[[Any], Any] | None
     message: Callable[[Any], Any] | None
@@ -123,8 +124,10 @@ def _build_layout(order: list[str], strict: bool) -> _Layout | None:
         fields.append((f"k{len(fields)}", msgspec.UnsetType, absent))
     struct = msgspec.defstruct("JsonHeader", fields, gc=False)
     getters = {name: attrgetter(attrs[key]) if key else None for name, key in header.items()}
+    decoder = msgspec.json.Decoder(struct)
     return _Layout(
-        decode=msgspec.json.Decoder(struct).decode,
+        decode=decoder.decode,
+        decode_lines=decoder.decode_lines,
         family=None if family in ("slog_json", "logrus_json") else family,
         strict=strict, message_key=header["message"], **getters,
     )
@@ -297,7 +300,11 @@ class JsonRuns:
                 end = min(n, pos + _SUB_BLOCK)
                 part = block[pos:end]
                 try:
-                    heads = list(map(layout.decode, part))
+                    # One decode over the joined lines is ~3x cheaper than one call per line;
+                    # a count that differs (a blank line) sends the block down the slow path.
+                    heads = layout.decode_lines("\n".join(part))
+                    if len(heads) != len(part):
+                        heads = None
                 except _NOT_THIS:
                     heads = None
                 # msgspec also accepts JSON after leading blanks; such lines are not JSON records.
