@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from temporalio import activity, workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.common import RawValue
 from temporalio.worker import Worker
@@ -110,6 +111,29 @@ def _signals_needed(steps: Sequence[Step]) -> int:
     return max(waits, default=0)
 
 
+async def _wait_idle(handle: Any, timeout: float = 30.0) -> None:
+    """Wait until the run is blocked: last event a completed workflow task, nothing pending.
+
+    A fixed sleep was not enough on a loaded machine: a signal that arrives before the code waits
+    for it changes the history's shape, and the two versions' runs stop being comparable.
+    """
+    closing = {"COMPLETED", "FAILED", "TIMED_OUT", "CANCELED"}
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        events = (await handle.fetch_history()).events
+        names = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_") for e in events]
+        activities = sum(n == "ACTIVITY_TASK_SCHEDULED" for n in names) - sum(
+            n.startswith("ACTIVITY_TASK_") and n.rsplit("_", 1)[-1] in closing for n in names
+        )
+        timers = sum(n == "TIMER_STARTED" for n in names) - sum(
+            n in ("TIMER_FIRED", "TIMER_CANCELED") for n in names
+        )
+        if names and names[-1] == "WORKFLOW_TASK_COMPLETED" and activities == 0 and timers == 0:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"workflow {handle.id} did not reach its wait within {timeout} s")
+
+
 async def _record(client: Client, steps: Sequence[Step], out: Path) -> Path:
     queue = f"plan-{uuid.uuid4()}"
     async with Worker(
@@ -117,7 +141,7 @@ async def _record(client: Client, steps: Sequence[Step], out: Path) -> Path:
     ):
         handle = await client.start_workflow("Plan", id=f"plan-{uuid.uuid4()}", task_queue=queue)
         for _ in range(_signals_needed(steps)):
-            await asyncio.sleep(0.3)  # let the code reach its wait, so signals land in new tasks
+            await _wait_idle(handle)  # the code reaches its wait: each signal lands in a new task
             await handle.signal("go")
         await handle.result()
         history = await handle.fetch_history()
