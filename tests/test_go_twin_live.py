@@ -125,8 +125,13 @@ def _same_commands_as_committed(root: Path, scenarios: list[str]) -> None:
     for scenario in scenarios:
         for variant in (v.name for v in VARIANTS):
             live = _meta(root, variant, scenario)["commands_per_turn"]
-            assert live == _meta(COMMITTED, variant, scenario)["commands_per_turn"], (
-                scenario, variant)
+            committed = _meta(COMMITTED, variant, scenario)["commands_per_turn"]
+            if scenario == "helpers_parallel":
+                # Parallel helper runs interleave as their activities happen to complete: the
+                # same commands per turn, in an order that varies from run to run.
+                live = [sorted(turn.split()) for turn in live]
+                committed = [sorted(turn.split()) for turn in committed]
+            assert live == committed, (scenario, variant)
 
 
 def test_live_recordings_schedule_the_committed_commands(recorded: Path) -> None:
