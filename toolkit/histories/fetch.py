@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import pandas as pd
 
 from toolkit.errors import ServerError
+from toolkit.event_loop import run_sync
 from toolkit.histories.events import empty_events_frame
 from toolkit.histories.read import read_history
 
 __all__ = ["fetch_histories", "fetch_histories_async", "fetch_history", "fetch_history_async"]
 
 T = TypeVar("T")
-
-
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion, also from inside a running loop (a Jupyter kernel)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 async def _client(client_or_address: Any, namespace: str) -> Any:

@@ -22,7 +22,6 @@ Nothing is unpickled or evaluated.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 from collections.abc import Mapping
@@ -32,6 +31,8 @@ from typing import Any
 import orjson
 from google.protobuf import json_format, symbol_database
 from temporalio.api.common.v1 import Payload
+
+from toolkit.event_loop import run_sync
 
 __all__ = [
     "OpaquePayload",
@@ -186,20 +187,8 @@ def _decode_with_codec(meta_in: Mapping[str, Any], raw: bytes, codec: Any) -> An
         metadata={k: (_b64(v) or b"") if isinstance(v, str) else b"" for k, v in meta_in.items()},
         data=raw,
     )
-    decoded = _run(codec.decode([payload]))[0]
+    decoded = run_sync(codec.decode([payload]))[0]
     return decode_proto_payload(decoded)
-
-
-def _run(coroutine: Any) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    # Inside a running loop (a notebook): run the codec on a private loop in a thread.
-    import concurrent.futures
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 def decode_payloads(payloads: Any, codec: Any = None) -> Any:
@@ -227,7 +216,7 @@ def decode_payloads(payloads: Any, codec: Any = None) -> Any:
 def decode_proto_payload(payload: Payload, codec: Any = None) -> Any:
     """Decode a protobuf ``Payload`` message (from a binary history or a live server)."""
     if codec is not None:
-        payload = _run(codec.decode([payload]))[0]
+        payload = run_sync(codec.decode([payload]))[0]
     metadata = {k: v.decode("utf-8", errors="replace") for k, v in payload.metadata.items()}
     return _decode_bytes(metadata.get("encoding", ""), metadata, payload.data)
 

@@ -12,8 +12,6 @@ answered it with, so the answer also shows *what* the code did (one row per comm
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
 import re
 from collections.abc import Sequence
@@ -33,6 +31,7 @@ from temporalio.worker import (
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.workflow import NondeterminismError
 
+from toolkit.event_loop import run_sync
 from toolkit.replay.commands import COMMAND_KIND, identity_label
 from toolkit.replay.replayer import to_workflow_histories
 
@@ -302,10 +301,4 @@ def replay_code(
         The verdict, the exact failure message and every activation with its commands.
     """
     coroutine = replay_code_async(recorded, workflows, workflow_id=workflow_id, **replayer_options)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    # Inside a running loop (Jupyter): run on a private loop in a worker thread.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+    return run_sync(coroutine)

@@ -9,8 +9,6 @@ Examples
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from toolkit.errors import HistoryFormatError
+from toolkit.event_loop import run_sync
 from toolkit.replay.messages import parse_nondeterminism
 
 __all__ = ["REPLAY_COLUMNS", "replay", "replay_async", "to_workflow_histories"]
@@ -196,10 +195,4 @@ def replay(histories: Any, workflows: Sequence[type], **replayer_options: Any) -
         ``expected``, ``actual``, ``check``.
     """
     coroutine = replay_async(histories, workflows, **replayer_options)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    # Inside a running loop (Jupyter): run on a private loop in a worker thread.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+    return run_sync(coroutine)

@@ -7,7 +7,6 @@ Entry points: :func:`record_gallery` (synchronous, what ``make record`` calls) a
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ import temporalio
 from temporalio.client import Client
 
 from toolkit.errors import LabError
+from toolkit.event_loop import run_sync
 from toolkit.lab.gallery.case import Case, Query, Settle, Signal, Step, Update, get_case
 from toolkit.lab.gallery.case import all_cases as registered_cases
 from toolkit.lab.gallery.drive import (
@@ -216,10 +216,4 @@ def record_gallery(
         rows and keeps the rows of cases not recorded this time.
     """
     coroutine = arecord_gallery(data_dir, server_address, cases, namespace=namespace)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    # Called from a running loop (a notebook cell): run in a thread with its own loop.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+    return run_sync(coroutine)
