@@ -18,6 +18,7 @@ from temporalio.api.enums.v1 import (
 
 from toolkit.errors import HistoryFormatError
 from toolkit.histories import read_histories, read_history, tables
+from toolkit.histories.enums import canonical_enum
 from toolkit.histories.lazy import LazyAttributes, LazyPayloads
 from toolkit.histories.tables_build import canonical_of
 from toolkit.histories.tables_common import HISTORY_SCHEMA, canonical, event_rows
@@ -41,7 +42,8 @@ def test_every_spelling_of_every_value_gives_its_proto_name(enum) -> None:
         spellings = (name, number, str(number), f"0{number}", pascal(suffix), pascal(name), suffix)
         for spelling in spellings:
             assert to_name(spelling) == name, spelling
-            assert canonical(enum, spelling, prefix) == name, spelling
+            assert canonical(enum, spelling) == name, spelling
+            assert canonical_enum(enum.DESCRIPTOR, spelling) == name, spelling
 
 
 def test_empty_unknown_and_non_enum_values() -> None:

@@ -155,14 +155,23 @@ def category_of(short: str) -> str:
 
 @cache
 def _enum_values(enum: EnumDescriptor) -> dict[str | int, str]:
-    """Map every spelling of every value of ``enum`` to its canonical proto name."""
+    """Map every spelling of every value of ``enum`` to its canonical proto name.
+
+    Spellings seen in exports: the proto name (``TIMEOUT_TYPE_START_TO_CLOSE``), its PascalCase
+    suffix (``StartToClose``), the bare suffix (``START_TO_CLOSE``, older Java/Go exports),
+    the PascalCase with the type's prefix (``TimeoutTypeStartToClose``, pre-1.0 Go) and the
+    number.
+    """
     names = [value.name for value in enum.values]
     prefix = _common_prefix(names)
+    type_prefix = _pascal(prefix.rstrip("_")) if prefix else ""
     lookup: dict[str | int, str] = {}
     for value in enum.values:
-        short = _pascal(value.name.removeprefix(prefix))
-        for spelling in (value.name, short, value.number, str(value.number)):
+        bare = value.name.removeprefix(prefix)
+        short = _pascal(bare)
+        for spelling in (value.name, short, bare, type_prefix + short, value.number):
             lookup.setdefault(spelling, value.name)
+        lookup.setdefault(str(value.number), value.name)
     return lookup
 
 
@@ -176,8 +185,16 @@ def _common_prefix(names: list[str]) -> str:
 def canonical_enum(enum: EnumDescriptor, value: str | int | None) -> str | None:
     """Return the canonical proto name (``RETRY_STATE_TIMEOUT``) of an enum value in any spelling.
 
-    ``None`` stays ``None``; a value the installed API does not know is returned verbatim as text.
+    ``None`` and ``""`` give ``None``; a value the installed API does not know (or that is no
+    enum spelling at all, such as a float) is returned verbatim as text.
     """
-    if value is None:
+    if value is None or value == "":
         return None
-    return _enum_values(enum).get(value, str(value))
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return str(value)  # a float 2.0 must not pass for value 2
+    lookup = _enum_values(enum)
+    found = lookup.get(value)
+    if found is None and isinstance(value, str):
+        # Zero-padded numbers; camelCase and other casings of the names above.
+        found = lookup.get(int(value)) if value.isdigit() else lookup.get(_screaming(value))
+    return found if found is not None else str(value)

@@ -90,11 +90,9 @@ def _camel(snake: str) -> str:
 
 def canonical_of(enum: EnumTypeWrapper) -> Callable[[Any], str | None]:
     """A converter giving an ``enum``'s canonical names (for ``column_or_attribute(convert=)``)."""
-    unspecified = next((n for n in enum.keys() if n.endswith("_UNSPECIFIED")), "")  # noqa: SIM118
-    prefix = unspecified.removesuffix("UNSPECIFIED")
 
     def convert(value: Any) -> str | None:
-        return canonical(enum, value, prefix)
+        return canonical(enum, value)
 
     return convert
 

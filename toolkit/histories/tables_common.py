@@ -64,7 +64,6 @@ _BASE_REQUIRED = (
     "attributes",
 )
 
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)s\s*$")
 
 
@@ -189,30 +188,13 @@ def first_present(*values: Any) -> Any:
     return None
 
 
-def canonical(enum: EnumTypeWrapper, value: Any, prefix: str) -> str | None:
+def canonical(enum: EnumTypeWrapper, value: Any) -> str | None:
     """An enum value as its canonical proto name (``TIMEOUT_TYPE_START_TO_CLOSE``).
 
-    Accepts every spelling :func:`toolkit.histories.enums.canonical_enum` knows (proto name,
-    short PascalCase ``StartToClose``, numbers) and those older exports also use: the bare
-    suffix (``TERMINATE``, ``SCHEDULE_TO_START``) and the prefixed PascalCase
-    (``TimeoutTypeStartToClose``).
-    Empty values give None; values unknown to the installed API come back verbatim, as text.
+    Every spelling :func:`toolkit.histories.enums.canonical_enum` knows; empty values give None,
+    values unknown to the installed API come back verbatim, as text.
     """
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        return str(value)  # not an enum spelling (a float 2.0 must not pass for value 2)
-    name = canonical_enum(enum.DESCRIPTOR, value)
-    names = enum.DESCRIPTOR.values_by_name
-    if name in names or isinstance(value, int):
-        return name
-    screaming = _CAMEL_BOUNDARY.sub("_", value).upper()
-    for candidate in (screaming, prefix + screaming):
-        if candidate in names:
-            return candidate
-    if value.isdigit():  # zero-padded numbers
-        return canonical(enum, int(value), prefix)
-    return value
+    return canonical_enum(enum.DESCRIPTOR, value)
 
 
 def duration(value: Any) -> pd.Timedelta:
