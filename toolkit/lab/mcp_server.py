@@ -41,7 +41,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from types import TracebackType
 from typing import Any
 
 from toolkit.errors import LabError
+from toolkit.lab.processes import stop_process_group
 from toolkit.lab.server import free_port
 
 __all__ = ["TOOL_NAMES", "McpServer", "add", "get_weather", "lookup_order"]
@@ -301,16 +301,8 @@ class McpServer:
     def stop(self) -> None:
         """Stop the server by PID (SIGTERM, then SIGKILL). The request log is kept until GC."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        if process is not None:
+            stop_process_group(process)
 
     def requests(self) -> list[dict[str, Any]]:
         """The logged requests, oldest first.

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 
 from toolkit.errors import ServerError
+from toolkit.lab.processes import stop_process_group
 
 __all__ = ["DevServer", "dev_server", "find_temporal_binary", "free_port"]
 
@@ -203,15 +203,8 @@ class DevServer:
     def stop(self) -> None:
         """Stop the server by PID (SIGTERM, then SIGKILL) and remove its files."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
+        if process is not None:
+            stop_process_group(process)
         if self._workdir is not None:
             self._workdir.cleanup()
             self._workdir = None

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import select
-import signal
 import subprocess
 import threading
 import time
@@ -21,6 +19,7 @@ from toolkit.lab.adk_python.envs import (
     module_command,
     process_env,
 )
+from toolkit.lab.processes import stop_process_group
 
 __all__ = ["WorkerProcess"]
 
@@ -130,15 +129,7 @@ class WorkerProcess:
         process, self._process = self._process, None
         if process is None:
             return
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
+        stop_process_group(process, grace=20)
         if self._drain is not None:
             self._drain.join(timeout=10)  # ends at EOF, once the worker has exited
             self._drain = None
