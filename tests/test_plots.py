@@ -99,3 +99,11 @@ def test_activity_timeline(corpus: Path, tmp_path: Path) -> None:
 def test_empty_listings_table(empty: pd.DataFrame) -> None:
     figure = plot_listings_per_turn(empty)
     assert isinstance(figure, Figure)
+
+
+def test_version_labels_sort_as_versions() -> None:
+    from toolkit.plots import natural_key
+
+    labels = ["adk-2.13.0", "adk-2.2.0", "adk-1.29.0", "adk-1.28.1"]
+    expected = ["adk-1.28.1", "adk-1.29.0", "adk-2.2.0", "adk-2.13.0"]
+    assert sorted(labels, key=natural_key) == expected

@@ -6,6 +6,7 @@ the Agg backend, in tests and in notebooks (a returned Figure displays itself in
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Any
 
@@ -23,6 +24,14 @@ __all__ = [
 
 ROLE_COLORS = {"model": "#4C72B0", "listing": "#DD8452", "tool_call": "#55A868", "other": "#8C8C8C"}
 OUTCOME_COLORS = {"ok": "#C7E9C0", "nondeterminism": "#FCAE91", "error": "#FDD49E"}
+
+
+def natural_key(label: Any) -> list[Any]:
+    """Sort key that orders version labels as versions: ``adk-2.2.0`` before ``adk-2.13.0``."""
+    return [
+        (0, int(part), "") if part.isdigit() else (1, 0, part)
+        for part in re.split(r"(\d+)", str(label))
+    ]
 
 
 def plot_listings_per_turn(
@@ -44,6 +53,7 @@ def plot_listings_per_turn(
         Column names: one cluster per ``group`` value, one bar per ``bars`` value inside it.
     """
     pivot = table.pivot_table(index=group, columns=bars, values=value, aggfunc="mean")
+    pivot = pivot.loc[sorted(pivot.index, key=natural_key)]
     figure = Figure(figsize=(max(6.0, 1.2 * len(pivot) + 2), 4.0), layout="constrained")
     ax = figure.add_subplot()
     width = 0.8 / max(1, len(pivot.columns))
@@ -82,8 +92,8 @@ def plot_replay_matrix(
     rows, columns, outcome, message
         Column names. Several rows per cell are summarised as ``k/n fail``.
     """
-    row_keys = sorted(matrix[rows].astype(str).unique())
-    col_keys = sorted(matrix[columns].astype(str).unique())
+    row_keys = sorted(matrix[rows].astype(str).unique(), key=natural_key)
+    col_keys = sorted(matrix[columns].astype(str).unique(), key=natural_key)
     figure = Figure(
         figsize=(2.4 * len(col_keys) + 2, 1.3 * len(row_keys) + 1.5), layout="constrained"
     )
