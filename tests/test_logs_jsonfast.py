@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import pickle
 import random
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import toolkit.logs.jsonfast as jsonfast
@@ -135,3 +136,78 @@ def test_numbers_beyond_double_range_keep_the_line_a_json_record() -> None:
     assert logs["message"].tolist() == ["big", "big"]
     fields: Any = logs["fields"].iloc[0]
     assert fields == {"x": float("inf")}
+
+
+# -- the bytes path: files and bytes are cut into blocks of UTF-8 lines, JSON runs decoded as is --
+
+def _as_bytes(lines: list[str]) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _same_but_source(fast: pd.DataFrame, slow: pd.DataFrame) -> None:
+    _same(fast.drop(columns="source"), slow.drop(columns="source"))
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(runs=st.lists(st.tuples(LINE, st.integers(1, 4)), min_size=1, max_size=25),
+       block_bytes=st.sampled_from([64, 300, 1 << 20]))
+def test_bytes_path_equals_line_by_line(runs: list[tuple[str, int]], block_bytes: int,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks end inside lines (small reads), runs cross blocks, odd lines sit between runs."""
+    lines = [line for line, times in runs for _ in range(times)]
+    # A list keeps a trailing CR and lone surrogates; a file cannot hold them as such.
+    assume(not any(re.search("[\r\ud800-\udfff]", line) for line in lines))
+    with monkeypatch.context() as patch:
+        patch.setattr(sources, "BLOCK_BYTES", block_bytes)
+        fast = read_logs(_as_bytes(lines))
+    _same_but_source(fast, _line_by_line(lines, monkeypatch))
+
+
+def test_bytes_path_reads_json_runs_from_the_bytes(tmp_path: Path) -> None:
+    """A JSON log file takes the bytes path: ``fields`` point into the block's Arrow array."""
+    lines = [f'{{"time":"2026-09-27T10:00:{i % 60:02d}Z","level":"INFO","msg":"m{i}","k":{i}}}'
+             for i in range(1000)]
+    path = tmp_path / "agent.log"
+    path.write_bytes(_as_bytes(lines))
+    logs = read_logs(path)
+    cell = logs["fields"].iloc[500]
+    assert isinstance(cell, LazyFields) and cell.index >= 0 and cell == {"k": 500}
+    assert logs["raw"].dtype == "str" and logs["raw"].tolist() == lines
+    assert logs["message"].iloc[999] == "m999" and logs["lines"].sum() == 1000
+
+
+@pytest.mark.parametrize("tail", [
+    ['{"time":"2026-09-27T10:00:00Z","level":"INFO","msg":"two"}{"msg":"values"}'],
+    ['{"time":"2026-09-27T10:00:00Z","level":"INFO","msg":"a","x":',
+     '{"y":1}}', '{"time":"t","level":"INFO","msg":"b"}{"time":"t","level":"INFO","msg":"c"}'],
+    ['{"time":"2026-09-27T10:00:00Z","level":"INFO","msg":"trailing blank"} '],
+    ['{"time":"2026-09-27T10:00:00Z","level":"INFO","msg":"caf\u00e9 \u2603"}'],
+    [" " + "[" * 1100 + "]" * 1100, "{" + '"a":' * 0 + '"msg":' + "[" * 1100 + "]" * 1100 + "}"],
+])
+def test_batches_refuse_what_is_not_one_record_per_line(tail: list[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two values on a line, a value spanning lines (which, with two values on another line,
+    gives as many values as lines), trailing blanks, non-ASCII, deep nesting."""
+    head = [f'{{"time":"2026-09-27T10:00:0{i}Z","level":"INFO","msg":"m{i}"}}' for i in range(5)]
+    lines = head + tail + head
+    slow = _line_by_line(lines, monkeypatch)
+    _same_but_source(read_logs(_as_bytes(lines)), slow)
+    _same(read_logs(lines), slow)  # the same checks on a list of lines
+
+
+@pytest.mark.parametrize("encode", [
+    lambda text: text.encode().replace(b"\n", b"\r\n"),           # CRLF: read as text
+    lambda text: b"\xef\xbb\xbf" + text.encode(),                  # UTF-8 byte-order mark
+    lambda text: text.encode().replace(b"m3", b"m\xff3"),          # invalid UTF-8 in a run
+    lambda text: text.encode().rstrip(b"\n"),                      # no final newline
+])
+def test_bytes_path_encodings(encode: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = [f'{{"time":"2026-09-27T10:00:0{i}Z","level":"INFO","msg":"m{i}"}}' for i in range(8)]
+    data = encode("\n".join(lines) + "\n")
+    expected = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
+    slow = _line_by_line(expected.replace("\r\n", "\n").rstrip("\n").split("\n"), monkeypatch)
+    for block_bytes in (40, 1 << 20):
+        with monkeypatch.context() as patch:
+            patch.setattr(sources, "BLOCK_BYTES", block_bytes)
+            _same_but_source(read_logs(data), slow)

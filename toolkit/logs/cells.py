@@ -30,20 +30,25 @@ class LazyFields(msgspec.Struct, gc=False, eq=False):
 
     Attributes
     ----------
-    raw : str
-        The JSON line.
+    raw : str or pyarrow string array
+        The JSON line, or an Arrow array of lines holding it at ``index`` (lines read from bytes
+        stay in the block's array, shared with the frame's ``raw`` column).
+    index : int
+        Position in ``raw`` when it is an array; -1 when ``raw`` is the line.
     cache : dict or None
         The decoded attributes once read.
     """
 
-    raw: str
+    raw: Any
+    index: int = -1
     cache: dict[str, Any] | None = None
 
     @property
     def value(self) -> dict[str, Any]:
         """The attributes as a plain dict (header keys removed, as for every JSON record)."""
         if self.cache is None:
-            self.cache = classify_json(loads_json(self.raw))[5]
+            line = self.raw if self.index < 0 else self.raw[self.index].as_py()
+            self.cache = classify_json(loads_json(line))[5]
         return self.cache
 
     def __getitem__(self, key: str) -> Any:

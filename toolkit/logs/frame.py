@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from toolkit.logs.columns import TEXT_TS, Repeat, Segment
 from toolkit.logs.normalize import Yearless, epoch_to_ns
@@ -19,7 +20,11 @@ __all__ = ["FRAME_COLUMNS", "build_frame", "empty_frame"]
 FRAME_COLUMNS = ("ts", "level", "logger", "message", "fields", "line", "lines", "format",
                  "envelope", "stream", "container", "host", "raw", "parse_error", "source")
 _OBJECT_COLUMNS = ("level", "logger", "message", "fields", "format", "envelope", "stream",
-                   "container", "host", "raw", "parse_error")
+                   "container", "host", "parse_error")
+#: ``raw`` is pandas' Arrow-backed ``str`` dtype: runs of JSON lines read from bytes arrive as
+#: Arrow arrays already, and a million texts take no million Python objects.
+_TEXT = pd.StringDtype("pyarrow", na_value=np.nan)
+_MAX_CHUNKS = 64  # more (interleaved formats) are combined: pandas is slow over many chunks
 _AWARE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
 _UTC = "datetime64[ns, UTC]"
 
@@ -173,6 +178,22 @@ def _objects(pieces: list[Any], n: int) -> np.ndarray:
     return out
 
 
+def _texts(pieces: list[Any]) -> pd.Series:
+    """A ``str`` column from list / tuple / Arrow array / :class:`Repeat` pieces."""
+    chunks = []
+    for piece in pieces:
+        if type(piece) is Repeat:
+            piece = pa.array(repeat(piece.value, piece.count), type=pa.large_string())
+        elif not isinstance(piece, pa.Array):
+            piece = pa.array(piece, type=pa.large_string())
+        if len(piece):
+            chunks.append(piece)
+    column = pa.chunked_array(chunks, type=pa.large_string())
+    if column.num_chunks > _MAX_CHUNKS:
+        column = pa.chunked_array([column.combine_chunks()])
+    return pd.Series(pd.array(column, dtype=_TEXT), copy=False)
+
+
 def _integers(pieces: list[Any]) -> np.ndarray:
     arrays = [
         np.full(p.count, p.value, dtype=np.int64) if type(p) is Repeat
@@ -206,8 +227,10 @@ def build_frame(segments: list[Segment], source: str, tz: str, year: int,
         data[name] = _series(objects[name])
     data["line"] = _series(lines)
     data["lines"] = _series(_integers(_pieces(segments, "lines")))
-    for name in ("format", "envelope", "stream", "container", "host", "raw", "parse_error"):
+    for name in ("format", "envelope", "stream", "container", "host"):
         data[name] = _series(objects[name])
+    data["raw"] = _texts(_pieces(segments, "raw"))
+    data["parse_error"] = _series(errors)
     data["source"] = _series(_filled(n, source))
     frame = pd.DataFrame(data, copy=False)
     if not frame["line"].is_monotonic_increasing:

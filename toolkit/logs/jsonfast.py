@@ -21,19 +21,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import repeat
-from operator import attrgetter
 from typing import Annotated, Any, NamedTuple
 
 import msgspec
 import orjson
 
 from toolkit.logs.assemble import Assembler
+from toolkit.logs.blocks import ByteBlock, TextLines, too_deep
 from toolkit.logs.cells import LazyFields
 from toolkit.logs.columns import TEXT_TS, Repeat, Segment
 from toolkit.logs.formats.jsonlog import (
     LEVEL_KEYS,
     LOGGER_KEYS,
-    MAX_DEPTH,
     MSG_KEYS,
     SIGNATURE_KEYS,
     TS_KEYS,
@@ -53,6 +52,7 @@ _SUB_BLOCK = 8192  # lines decoded per attempt: bounds the work redone when a ru
 _NOT_THIS = (msgspec.DecodeError, RecursionError, UnicodeError)
 _UNSUPPORTED = frozenset({"log", "resourceLogs", "MESSAGE"})  # envelopes, OTLP: the assembler's
 _NonEmptyText = Annotated[str, msgspec.Meta(min_length=1)]
+Lines = TextLines | ByteBlock
 
 
 class _Layout(NamedTuple):
@@ -60,10 +60,10 @@ class _Layout(NamedTuple):
 
     decode: Callable[[str], Any]
     decode_lines: Callable[[str], list[Any]]  # one C call for a whole sub-block of lines
-    ts: Callable[[Any], Any] | None  # attribute getters of the header keys present
-    level: Callable[[Any], Any] | None
-    message: Callable[[Any], Any] | None
-    logger: Callable[[Any], Any] | None
+    ts: bool  # whether the header key is present (decoded as the attribute of that name)
+    level: bool
+    message: bool
+    logger: bool
     family: str | None  # None: slog_json / logrus_json / json by the level's spelling
     strict: bool
     message_key: str | None
@@ -115,36 +115,23 @@ def _build_layout(order: list[str], strict: bool) -> _Layout | None:
     }
     fields: list[tuple[str, Any, Any]] = []
     attrs: dict[str, str] = {}
+    role = {key: name for name, key in header.items() if key}
     for key in order:  # required, in the records' order (msgspec tries the next field first)
-        attrs[key] = f"k{len(attrs)}"
+        attrs[key] = role.get(key, f"k{len(attrs)}")
         kind = strict_types.get(key, Any) if strict else Any
         fields.append((attrs[key], kind, msgspec.field(name=key)))
     for key in sorted(probe.seen - set(order)):  # looked at but absent: presence fails decoding
         absent = msgspec.field(default=msgspec.UNSET, name=key)
         fields.append((f"k{len(fields)}", msgspec.UnsetType, absent))
     struct = msgspec.defstruct("JsonHeader", fields, gc=False)
-    getters = {name: attrgetter(attrs[key]) if key else None for name, key in header.items()}
+    present = {name: key is not None for name, key in header.items()}
     decoder = msgspec.json.Decoder(struct)
     return _Layout(
         decode=decoder.decode,
         decode_lines=decoder.decode_lines,
         family=None if family in ("slog_json", "logrus_json") else family,
-        strict=strict, message_key=header["message"], **getters,
+        strict=strict, message_key=header["message"], **present,
     )
-
-
-def _too_deep(line: str) -> bool:
-    """Whether orjson refuses the line for its nesting (msgspec skips unread values at any depth).
-
-    Bracket counts bound the depth, so only lines with very many brackets are decoded here.
-    """
-    if len(line) <= 2 * MAX_DEPTH or line.count("{") + line.count("[") <= MAX_DEPTH:
-        return False
-    try:
-        loads_json(line)
-    except orjson.JSONDecodeError:
-        return True
-    return False
 
 
 def _by_level_family(level: Any) -> str:
@@ -161,11 +148,12 @@ _FAMILY_OF: dict[Any, str] = {}
 _MAX_SPELLINGS = 4096
 
 
-def _uniform(column: list[Any]) -> Any:
-    """A :class:`Repeat` when every value is the same object, else the list."""
-    if column and column.count(column[0]) == len(column):
-        return Repeat(column[0], len(column))
-    return column
+def _column(table: dict[Any, Any], raw: list[Any], spellings: set[Any]) -> Any:
+    """``table[v]`` for every ``v`` of ``raw``: a :class:`Repeat` when all spellings agree."""
+    values = {table[v] for v in spellings}
+    if len(values) == 1:
+        return Repeat(values.pop(), len(raw))
+    return list(map(table.__getitem__, raw))
 
 
 def _levels(raw: list[Any], by_level: bool) -> tuple[Any, Any]:
@@ -174,58 +162,56 @@ def _levels(raw: list[Any], by_level: bool) -> tuple[Any, Any]:
     Either may come back as a :class:`Repeat` when every record has the same one.
     """
     try:
-        levels = list(map(_LEVEL_OF.__getitem__, raw))
-    except (KeyError, TypeError):  # a new spelling, or an unhashable value
-        try:
-            new = set(raw).difference(_LEVEL_OF)
-        except TypeError:  # an unhashable level (a list or object): one by one
-            families = [_by_level_family(v) for v in raw] if by_level else None
-            return [norm_level(v) for v in raw], families
+        spellings = set(raw)
+    except TypeError:  # an unhashable level (a list or object): one by one
+        families = [_by_level_family(v) for v in raw] if by_level else None
+        return [norm_level(v) for v in raw], families
+    new = spellings.difference(_LEVEL_OF)
+    if new:
         if len(_LEVEL_OF) + len(new) > _MAX_SPELLINGS:
             _LEVEL_OF.clear()
             _FAMILY_OF.clear()
-            new = set(raw)
+            new = spellings
         for value in new:
             _LEVEL_OF[value] = norm_level(orjson_number(value))
             _FAMILY_OF[value] = _by_level_family(value)
-        levels = list(map(_LEVEL_OF.__getitem__, raw))
-    families = _uniform(list(map(_FAMILY_OF.__getitem__, raw))) if by_level else None
-    return _uniform(levels), families
+    families = _column(_FAMILY_OF, raw, spellings) if by_level else None
+    return _column(_LEVEL_OF, raw, spellings), families
 
 
-def _loose_messages(layout: _Layout, values: list[Any], raws: list[str]) -> list[str]:
+def _loose_messages(layout: _Layout, values: list[Any], lines: Lines, first: int) -> list[str]:
     """Message texts of any JSON values, as :func:`classify_json` spells them."""
     out = []
-    for value, raw in zip(values, raws, strict=True):
+    for k, value in enumerate(values, first):
         if type(value) is dict or type(value) is list:  # spelled from orjson's values
-            value = loads_json(raw)[layout.message_key]
+            value = loads_json(lines.line(k))[layout.message_key]
         out.append(json_text(orjson_number(value)))
     return out
 
 
-def _header_columns(layout: _Layout, heads: list[Any], raws: list[str]) -> list[Any]:
+def _header_columns(layout: _Layout, heads: list[Any], lines: Lines, first: int) -> list[Any]:
     """Columns ``format, ts, level, logger, message`` of decoded headers of one layout."""
     n = len(heads)
     ts: Any = Repeat(None, n)
     if layout.ts:
-        ts = list(map(layout.ts, heads))
+        ts = [h.ts for h in heads]  # comprehensions: faster than map(attrgetter) here
         if not layout.strict:
             ts = [json_ts(orjson_number(v)) for v in ts]
     family: Any = Repeat(layout.family, n)
     level: Any = Repeat(None, n)
     if layout.level:
-        level, families = _levels(list(map(layout.level, heads)), layout.family is None)
+        level, families = _levels([h.level for h in heads], layout.family is None)
         family = families if families is not None else family
     elif layout.family is None:
         family = Repeat("json", n)
     message: Any = Repeat("", n)
     if layout.message:
-        message = list(map(layout.message, heads))
+        message = [h.message for h in heads]
         if not layout.strict:
-            message = _loose_messages(layout, message, raws)
+            message = _loose_messages(layout, message, lines, first)
     logger: Any = Repeat(None, n)
     if layout.logger:
-        logger = list(map(layout.logger, heads))
+        logger = [h.logger for h in heads]
         if not layout.strict or "" in logger:  # an empty logger is none (as records have it)
             logger = [g if isinstance(g, str) and g else None for g in logger]
     return [family, ts, level, logger, message]
@@ -257,7 +243,7 @@ class JsonRuns:
 
     def _decode_one(self, line: str) -> tuple[_Layout, Any] | None:
         """Decode one line, finding its layout when it is not the current one."""
-        if _too_deep(line):
+        if too_deep(line):
             return None
         current = self._current
         if current is not None:
@@ -283,8 +269,8 @@ class JsonRuns:
             return layout, head
         return None
 
-    def _decode_run(self, block: list[str], start: int) -> list[tuple[_Layout, int, list[Any]]]:
-        """Decode the JSON record lines from ``block[start]`` on: (layout, first index, heads)."""
+    def _decode_run(self, lines: Lines, start: int) -> list[tuple[_Layout, int, list[Any]]]:
+        """Decode the JSON record lines from ``lines[start]`` on: (layout, first index, heads)."""
         runs: list[tuple[_Layout, int, list[Any]]] = []
 
         def add(layout: _Layout, first: int, heads: list[Any]) -> None:
@@ -293,32 +279,31 @@ class JsonRuns:
             else:
                 runs.append((layout, first, heads))
 
-        pos, n = start, len(block)
+        pos, n = start, len(lines)
         while pos < n:
             layout = self._current
             if layout is not None:
                 end = min(n, pos + _SUB_BLOCK)
-                part = block[pos:end]
-                try:
-                    # One decode over the joined lines is ~3x cheaper than one call per line;
-                    # a count that differs (a blank line) sends the block down the slow path.
-                    heads = layout.decode_lines("\n".join(part))
-                    if len(heads) != len(part):
+                clean = lines.clean_prefix(pos, end)
+                if clean > pos:
+                    try:
+                        # One decode over many lines is ~3x cheaper than one call per line. Clean
+                        # lines start with "{" and end with "}", so no value spans two lines
+                        # (after "}" only ",", "]" or "}" continue one) and the count is one per
+                        # line exactly when no line holds two values.
+                        heads = layout.decode_lines(lines.joined(pos, clean))
+                    except _NOT_THIS:
                         heads = None
-                except _NOT_THIS:
-                    heads = None
-                # msgspec also accepts JSON after leading blanks; such lines are not JSON records.
-                # Blanks sort before "{", so the smallest line shows whether there is one.
-                if (heads is not None and min(part)[:1] == "{"
-                        and (max(map(len, part)) <= 2 * MAX_DEPTH
-                             or not any(map(_too_deep, part)))):
-                    add(layout, pos, heads)
-                    pos = end
-                    continue
+                    if heads is not None and len(heads) == clean - pos:
+                        add(layout, pos, heads)
+                        pos = clean
+                        continue
+                else:
+                    end = lines.dirty_end(pos, end)
             else:
                 end = pos + 1  # no layout yet: find the first line's, then try whole blocks
             for k in range(pos, end):  # line by line, until a line that is no JSON record
-                line = block[k]
+                line = lines.line(k)
                 found = self._decode_one(line) if line[:1] == "{" else None
                 if found is None:
                     return runs
@@ -326,16 +311,17 @@ class JsonRuns:
             pos = end
         return runs
 
-    def feed(self, block: list[str], start: int, first_line: int) -> int:
+    def feed(self, block: list[str] | ByteBlock, start: int, first_line: int) -> int:
         """Consume the run of JSON record lines beginning at ``block[start]``; return its end.
 
         Returns ``start`` when ``block[start]`` is no JSON record. The run's last record stays
         open in the assembler, for continuation lines (tracebacks, indented frames) after it.
         """
-        runs = self._decode_run(block, start)
+        lines: Lines = block if type(block) is ByteBlock else TextLines(block)  # type: ignore[assignment]
+        runs = self._decode_run(lines, start)
         if not runs:
             return start
-        columns = [_header_columns(layout, heads, block[first:first + len(heads)])
+        columns = [_header_columns(layout, heads, lines, first)
                    for layout, first, heads in runs]
         end = runs[-1][1] + len(runs[-1][2])
         asm = self.asm
@@ -345,7 +331,6 @@ class JsonRuns:
             segment: Segment = {"envelope": Repeat(None, closed), "stream": Repeat(None, closed),
                                 "container": Repeat(None, closed), "host": Repeat(None, closed),
                                 "parse_error": Repeat(None, closed), "lines": Repeat(1, closed)}
-            raws = block[start:end - 1]
             names = ("format", "ts", "level", "logger", "message")
             if len(columns) == 1:
                 for name, column in zip(names, columns[0], strict=True):
@@ -359,14 +344,14 @@ class JsonRuns:
                         values.extend(repeat(piece.value, take) if type(piece) is Repeat
                                       else piece[:take])
                     segment[name] = values
-            segment["raw"] = raws
+            segment["raw"] = lines.raws(start, end - 1)
             if all(layout.strict and layout.ts for layout, _, _ in runs):
                 segment[TEXT_TS] = True  # strict layouts decode the time as non-empty text
-            segment["fields"] = list(map(LazyFields, raws))
+            segment["fields"] = lines.lazy_fields(start, end - 1)
             segment["line"] = range(first_line + start, first_line + end - 1)
             asm.out.add_segment(segment, closed)
         family, ts, level, logger, message = (_last(c) for c in columns[-1])
-        last = block[end - 1]
+        last = lines.line(end - 1)
         asm.open_bare_record((family, ts, level, logger, message, LazyFields(last)),  # type: ignore[arg-type]
                              first_line + end - 1, last)
         return end

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.logs.assemble import Assembler
+from toolkit.logs.blocks import ByteBlock
 from toolkit.logs.frame import build_frame
 from toolkit.logs.jsonfast import JsonRuns
 from toolkit.logs.sources import LineSource, open_source
@@ -71,8 +72,15 @@ def _frames(src: LineSource, tz: str, year: int, chunksize: int | None,
         collector.resume()
 
 
-def _feed_block(asm: Assembler, json_runs: JsonRuns | None, block: list[Any],
+def _feed_block(asm: Assembler, json_runs: JsonRuns | None, block: list[Any] | ByteBlock,
                 line_no: int) -> None:
+    if type(block) is ByteBlock:
+        # Mostly JSON: its runs are decoded from the bytes, other lines decoded one by one.
+        # Otherwise the whole block is decoded and split once, and read as text.
+        if json_runs is not None and block.fast and block.opens_object.mean() >= 0.5:
+            _feed_bytes(asm, json_runs, block, line_no)
+            return
+        block = block.lines
     if type(block[0]) is tuple:  # Docker multiplexed stream: (line, stream) pairs
         for offset, (text, stream) in enumerate(block):
             asm.feed(line_no + offset, text, stream=stream)
@@ -87,6 +95,19 @@ def _feed_block(asm: Assembler, json_runs: JsonRuns | None, block: list[Any],
                 i = end
                 continue
         feed(line_no + i, text)
+        i += 1
+
+
+def _feed_bytes(asm: Assembler, json_runs: JsonRuns, block: ByteBlock, line_no: int) -> None:
+    opens_object = block.opens_object.tolist()
+    i, n = 0, len(block)
+    while i < n:
+        if opens_object[i] and asm.idle():
+            end = json_runs.feed(block, i, line_no)
+            if end > i:
+                i = end
+                continue
+        asm.feed(line_no + i, block.line(i))
         i += 1
 
 

@@ -21,12 +21,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from toolkit.errors import LogFormatError
+from toolkit.logs.blocks import ByteBlock
 
-__all__ = ["BLOCK", "LineSource", "log_error", "open_source"]
+__all__ = ["BLOCK", "BLOCK_BYTES", "LineSource", "log_error", "open_source"]
 
 _SAMPLE = 65536
 #: Lines per block handed to the parser (also the granularity of ``chunksize`` frames).
 BLOCK = 65_536
+#: Bytes per block of a UTF-8 byte source (whole lines: a block ends at a newline).
+BLOCK_BYTES = 8 << 20
 _MUX_STREAMS = {0: "stdin", 1: "stdout", 2: "stderr"}
 _PATH_SUFFIXES = (".log", ".txt", ".gz", ".json", ".jsonl", ".out", ".err", ".ndjson")
 
@@ -42,16 +45,18 @@ def log_error(source: str, problem: str, *, position: str | None = None,
 
 
 class LineSource:
-    """Decoded lines of one source in blocks of :data:`BLOCK` lines, and what a progress bar needs.
+    """Lines of one source in blocks, and what a progress bar needs.
 
-    ``blocks`` yields lists of ``str`` lines, or of ``(line, stream)`` pairs for Docker multiplexed
-    streams; every block but the last holds exactly :data:`BLOCK` lines.
+    ``blocks`` yields lists of ``str`` lines (every block but the last holds exactly :data:`BLOCK`
+    lines), lists of ``(line, stream)`` pairs for Docker multiplexed streams, or, for UTF-8 byte
+    sources, :class:`~toolkit.logs.blocks.ByteBlock` blocks of whole lines (about
+    :data:`BLOCK_BYTES` each).
     """
 
-    def __init__(self, name: str, blocks: Iterator[list[Any]], total: int | None = None,
-                 position: Any = None) -> None:
+    def __init__(self, name: str, blocks: Iterator[Any], total: int | None = None,
+                 position: Any = None, *, rebatch: bool = True) -> None:
         self.name = name
-        self.blocks = _rebatch(blocks, BLOCK)
+        self.blocks = _rebatch(blocks, BLOCK) if rebatch else blocks
         self.total = total
         self._position = position
 
@@ -123,6 +128,22 @@ def _split_lines(stream: IO[str], chunk_chars: int = 1 << 22) -> Iterator[list[s
         yield [tail[:-1] if tail.endswith("\r") else tail]
 
 
+def _byte_blocks(raw: IO[bytes]) -> Iterator[ByteBlock]:
+    """Blocks of whole lines, about :data:`BLOCK_BYTES` each (a longer line makes a longer one).
+
+    A read that ends inside a line gives a block up to its last newline (the buffer as is, not
+    copied) and a one-line block: that line's start and the rest of it.
+    """
+    while chunk := raw.read(BLOCK_BYTES):
+        if chunk.endswith(b"\n"):
+            yield ByteBlock(chunk)
+            continue
+        cut = chunk.rfind(b"\n") + 1
+        if cut:
+            yield ByteBlock(chunk, cut)
+        yield ByteBlock(chunk[cut:] + raw.readline())
+
+
 def _is_multiplexed(head: bytes) -> bool:
     if len(head) < 8 or head[0] not in _MUX_STREAMS or head[1:4] != b"\x00\x00\x00":
         return False
@@ -182,11 +203,15 @@ def _from_binary(name: str, raw: IO[bytes], total: int | None, position: Any) ->
     else:
         encoding = "utf-8"
     _check_text(name, head, encoding)
+    if encoding != "utf-16":
+        if encoding == "utf-8-sig":
+            raw.read(3)
+        return LineSource(name, _guarded(name, _byte_blocks(raw)), total, position, rebatch=False)
     stream = io.TextIOWrapper(raw, encoding=encoding, errors="replace", newline="\n")  # type: ignore[arg-type]
     return LineSource(name, _guarded(name, _split_lines(stream)), total, position)
 
 
-def _guarded(name: str, blocks: Iterator[list[str]]) -> Iterator[list[str]]:
+def _guarded(name: str, blocks: Iterator[Any]) -> Iterator[Any]:
     """Turn decompression failures in the middle of a file into a LogFormatError."""
     count = 0
     try:
