@@ -211,3 +211,25 @@ def test_bytes_path_encodings(encode: Any, monkeypatch: pytest.MonkeyPatch) -> N
         with monkeypatch.context() as patch:
             patch.setattr(sources, "BLOCK_BYTES", block_bytes)
             _same_but_source(read_logs(data), slow)
+
+
+def test_level_spellings_learned_and_widened(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Levels are decoded as the spellings met so far; a new spelling widens, then narrows."""
+    built: list[Any] = []
+    original = jsonfast._build_layout
+
+    def recording(order: Any, strict: bool, levels: Any = None) -> Any:
+        built.append(levels)
+        return original(order, strict, levels)
+
+    spellings = ["INFO"] * 700 + ["WARN", "INFO"] * 300 + ["error", "DEBUG", "INFO"] * 300
+    lines = [f'{{"time":"2026-09-27T10:00:{i % 60:02d}Z","level":"{lv}","msg":"m{i}"}}'
+             for i, lv in enumerate(spellings)]
+    monkeypatch.setattr(jsonfast, "_build_layout", recording)
+    monkeypatch.setattr(jsonfast, "_SUB_BLOCK", 64)
+    for source in (lines, _as_bytes(lines)):
+        built.clear()
+        fast = read_logs(source)
+        _same_but_source(fast, _line_by_line(lines, monkeypatch))
+        assert frozenset({"INFO"}) in built and frozenset({"INFO", "WARN"}) in built
+        assert frozenset({"INFO", "WARN", "error", "DEBUG"}) in built

@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.logs.columns import TEXT_TS, Repeat, Segment
+from toolkit.logs.isotime import iso_to_utc_ns
 from toolkit.logs.normalize import Yearless, epoch_to_ns
 
 __all__ = ["FRAME_COLUMNS", "build_frame", "empty_frame"]
@@ -25,8 +26,18 @@ _OBJECT_COLUMNS = ("level", "logger", "message", "fields", "format", "envelope",
 #: Arrow arrays already, and a million texts take no million Python objects.
 _TEXT = pd.StringDtype("pyarrow", na_value=np.nan)
 _MAX_CHUNKS = 64  # more (interleaved formats) are combined: pandas is slow over many chunks
-_AWARE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
+# An offset at the end: Z, +hh:mm, +hhmm, or +hh right after a time (a date's "-27" is none).
+_AWARE = re.compile(r"(?:Z|[+-]\d\d:?\d\d|:\d\d(?:[.,]\d+)?[+-]\d\d)$")
 _UTC = "datetime64[ns, UTC]"
+
+
+def _texts_to_ns(texts: list[str | None], tz: str) -> np.ndarray:
+    """ISO texts -> UTC datetime64[ns] (NaT where unparsed): Arrow's parser where it is certain
+    to agree with pandas' (:mod:`toolkit.logs.isotime`, ~2x faster), else pandas'."""
+    fast = iso_to_utc_ns(texts, tz)
+    if fast is not None:
+        return fast
+    return _strings_to_utc(texts, tz).tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
 
 
 def _strings_to_utc(texts: list[str | None], tz: str) -> pd.DatetimeIndex:
@@ -77,8 +88,7 @@ def _to_utc(values: list[Any], tz: str, year: int, year_hint: int | None = None,
     n = len(values)
     kinds = set(map(type, values)) if kinds is None else kinds
     if kinds <= {str, type(None)}:  # the common case: ISO text only, converted in one call
-        parsed = _strings_to_utc(values, tz)
-        result = parsed.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
+        result = _texts_to_ns(values, tz)
         return result, _retry_failed(values, result, range(n), tz)
     result = np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
     str_pos: list[int] = []
@@ -105,8 +115,7 @@ def _to_utc(values: list[Any], tz: str, year: int, year_hint: int | None = None,
                 str_val.append(str(v))
     failed: list[int] = []
     if str_val:
-        parsed = _strings_to_utc(str_val, tz)
-        as_ns = parsed.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
+        as_ns = _texts_to_ns(str_val, tz)
         result[np.asarray(str_pos)] = as_ns
         failed = _retry_failed(str_val, result, str_pos, tz, as_ns)
     return result, failed
