@@ -231,14 +231,16 @@ def test_docker_multiplexed_stream() -> None:
     assert logs["lines"].sum() == 3
 
 
-def test_chunksize_streams_frames() -> None:
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_chunksize_streams_frames(as_bytes: bool) -> None:
     text = "".join(f'{{"level":"info","msg":"m{i}","time":"2026-09-27T10:00:00Z"}}\n'
                    for i in range(2500))
-    frames = list(read_logs(text, chunksize=1000))
-    assert len(frames) >= 2
+    frames = list(read_logs(text.encode() if as_bytes else text, chunksize=1000))
+    assert [len(frame) for frame in frames] == [1000, 1000, 500]
     logs = pd.concat(frames)
     assert list(logs["line"]) == list(range(1, 2501))
-    assert logs.index.is_unique
+    assert list(logs.index) == list(range(2500))
+    assert logs.equals(read_logs(text.encode() if as_bytes else text))
 
 
 @pytest.mark.parametrize(

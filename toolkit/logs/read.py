@@ -136,8 +136,8 @@ def read_logs(
     progress : bool, optional
         Show a tqdm progress bar; default: only for files over 64 MiB.
     chunksize : int, optional
-        When given, return an iterator of frames of about this many records each (bounded
-        memory); otherwise one frame.
+        When given, return an iterator of frames of this many records each, the last one the
+        rest (memory bounded by a block of input, about 8 MiB); otherwise one frame.
 
     Returns
     -------
@@ -146,8 +146,8 @@ def read_logs(
         None), ``logger``, ``message``, ``fields`` (dict), ``line`` (first input line, 1-based),
         ``lines`` (input lines spanned; extra records of one OTLP line have 0), ``format``
         (family), ``envelope`` (envelopes stripped, joined by ``+``), ``stream``, ``container``,
-        ``host``, ``raw``, ``parse_error`` (None or why), ``source``. The ``lines`` column sums to
-        the number of input lines.
+        ``host``, ``raw`` (the record's text, pandas' Arrow-backed ``str`` dtype), ``parse_error``
+        (None or why), ``source``. The ``lines`` column sums to the number of input lines.
 
     Raises
     ------
@@ -158,7 +158,9 @@ def read_logs(
     -----
     Runs of JSON lines are read a block at a time, their header keys only; the ``fields`` of
     such records are decoded when first read (:class:`toolkit.logs.cells.LazyFields`, a read-only
-    mapping equal to the dict, which ``.value`` returns).
+    mapping equal to the dict, which ``.value`` returns). Files and bytes are read as UTF-8 blocks
+    of whole lines and such runs decoded from the bytes (:mod:`toolkit.logs.blocks`); the frame is
+    the same as for the same lines given as text.
     """
     src = open_source(source)
     year_hint = year
@@ -171,13 +173,30 @@ def read_logs(
         bar = tqdm(total=src.total, unit="B", unit_scale=True, desc=src.name, leave=False)
     frames = _frames(src, tz, year, chunksize, bar, year_hint)
     if chunksize:
-        return _closing(frames, bar)
+        return _closing(_exact_chunks(frames, chunksize), bar)
     try:
         return next(frames)
     finally:
         frames.close()
         if bar is not None:
             bar.close()
+
+
+def _exact_chunks(frames: Iterator[pd.DataFrame], size: int) -> Iterator[pd.DataFrame]:
+    """Frames of exactly ``size`` rows (the last: the rest), from frames of a block or more."""
+    pending: pd.DataFrame | None = None
+    yielded = False
+    for frame in frames:
+        if pending is not None and len(pending):
+            frame = pd.concat([pending, frame])
+        start = 0
+        while len(frame) - start >= size:
+            yield frame.iloc[start:start + size]
+            yielded = True
+            start += size
+        pending = frame.iloc[start:]
+    if pending is not None and (len(pending) or not yielded):
+        yield pending
 
 
 def _closing(frames: Iterator[pd.DataFrame], bar: Any) -> Iterator[pd.DataFrame]:
