@@ -136,8 +136,12 @@ def test_activity_retries_failures_timeouts_and_cancellation(
     assert (table["total_duration"] == table["queue_duration"] + table["run_duration"]).all()
     assert (table["queue_duration"] >= pd.Timedelta(0)).all()
     assert set(table["identity"]) == {"samples-worker"}
-    # Activities scheduled in the first task, the canceled one after the timer's task.
-    assert table["workflow_task"].tolist() == [1, 1, 1, 4]
+    # Three scheduled in the first task; the canceled one in a later task, after the three
+    # closed (how many tasks their completions take depends on timing: 3 or 4 here).
+    gathered = table.loc[["flaky", "always_fails", "slow"]]
+    assert gathered["workflow_task"].tolist() == [1, 1, 1]
+    assert canceled.workflow_task > 1
+    assert canceled.scheduled_event_id > gathered["closed_event_id"].max()
 
 
 @pytest.mark.server
