@@ -215,12 +215,14 @@ def test_bytes_path_encodings(encode: Any, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_level_spellings_learned_and_widened(monkeypatch: pytest.MonkeyPatch) -> None:
     """Levels are decoded as the spellings met so far; a new spelling widens, then narrows."""
+    # (loggers are learned the same way: test_numeric_times_and_learned_loggers)
     built: list[Any] = []
     original = jsonfast._build_layout
 
-    def recording(order: Any, strict: bool, levels: Any = None) -> Any:
-        built.append(levels)
-        return original(order, strict, levels)
+    def recording(order: Any, strict: bool, literals: Any = (None, None),
+                  numeric_ts: bool = False) -> Any:
+        built.append(literals[0])
+        return original(order, strict, literals, numeric_ts)
 
     spellings = ["INFO"] * 700 + ["WARN", "INFO"] * 300 + ["error", "DEBUG", "INFO"] * 300
     lines = [f'{{"time":"2026-09-27T10:00:{i % 60:02d}Z","level":"{lv}","msg":"m{i}"}}'
@@ -233,3 +235,21 @@ def test_level_spellings_learned_and_widened(monkeypatch: pytest.MonkeyPatch) ->
         _same_but_source(fast, _line_by_line(lines, monkeypatch))
         assert frozenset({"INFO"}) in built and frozenset({"INFO", "WARN"}) in built
         assert frozenset({"INFO", "WARN", "error", "DEBUG"}) in built
+
+
+@pytest.mark.parametrize("stamp", [
+    "1727431200", "1727431200.123456", "1727431200123", "1727431200123.5", "1727431200123456",
+    "1727431200123456789", "-1.5", "0", "1e12", "99999999999999999", "100000000000000000",
+    "9300000000", "9300000000.0", "1e400", "18446744073709551615", "true", "null",
+])
+def test_numeric_times_and_learned_loggers(stamp: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """zap's epoch times (s, ms, µs, ns; ints and floats) read a column at a time, loggers as
+    Literals; every odd number (overflow, not finite, bool, null) as the line-by-line path."""
+    lines = [f'{{"level":"info","ts":{1727431200 + i}.25,"logger":"agent.{i % 3}","msg":"m{i}"}}'
+             for i in range(300)]
+    lines[150] = f'{{"level":"info","ts":{stamp},"logger":"agent.0","msg":"odd"}}'
+    lines += [f'{{"level":"warn","ts":{stamp},"logger":"x{i}","msg":"n"}}' for i in range(50)]
+    monkeypatch.setattr(jsonfast, "_SUB_BLOCK", 64)
+    slow = _line_by_line(lines, monkeypatch)
+    _same(read_logs(lines), slow)
+    _same_but_source(read_logs(_as_bytes(lines)), slow)

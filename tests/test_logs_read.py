@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolkit.errors import LogFormatError
 from toolkit.logs import read_logs
+from toolkit.logs.normalize import epoch_to_ns, epochs_to_ns
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 
@@ -278,3 +281,35 @@ def test_progress_bar_runs_to_the_end(capsys: pytest.CaptureFixture[str]) -> Non
     logs = read_logs(FIXTURES / "slog_text.log", progress=True)
     assert len(logs) == 3
     assert "slog_text.log" in capsys.readouterr().err
+
+
+# Magnitude boundaries, int64 overflow once scaled, fractions that round and truncate apart.
+INT_EDGES = [0, -1, 10**11 - 1, 10**11, 10**14 - 1, 10**14, 10**17 - 1, 10**17, 9223372036,
+             9223372037, 2**63 - 1, -(2**63)]
+FLOAT_EDGES = [0.0, 1e11, 1e14 - 0.5, 1e17, 2.5e-9, -0.5, 1.7e-9, -1.7e-9, 1727431200.123456789,
+               1e16 + 0.5, 9223372036.5, 9300000000.0, -1e19]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=8),
+    st.lists(st.floats(min_value=-1e19, max_value=1e19), min_size=1, max_size=8),
+    st.lists(st.integers(min_value=-(2**64), max_value=2**64), min_size=1, max_size=8),
+    st.lists(st.integers(min_value=-(10**18), max_value=10**18), min_size=1, max_size=8),
+    st.lists(st.sampled_from(INT_EDGES), min_size=1, max_size=8),
+    st.lists(st.sampled_from(FLOAT_EDGES), min_size=1, max_size=8),
+))
+def test_epochs_to_ns_equals_epoch_to_ns(values: list[float | int]) -> None:
+    """The column-at-a-time conversion answers exactly as the per-value one, or not at all."""
+    fast = epochs_to_ns(values)
+    if fast is not None:
+        assert fast == [epoch_to_ns(v) for v in values]
+
+
+def test_epochs_to_ns_takes_common_columns() -> None:
+    seconds = [1727431200.25, 1727431201.5]
+    assert epochs_to_ns(seconds) == [epoch_to_ns(v) for v in seconds]
+    assert epochs_to_ns(seconds) == [1727431200249999872, 1727431201500000000]  # float precision
+    assert epochs_to_ns([1727431200123, 1727431200123456789]) == [1727431200123000000,
+                                                                  1727431200123456789]
+    assert epochs_to_ns([1.0, 2]) is None and epochs_to_ns([True]) is None

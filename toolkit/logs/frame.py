@@ -90,6 +90,11 @@ def _to_utc(values: list[Any], tz: str, year: int, year_hint: int | None = None,
     if kinds <= {str, type(None)}:  # the common case: ISO text only, converted in one call
         result = _texts_to_ns(values, tz)
         return result, _retry_failed(values, result, range(n), tz)
+    if kinds == {int}:  # epoch nanoseconds only (zap's numeric times): one conversion
+        try:
+            return np.fromiter(values, np.int64, n).view("datetime64[ns]"), []
+        except OverflowError:
+            pass
     result = np.full(n, np.datetime64("NaT"), dtype="datetime64[ns]")
     str_pos: list[int] = []
     str_val: list[str] = []

@@ -42,11 +42,14 @@ from toolkit.logs.formats.jsonlog import (
     loads_json,
     orjson_number,
 )
-from toolkit.logs.normalize import norm_level
+from toolkit.logs.normalize import epochs_to_ns, norm_level
 
 __all__ = ["JsonRuns"]
 
-_MAX_LITERAL_LEVELS = 32  # more level spellings than this in one layout: decoded as any text
+#: Decoders tried on a line of a new layout: strict with a text time, strict with a numeric
+#: time, then loose (any JSON values).
+_DECODERS = ((True, False), (True, True), (False, False))
+_MAX_LITERAL_TEXTS = 32  # more levels / loggers than this in one layout: decoded as any text
 _SUB_BLOCK = 8192  # lines decoded per attempt: bounds the work redone when a run ends inside
 # Errors of a msgspec decode that mean "not a JSON record of this layout" (RecursionError: nested
 # too deep for the header value; UnicodeError: lone surrogates in text given as str).
@@ -54,6 +57,7 @@ _NOT_THIS = (msgspec.DecodeError, RecursionError, UnicodeError)
 _UNSUPPORTED = frozenset({"log", "resourceLogs", "MESSAGE"})  # envelopes, OTLP: the assembler's
 _NonEmptyText = Annotated[str, msgspec.Meta(min_length=1)]
 Lines = TextLines | ByteBlock
+Literals = tuple[frozenset[str] | None, frozenset[str] | None]  # levels, loggers
 
 
 class _Layout(NamedTuple):
@@ -69,7 +73,8 @@ class _Layout(NamedTuple):
     strict: bool
     message_key: str | None
     order: tuple[str, ...]  # the signature keys, in the records' order
-    levels: frozenset[str] | None  # strict layouts: the level spellings allowed (None: any text)
+    literals: Literals  # strict layouts: the level / logger texts allowed (None: any text)
+    numeric_ts: bool  # strict layouts: the time is a number (epoch s/ms/µs/ns), not text
 
 
 _PROBE_VALUES = {"level": "INFO", "fields": {}}  # values that take the paths that look further
@@ -100,13 +105,14 @@ def _first(keys: tuple[str, ...], present: Any) -> str | None:
     return next((k for k in keys if k in present), None)
 
 
-def _build_layout(order: tuple[str, ...], strict: bool,
-                  levels: frozenset[str] | None = None) -> _Layout | None:
+def _build_layout(order: tuple[str, ...], strict: bool, literals: Literals = (None, None),
+                  numeric_ts: bool = False) -> _Layout | None:
     """The decoders of one layout: its signature keys in ``order`` (the first record's).
 
-    ``levels``: decode the level as one of these texts (a ``Literal``) instead of any text.
-    msgspec then hands back the same few string objects instead of a new one per record,
-    which makes the level column markedly cheaper to build (and to free).
+    ``literals``: decode the level and the logger as one of these texts (a ``Literal``) instead
+    of any text. msgspec then hands back the same few string objects instead of a new one per
+    record, which makes those columns markedly cheaper to build (and to free). ``numeric_ts``: the
+    time is a JSON number (zap's epoch seconds), converted a column at a time.
     """
     probe = _Probe(frozenset(order))
     if [key for key in _UNSUPPORTED if key in probe]:
@@ -118,10 +124,12 @@ def _build_layout(order: tuple[str, ...], strict: bool,
     family = family_of(probe)
     if family == "rust_tracing_json":
         return None  # its family depends on the type of ``fields``, record by record
+    levels, loggers = literals if strict else (None, None)
     level_type: Any = Literal[tuple(sorted(levels))] if levels else str
+    logger_type: Any = Literal[tuple(sorted(loggers))] if loggers else str
     strict_types: dict[str | None, Any] = {
-        header["ts"]: _NonEmptyText, header["level"]: level_type, header["message"]: str,
-        header["logger"]: str | None,
+        header["ts"]: (int | float) if numeric_ts else _NonEmptyText,
+        header["level"]: level_type, header["message"]: str, header["logger"]: logger_type | None,
     }
     fields: list[tuple[str, Any, Any]] = []
     attrs: dict[str, str] = {}
@@ -141,7 +149,8 @@ def _build_layout(order: tuple[str, ...], strict: bool,
         decode_lines=decoder.decode_lines,
         family=None if family in ("slog_json", "logrus_json") else family,
         strict=strict, message_key=header["message"], order=tuple(order),
-        levels=levels if strict and header["level"] else None, **present,
+        literals=(levels if header["level"] else None, loggers if header["logger"] else None),
+        numeric_ts=strict and numeric_ts and header["ts"] is not None, **present,
     )
 
 
@@ -206,7 +215,9 @@ def _header_columns(layout: _Layout, heads: list[Any], lines: Lines, first: int)
     ts: Any = Repeat(None, n)
     if layout.ts:
         ts = [h.ts for h in heads]  # comprehensions: faster than map(attrgetter) here
-        if not layout.strict:
+        if layout.numeric_ts:
+            ts = epochs_to_ns(ts) or [json_ts(orjson_number(v)) for v in ts]
+        elif not layout.strict:
             ts = [json_ts(orjson_number(v)) for v in ts]
     family: Any = Repeat(layout.family, n)
     level: Any = Repeat(None, n)
@@ -226,6 +237,15 @@ def _header_columns(layout: _Layout, heads: list[Any], lines: Lines, first: int)
         if not layout.strict or "" in logger:  # an empty logger is none (as records have it)
             logger = [g if isinstance(g, str) and g else None for g in logger]
     return [family, ts, level, logger, message]
+
+
+def _learned(values: list[Any] | None, known: frozenset[str] | None) -> frozenset[str] | None:
+    """The texts of a column and ``known`` ones, when few enough to decode as a Literal."""
+    if values is None:
+        return None
+    texts = set(values).union(known or ())
+    texts.discard(None)  # a logger may be null (a Literal | None type keeps accepting that)
+    return frozenset(texts) if 0 < len(texts) <= _MAX_LITERAL_TEXTS else None
 
 
 def _decode_batch(layout: _Layout, joined: Any, count: int) -> list[Any] | None:
@@ -254,32 +274,34 @@ class JsonRuns:
         self._layouts: dict[Any, _Layout | None] = {}
         self._current: _Layout | None = None
 
-    def _layout(self, record: dict[str, Any], strict: bool) -> _Layout | None:
-        return self._built(tuple(key for key in record if key in SIGNATURE_KEYS), strict)
+    def _layout(self, record: dict[str, Any], strict: bool, numeric_ts: bool) -> _Layout | None:
+        return self._built(tuple(key for key in record if key in SIGNATURE_KEYS), strict,
+                           numeric_ts=numeric_ts)
 
-    def _built(self, order: tuple[str, ...], strict: bool,
-               levels: frozenset[str] | None = None) -> _Layout | None:
-        key = (frozenset(order), strict, levels)
+    def _built(self, order: tuple[str, ...], strict: bool, literals: Literals = (None, None),
+               numeric_ts: bool = False) -> _Layout | None:
+        key = (frozenset(order), strict, literals, numeric_ts)
         if key not in self._layouts:
-            self._layouts[key] = _build_layout(order, strict, levels)
+            self._layouts[key] = _build_layout(order, strict, literals, numeric_ts)
         return self._layouts[key]
 
-    def _narrowed(self, layout: _Layout, heads: list[Any],
-                  known: frozenset[str] | None = None) -> _Layout:
-        """After a batch of a strict layout: the layout with the level spellings met so far (this
-        batch's and ``known``) as a Literal; itself when it has them already."""
-        if not (layout.strict and layout.level):
+    def _narrowed(self, layout: _Layout, heads: list[Any], known: Literals) -> _Layout:
+        """After a batch of a strict layout: the layout with the level and logger texts met so
+        far (this batch's and ``known``) as Literals; itself when it has learned them already
+        (or they are too many)."""
+        if not layout.strict or layout.literals != (None, None):
             return layout
-        if layout.levels is not None:
-            return layout  # every level of the batch is one of its spellings
-        levels = {h.level for h in heads}.union(known or ())
-        if len(levels) > _MAX_LITERAL_LEVELS:
+        levels = _learned([h.level for h in heads] if layout.level else None, known[0])
+        loggers = _learned([h.logger for h in heads] if layout.logger else None, known[1])
+        if levels is None and loggers is None:
             return layout
-        return self._built(layout.order, True, frozenset(levels)) or layout
+        return self._built(layout.order, True, (levels, loggers), layout.numeric_ts) or layout
 
     def _widened(self, layout: _Layout) -> _Layout | None:
-        """The layout that accepts any level text (when a batch met a new spelling)."""
-        return self._built(layout.order, True) if layout.levels else None
+        """The layout that accepts any level / logger text (when a batch met a new one)."""
+        if layout.literals == (None, None):
+            return None
+        return self._built(layout.order, True, (None, None), layout.numeric_ts)
 
     def _decode_one(self, line: str) -> tuple[_Layout, Any] | None:
         """Decode one line, finding its layout when it is not the current one."""
@@ -297,8 +319,8 @@ class JsonRuns:
             return None
         if type(d) is not dict:
             return None
-        for strict in (True, False):
-            layout = self._layout(d, strict)
+        for strict, numeric_ts in _DECODERS:
+            layout = self._layout(d, strict, numeric_ts)
             if layout is None:
                 return None
             try:
@@ -332,7 +354,7 @@ class JsonRuns:
                     # exactly when no line holds two values.
                     joined = lines.joined(pos, clean)
                     heads = _decode_batch(layout, joined, clean - pos)
-                    known = layout.levels
+                    known = layout.literals
                     if heads is None and (wide := self._widened(layout)) is not None:
                         layout, heads = wide, _decode_batch(wide, joined, clean - pos)
                     if heads is not None:
@@ -387,7 +409,7 @@ class JsonRuns:
                                       else piece[:take])
                     segment[name] = values
             segment["raw"] = lines.raws(start, end - 1)
-            if all(layout.strict and layout.ts for layout, _, _ in runs):
+            if all(layout.strict and layout.ts and not layout.numeric_ts for layout, _, _ in runs):
                 segment[TEXT_TS] = True  # strict layouts decode the time as non-empty text
             segment["fields"] = lines.lazy_fields(start, end - 1)
             segment["line"] = range(first_line + start, first_line + end - 1)
