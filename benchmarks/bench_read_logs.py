@@ -1,9 +1,12 @@
 """Benchmark read_logs against ``[orjson.loads(l) for l in lines]`` measured in the same run.
 
-Generates, in a temporary directory, a 1,000,000-line JSON log (slog/zap/logrus-style records)
-and a 1,000,000-line mixed text log (slog text, klog, Python logging, Go SDK logger, Rust tracing,
-tracebacks and panics), then prints, for each, the read_logs time divided by the time of
-``[orjson.loads(l) for l in lines]`` on the same lines already in memory (target on JSON: <= 1.5).
+Generates, in a temporary directory, a 1,000,000-line JSON log (slog-style records with a few
+attributes) and a 1,000,000-line mixed text log (slog text, klog, Python logging, Go SDK logger,
+Rust tracing, tracebacks and panics), then prints, for each, the read_logs time divided by the
+time of ``[orjson.loads(l) for l in lines]`` on the same lines already in memory (target on JSON:
+<= 1.5). The JSON baseline is the same in both rows. Three more JSON logs in other loggers'
+layouts (zap with epoch-second times, logrus with offsets, structlog with a logger) print their
+ratio against orjson over their own lines.
 
 Run: ``.venv/bin/python benchmarks/bench_read_logs.py [--lines N]``.
 """
@@ -40,6 +43,26 @@ def json_lines(n: int, rng: random.Random) -> list[str]:
         }
         out.append(orjson.dumps(record).decode())
     return out
+
+
+def layout_lines(name: str, n: int, rng: random.Random) -> list[str]:
+    """JSON lines as zap, logrus or structlog write them."""
+    def zap(i: int) -> dict[str, object]:
+        return {"level": rng.choice(["info", "warn", "error"]), "ts": 1727431200.5 + i / 1000,
+                "caller": "agent/run.go:42", "msg": rng.choice(["tool call", "listing tools"]),
+                "workflow_id": f"agent-{i % 97}", "attempt": 1 + i % 3}
+
+    def logrus(i: int) -> dict[str, object]:
+        return {"level": rng.choice(["info", "warning"]), "msg": rng.choice(["tool call", "step"]),
+                "time": f"2026-09-27T10:00:{i % 60:02d}+02:00", "workflow_id": f"agent-{i % 97}"}
+
+    def structlog(i: int) -> dict[str, object]:
+        return {"event": rng.choice(["tool call", "step"]), "level": rng.choice(["info", "error"]),
+                "logger": rng.choice(["agent.runner", "agent.mcp"]), "attempt": i % 5,
+                "timestamp": f"2026-09-27T10:00:{i % 60:02d}.{i % 1000:03d}Z"}
+
+    make = {"zap": zap, "logrus": logrus, "structlog": structlog}[name]
+    return [orjson.dumps(make(i)).decode() for i in range(n)]
 
 
 def text_lines(n: int, rng: random.Random) -> list[str]:
@@ -90,23 +113,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", choices=["json", "mixed text"], help="run one of the two logs")
+    parser.add_argument("--only", choices=["json", "mixed text", "json layouts"],
+                        help="run one of the logs (default: all)")
     args = parser.parse_args()
     rng = random.Random(7)
     json_version = json_lines(args.lines, rng)
     text_version = text_lines(args.lines, rng)
 
-    def baseline() -> object:
-        return [orjson.loads(x) for x in json_version]
-
+    logs: list[tuple[str, list[str], list[str]]] = [
+        ("json", json_version, json_version), ("mixed text", text_version, json_version)]
+    if args.only in (None, "json layouts"):
+        for layout in ("zap", "logrus", "structlog"):
+            lines = layout_lines(layout, args.lines, rng)
+            logs.append((layout, lines, lines))
     with tempfile.TemporaryDirectory() as tmp:
-        for name, lines in (("json", json_version), ("mixed text", text_version)):
-            if args.only and name != args.only:
+        for name, lines, baseline_lines in logs:
+            if args.only and name != args.only and not (
+                    args.only == "json layouts" and name in ("zap", "logrus", "structlog")):
                 continue
+
+            def baseline(baseline_lines: list[str] = baseline_lines) -> object:
+                return [orjson.loads(x) for x in baseline_lines]
+
             path = Path(tmp) / f"{name.replace(' ', '_')}.log"
             path.write_text("\n".join(lines) + "\n", encoding="utf-8")
             # Interleaved, so that load from other processes hits both sides alike. The baseline
-            # is the same in both rows: orjson over the JSON lines, already in memory.
+            # is orjson over JSON lines already in memory (for mixed text: the first JSON log's).
             base, elapsed, frame = float("inf"), float("inf"), None
             for _ in range(args.repeats):
                 base = min(base, best_of(1, baseline)[0])
