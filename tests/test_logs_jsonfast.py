@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import toolkit.logs.jsonfast as jsonfast
+import toolkit.logs.jsonlayout as jsonlayout
 import toolkit.logs.read as read_module
 import toolkit.logs.sources as sources
 from toolkit.logs import read_logs
@@ -217,7 +218,7 @@ def test_level_spellings_learned_and_widened(monkeypatch: pytest.MonkeyPatch) ->
     """Levels are decoded as the spellings met so far; a new spelling widens, then narrows."""
     # (loggers are learned the same way: test_numeric_times_and_learned_loggers)
     built: list[Any] = []
-    original = jsonfast._build_layout
+    original = jsonlayout.build_layout
 
     def recording(order: Any, strict: bool, literals: Any = (None, None),
                   numeric_ts: bool = False) -> Any:
@@ -227,7 +228,7 @@ def test_level_spellings_learned_and_widened(monkeypatch: pytest.MonkeyPatch) ->
     spellings = ["INFO"] * 700 + ["WARN", "INFO"] * 300 + ["error", "DEBUG", "INFO"] * 300
     lines = [f'{{"time":"2026-09-27T10:00:{i % 60:02d}Z","level":"{lv}","msg":"m{i}"}}'
              for i, lv in enumerate(spellings)]
-    monkeypatch.setattr(jsonfast, "_build_layout", recording)
+    monkeypatch.setattr(jsonlayout, "build_layout", recording)
     monkeypatch.setattr(jsonfast, "_SUB_BLOCK", 64)
     for source in (lines, _as_bytes(lines)):
         built.clear()

@@ -1,157 +1,49 @@
 """The fast path for runs of JSON log lines: decode only the header, a block at a time.
 
-A JSON record's family, header keys and envelope status depend only on which of
-:data:`SIGNATURE_KEYS` it has (its *layout*) and, for slog vs logrus, on its level's spelling.
-For each layout met, a msgspec struct type is built whose fields are exactly those keys: present
-ones required, absent ones typed so that their presence fails decoding. Decoding a line with it
-therefore *checks* that the line has the same layout, and reads only the header values (every
-other key is skipped inside msgspec). Lines of one layout are then turned into columns a column
-at a time, and ``fields`` stays a :class:`~toolkit.logs.cells.LazyFields` over the line.
+Lines of one layout (:mod:`toolkit.logs.jsonlayout`) are decoded together, one msgspec call per
+sub-block, from the bytes of a :class:`~toolkit.logs.blocks.ByteBlock` or from a list of lines;
+the headers are then turned into columns a column at a time, and ``fields`` stays a
+:class:`~toolkit.logs.cells.LazyFields` over the line. Lines no decoder of their layout fits
+(envelopes, OTLP, Rust tracing's nested ``fields``, non-objects, text) end the run; the line
+assembler takes them one by one.
 
-Two decoders per layout: a strict one (text header values, the usual case, so no per-record type
-checks are needed afterwards) and a loose one (any JSON values, normalised like
-:func:`classify_json` does). Lines that fit neither (envelopes, OTLP, Rust tracing's nested
-``fields``, non-objects, text) end the run; the line assembler takes them one by one.
-
-The result is the one :func:`classify_json` gives line by line (same family, ts, level, logger,
-message; ``fields`` equal to its dict).
+The result is the one :func:`~toolkit.logs.formats.jsonlog.classify_json` gives line by line
+(same family, ts, level, logger, message; ``fields`` equal to its dict).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import repeat
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Any
 
-import msgspec
 import orjson
 
+from toolkit.logs import jsonlayout
 from toolkit.logs.assemble import Assembler
 from toolkit.logs.blocks import ByteBlock, TextLines, too_deep
 from toolkit.logs.cells import LazyFields
 from toolkit.logs.columns import TEXT_TS, Repeat, Segment
 from toolkit.logs.formats.jsonlog import (
-    LEVEL_KEYS,
-    LOGGER_KEYS,
-    MSG_KEYS,
     SIGNATURE_KEYS,
-    TS_KEYS,
-    family_of,
     json_text,
     json_ts,
     loads_json,
     orjson_number,
 )
+from toolkit.logs.jsonlayout import (
+    DECODE_ERRORS,
+    DECODERS,
+    Layout,
+    Literals,
+    decode_batch,
+    learned,
+)
 from toolkit.logs.normalize import epochs_to_ns, norm_level
 
 __all__ = ["JsonRuns"]
 
-#: Decoders tried on a line of a new layout: strict with a text time, strict with a numeric
-#: time, then loose (any JSON values).
-_DECODERS = ((True, False), (True, True), (False, False))
-_MAX_LITERAL_TEXTS = 32  # more levels / loggers than this in one layout: decoded as any text
 _SUB_BLOCK = 8192  # lines decoded per attempt: bounds the work redone when a run ends inside
-# Errors of a msgspec decode that mean "not a JSON record of this layout" (RecursionError: nested
-# too deep for the header value; UnicodeError: lone surrogates in text given as str).
-_NOT_THIS = (msgspec.DecodeError, RecursionError, UnicodeError)
-_UNSUPPORTED = frozenset({"log", "resourceLogs", "MESSAGE"})  # envelopes, OTLP: the assembler's
-_NonEmptyText = Annotated[str, msgspec.Meta(min_length=1)]
 Lines = TextLines | ByteBlock
-Literals = tuple[frozenset[str] | None, frozenset[str] | None]  # levels, loggers
-
-
-class _Layout(NamedTuple):
-    """How to decode and read the lines of one layout."""
-
-    decode: Callable[[str], Any]
-    decode_lines: Callable[[str], list[Any]]  # one C call for a whole sub-block of lines
-    ts: bool  # whether the header key is present (decoded as the attribute of that name)
-    level: bool
-    message: bool
-    logger: bool
-    family: str | None  # None: slog_json / logrus_json / json by the level's spelling
-    strict: bool
-    message_key: str | None
-    order: tuple[str, ...]  # the signature keys, in the records' order
-    literals: Literals  # strict layouts: the level / logger texts allowed (None: any text)
-    numeric_ts: bool  # strict layouts: the time is a number (epoch s/ms/µs/ns), not text
-
-
-_PROBE_VALUES = {"level": "INFO", "fields": {}}  # values that take the paths that look further
-
-
-class _Probe(dict):  # type: ignore[type-arg]
-    """A stand-in record with a layout's keys that notes every key the decisions look at.
-
-    The family, header and envelope decisions are trees of presence tests; keys no test on the
-    path to this layout's answer looks at cannot change it, so only the keys noted here (and
-    absent) need to be ruled out when decoding. Fewer struct fields make decoding cheaper.
-    """
-
-    def __init__(self, keys: frozenset[str]) -> None:
-        super().__init__((key, _PROBE_VALUES.get(key)) for key in keys)
-        self.seen: set[Any] = set()
-
-    def __contains__(self, key: object) -> bool:
-        self.seen.add(key)
-        return super().__contains__(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        self.seen.add(key)
-        return super().get(key, default)
-
-
-def _first(keys: tuple[str, ...], present: Any) -> str | None:
-    return next((k for k in keys if k in present), None)
-
-
-def _build_layout(order: tuple[str, ...], strict: bool, literals: Literals = (None, None),
-                  numeric_ts: bool = False) -> _Layout | None:
-    """The decoders of one layout: its signature keys in ``order`` (the first record's).
-
-    ``literals``: decode the level and the logger as one of these texts (a ``Literal``) instead
-    of any text. msgspec then hands back the same few string objects instead of a new one per
-    record, which makes those columns markedly cheaper to build (and to free). ``numeric_ts``: the
-    time is a JSON number (zap's epoch seconds), converted a column at a time.
-    """
-    probe = _Probe(frozenset(order))
-    if [key for key in _UNSUPPORTED if key in probe]:
-        return None
-    header = {
-        "ts": _first(TS_KEYS, probe), "level": _first(LEVEL_KEYS, probe),
-        "message": _first(MSG_KEYS, probe), "logger": _first(LOGGER_KEYS, probe),
-    }
-    family = family_of(probe)
-    if family == "rust_tracing_json":
-        return None  # its family depends on the type of ``fields``, record by record
-    levels, loggers = literals if strict else (None, None)
-    level_type: Any = Literal[tuple(sorted(levels))] if levels else str
-    logger_type: Any = Literal[tuple(sorted(loggers))] if loggers else str
-    strict_types: dict[str | None, Any] = {
-        header["ts"]: (int | float) if numeric_ts else _NonEmptyText,
-        header["level"]: level_type, header["message"]: str, header["logger"]: logger_type | None,
-    }
-    fields: list[tuple[str, Any, Any]] = []
-    attrs: dict[str, str] = {}
-    role = {key: name for name, key in header.items() if key}
-    for key in order:  # required, in the records' order (msgspec tries the next field first)
-        attrs[key] = role.get(key, f"k{len(attrs)}")
-        kind = strict_types.get(key, Any) if strict else Any
-        fields.append((attrs[key], kind, msgspec.field(name=key)))
-    for key in sorted(probe.seen - set(order)):  # looked at but absent: presence fails decoding
-        absent = msgspec.field(default=msgspec.UNSET, name=key)
-        fields.append((f"k{len(fields)}", msgspec.UnsetType, absent))
-    struct = msgspec.defstruct("JsonHeader", fields, gc=False)
-    present = {name: key is not None for name, key in header.items()}
-    decoder = msgspec.json.Decoder(struct)
-    return _Layout(
-        decode=decoder.decode,
-        decode_lines=decoder.decode_lines,
-        family=None if family in ("slog_json", "logrus_json") else family,
-        strict=strict, message_key=header["message"], order=tuple(order),
-        literals=(levels if header["level"] else None, loggers if header["logger"] else None),
-        numeric_ts=strict and numeric_ts and header["ts"] is not None, **present,
-    )
 
 
 def _by_level_family(level: Any) -> str:
@@ -199,7 +91,7 @@ def _levels(raw: list[Any], by_level: bool) -> tuple[Any, Any]:
     return _column(_LEVEL_OF, raw, spellings), families
 
 
-def _loose_messages(layout: _Layout, values: list[Any], lines: Lines, first: int) -> list[str]:
+def _loose_messages(layout: Layout, values: list[Any], lines: Lines, first: int) -> list[str]:
     """Message texts of any JSON values, as :func:`classify_json` spells them."""
     out = []
     for k, value in enumerate(values, first):
@@ -209,7 +101,7 @@ def _loose_messages(layout: _Layout, values: list[Any], lines: Lines, first: int
     return out
 
 
-def _header_columns(layout: _Layout, heads: list[Any], lines: Lines, first: int) -> list[Any]:
+def _header_columns(layout: Layout, heads: list[Any], lines: Lines, first: int) -> list[Any]:
     """Columns ``format, ts, level, logger, message`` of decoded headers of one layout."""
     n = len(heads)
     ts: Any = Repeat(None, n)
@@ -239,24 +131,6 @@ def _header_columns(layout: _Layout, heads: list[Any], lines: Lines, first: int)
     return [family, ts, level, logger, message]
 
 
-def _learned(values: list[Any] | None, known: frozenset[str] | None) -> frozenset[str] | None:
-    """The texts of a column and ``known`` ones, when few enough to decode as a Literal."""
-    if values is None:
-        return None
-    texts = set(values).union(known or ())
-    texts.discard(None)  # a logger may be null (a Literal | None type keeps accepting that)
-    return frozenset(texts) if 0 < len(texts) <= _MAX_LITERAL_TEXTS else None
-
-
-def _decode_batch(layout: _Layout, joined: Any, count: int) -> list[Any] | None:
-    """The headers of ``count`` lines decoded in one call, or None when they do not all fit."""
-    try:
-        heads = layout.decode_lines(joined)
-    except _NOT_THIS:
-        return None
-    return heads if len(heads) == count else None
-
-
 def _cut(column: Any, n: int) -> Any:
     """The first ``n`` values of a column piece."""
     return Repeat(column.value, n) if type(column) is Repeat else column[:n]
@@ -271,39 +145,39 @@ class JsonRuns:
 
     def __init__(self, asm: Assembler) -> None:
         self.asm = asm
-        self._layouts: dict[Any, _Layout | None] = {}
-        self._current: _Layout | None = None
+        self._layouts: dict[Any, Layout | None] = {}
+        self._current: Layout | None = None
 
-    def _layout(self, record: dict[str, Any], strict: bool, numeric_ts: bool) -> _Layout | None:
+    def _layout(self, record: dict[str, Any], strict: bool, numeric_ts: bool) -> Layout | None:
         return self._built(tuple(key for key in record if key in SIGNATURE_KEYS), strict,
                            numeric_ts=numeric_ts)
 
     def _built(self, order: tuple[str, ...], strict: bool, literals: Literals = (None, None),
-               numeric_ts: bool = False) -> _Layout | None:
+               numeric_ts: bool = False) -> Layout | None:
         key = (frozenset(order), strict, literals, numeric_ts)
         if key not in self._layouts:
-            self._layouts[key] = _build_layout(order, strict, literals, numeric_ts)
+            self._layouts[key] = jsonlayout.build_layout(order, strict, literals, numeric_ts)
         return self._layouts[key]
 
-    def _narrowed(self, layout: _Layout, heads: list[Any], known: Literals) -> _Layout:
+    def _narrowed(self, layout: Layout, heads: list[Any], known: Literals) -> Layout:
         """After a batch of a strict layout: the layout with the level and logger texts met so
         far (this batch's and ``known``) as Literals; itself when it has learned them already
         (or they are too many)."""
         if not layout.strict or layout.literals != (None, None):
             return layout
-        levels = _learned([h.level for h in heads] if layout.level else None, known[0])
-        loggers = _learned([h.logger for h in heads] if layout.logger else None, known[1])
+        levels = learned([h.level for h in heads] if layout.level else None, known[0])
+        loggers = learned([h.logger for h in heads] if layout.logger else None, known[1])
         if levels is None and loggers is None:
             return layout
         return self._built(layout.order, True, (levels, loggers), layout.numeric_ts) or layout
 
-    def _widened(self, layout: _Layout) -> _Layout | None:
+    def _widened(self, layout: Layout) -> Layout | None:
         """The layout that accepts any level / logger text (when a batch met a new one)."""
         if layout.literals == (None, None):
             return None
         return self._built(layout.order, True, (None, None), layout.numeric_ts)
 
-    def _decode_one(self, line: str) -> tuple[_Layout, Any] | None:
+    def _decode_one(self, line: str) -> tuple[Layout, Any] | None:
         """Decode one line, finding its layout when it is not the current one."""
         if too_deep(line):
             return None
@@ -311,7 +185,7 @@ class JsonRuns:
         if current is not None:
             try:
                 return current, current.decode(line)
-            except _NOT_THIS:
+            except DECODE_ERRORS:
                 pass
         try:
             d = loads_json(line)
@@ -319,23 +193,23 @@ class JsonRuns:
             return None
         if type(d) is not dict:
             return None
-        for strict, numeric_ts in _DECODERS:
+        for strict, numeric_ts in DECODERS:
             layout = self._layout(d, strict, numeric_ts)
             if layout is None:
                 return None
             try:
                 head = layout.decode(line)
-            except _NOT_THIS:
+            except DECODE_ERRORS:
                 continue
             self._current = layout
             return layout, head
         return None
 
-    def _decode_run(self, lines: Lines, start: int) -> list[tuple[_Layout, int, list[Any]]]:
+    def _decode_run(self, lines: Lines, start: int) -> list[tuple[Layout, int, list[Any]]]:
         """Decode the JSON record lines from ``lines[start]`` on: (layout, first index, heads)."""
-        runs: list[tuple[_Layout, int, list[Any]]] = []
+        runs: list[tuple[Layout, int, list[Any]]] = []
 
-        def add(layout: _Layout, first: int, heads: list[Any]) -> None:
+        def add(layout: Layout, first: int, heads: list[Any]) -> None:
             if runs and runs[-1][0] is layout:  # runs are contiguous: extend the last one
                 runs[-1][2].extend(heads)
             else:
@@ -353,10 +227,10 @@ class JsonRuns:
                     # "}" only ",", "]" or "}" continue one) and the count is one per line
                     # exactly when no line holds two values.
                     joined = lines.joined(pos, clean)
-                    heads = _decode_batch(layout, joined, clean - pos)
+                    heads = decode_batch(layout, joined, clean - pos)
                     known = layout.literals
                     if heads is None and (wide := self._widened(layout)) is not None:
-                        layout, heads = wide, _decode_batch(wide, joined, clean - pos)
+                        layout, heads = wide, decode_batch(wide, joined, clean - pos)
                     if heads is not None:
                         add(layout, pos, heads)
                         self._current = self._narrowed(layout, heads, known)
