@@ -7,9 +7,10 @@ without the newlines, plus offsets), so a million-line JSON log never materialis
 ``str`` objects. Lines that are not JSON records are decoded one by one when the block is mostly
 JSON, and the whole block is decoded and split once otherwise.
 
-Both kinds of block expose the same small interface to :mod:`toolkit.logs.jsonfast` (a
-:class:`TextLines` wraps a list): ``line(k)``, ``clean_prefix`` (lines safe to decode together),
-``joined`` (what ``decode_lines`` reads), ``raws`` and ``lazy_fields`` (column pieces).
+Both kinds of block expose the same small interface to the reader and
+:mod:`toolkit.logs.jsonfast` (a :class:`TextLines` wraps a list): ``line(k)``, ``json_starts``,
+``clean_prefix`` (lines safe to decode together), ``joined`` (what ``decode_lines`` reads),
+``raws`` and ``lazy_fields`` (column pieces).
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ class TextLines:
 
     def line(self, k: int) -> str:
         return self.lines[k]
+
+    def json_starts(self) -> list[bool]:
+        """Per line: starts with ``{`` (may begin a JSON record)."""
+        return [line[:1] == "{" for line in self.lines]
 
     def clean_prefix(self, a: int, b: int) -> int:
         """``b`` when every line of ``[a, b)`` is one JSON object that may be decoded with others
@@ -158,6 +163,10 @@ class ByteBlock:
         for k in np.flatnonzero(clean & (lengths > LONG_LINE)).tolist():
             clean[k] = not too_deep(self.line(k))
         return clean
+
+    def json_starts(self) -> list[bool]:
+        """Per line: starts with ``{`` (may begin a JSON record)."""
+        return self.opens_object.tolist()
 
     def line(self, k: int) -> str:
         if "lines" in self.__dict__:

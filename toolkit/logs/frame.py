@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from toolkit.logs.columns import TEXT_TS, Repeat, Segment
-from toolkit.logs.isotime import iso_to_utc_ns
+from toolkit.logs.isotime import UTC_NAMES, iso_to_utc_ns, local_to_utc, utc_ns
 from toolkit.logs.normalize import Yearless, epoch_to_ns
 
 __all__ = ["FRAME_COLUMNS", "build_frame", "empty_frame"]
@@ -37,11 +37,11 @@ def _texts_to_ns(texts: list[str | None], tz: str) -> np.ndarray:
     fast = iso_to_utc_ns(texts, tz)
     if fast is not None:
         return fast
-    return _strings_to_utc(texts, tz).tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
+    return utc_ns(_strings_to_utc(texts, tz))
 
 
 def _strings_to_utc(texts: list[str | None], tz: str) -> pd.DatetimeIndex:
-    if tz in ("UTC", "utc", "Z"):
+    if tz in UTC_NAMES:
         return pd.DatetimeIndex(pd.to_datetime(texts, format="ISO8601", utc=True, errors="coerce"))
     aware = np.fromiter((bool(t and _AWARE.search(t)) for t in texts), bool, len(texts))
     out = pd.Series(pd.NaT, index=range(len(texts)), dtype=_UTC)
@@ -50,8 +50,7 @@ def _strings_to_utc(texts: list[str | None], tz: str) -> pd.DatetimeIndex:
         out[aware] = pd.to_datetime(arr[aware], format="ISO8601", utc=True, errors="coerce")
     if (~aware).any():
         naive = pd.to_datetime(arr[~aware], format="ISO8601", errors="coerce")
-        local = naive.tz_localize(tz, ambiguous="NaT", nonexistent="shift_forward")
-        out[~aware] = local.tz_convert("UTC")
+        out[~aware] = local_to_utc(naive, tz)
     return pd.DatetimeIndex(out)
 
 

@@ -28,9 +28,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["iso_to_utc_ns"]
+__all__ = ["UTC_NAMES", "iso_to_utc_ns", "local_to_utc", "utc_ns"]
 
-_UTC_NAMES = frozenset({"UTC", "utc", "Z"})
+#: Spellings of UTC as a ``tz`` argument (naive texts are then UTC already).
+UTC_NAMES = frozenset({"UTC", "utc", "Z"})
 _ZONED = pa.timestamp("ns", "UTC")
 _NAIVE = pa.timestamp("ns")
 #: Texts probed before the whole column is cast (see :func:`_probe_kind`).
@@ -115,18 +116,26 @@ def _within_safe_range(parsed: pa.Array | pa.ChunkedArray) -> bool:
     return low is None or (low >= _EARLIEST and high < _LATEST)
 
 
-def _localize(naive: np.ndarray, tz: str) -> np.ndarray | None:
-    """Naive local times in ``tz`` -> UTC, the way the pandas path localizes them.
+def local_to_utc(naive: pd.DatetimeIndex, tz: str) -> pd.DatetimeIndex:
+    """Naive wall times in ``tz`` -> UTC: the one policy for local times of every log path.
 
-    The same pandas call on the same wall times, so DST gaps shift forward and ambiguous
-    times become NaT exactly as there; only the parsing was done by Arrow.
+    Times in a DST gap shift forward; ambiguous ones (the repeated hour) become NaT.
     """
+    return naive.tz_localize(tz, ambiguous="NaT", nonexistent="shift_forward").tz_convert("UTC")
+
+
+def utc_ns(times: pd.DatetimeIndex) -> np.ndarray:
+    """Zoned times -> naive UTC datetime64[ns] values."""
+    return times.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
+
+
+def _localize(naive: np.ndarray, tz: str) -> np.ndarray | None:
+    """Naive local times in ``tz`` -> UTC with :func:`local_to_utc`, as the pandas path does;
+    only the parsing was done by Arrow."""
     try:
-        local = pd.DatetimeIndex(naive).tz_localize(tz, ambiguous="NaT",
-                                                    nonexistent="shift_forward")
+        return utc_ns(local_to_utc(pd.DatetimeIndex(naive), tz))
     except (KeyError, ValueError, TypeError):  # unknown zone: let the pandas path report it
         return None
-    return local.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
 
 
 def iso_to_utc_ns(texts: Texts, tz: str = "UTC") -> np.ndarray | None:
@@ -170,7 +179,7 @@ def iso_to_utc_ns(texts: Texts, tz: str = "UTC") -> np.ndarray | None:
     values = parsed.to_numpy(zero_copy_only=False)
     if not isinstance(values, np.ndarray) or values.dtype != np.dtype("datetime64[ns]"):
         return None
-    if target == _NAIVE and tz not in _UTC_NAMES:
+    if target == _NAIVE and tz not in UTC_NAMES:
         return _localize(values, tz)
     # Without nulls Arrow lends its own (read-only) buffer; callers fill in retried texts.
     return values if values.flags.writeable else values.copy()

@@ -40,7 +40,7 @@ from toolkit.logs.jsonlayout import (
 )
 from toolkit.logs.normalize import epochs_to_ns, norm_level
 
-__all__ = ["JsonRuns"]
+__all__ = ["JsonRuns", "Lines"]
 
 _SUB_BLOCK = 8192  # lines decoded per attempt: bounds the work redone when a run ends inside
 Lines = TextLines | ByteBlock
@@ -249,13 +249,13 @@ class JsonRuns:
             pos = end
         return runs
 
-    def feed(self, block: list[str] | ByteBlock, start: int, first_line: int) -> int:
-        """Consume the run of JSON record lines beginning at ``block[start]``; return its end.
+    def feed(self, lines: Lines, start: int, first_line: int) -> int:
+        """Consume the run of JSON record lines beginning at ``lines.line(start)``; return its
+        end.
 
-        Returns ``start`` when ``block[start]`` is no JSON record. The run's last record stays
-        open in the assembler, for continuation lines (tracebacks, indented frames) after it.
+        Returns ``start`` when that line is no JSON record. The run's last record stays open in
+        the assembler, for continuation lines (tracebacks, indented frames) after it.
         """
-        lines: Lines = block if type(block) is ByteBlock else TextLines(block)  # type: ignore[assignment]
         runs = self._decode_run(lines, start)
         if not runs:
             return start

@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 
 from toolkit.logs.assemble import Assembler
-from toolkit.logs.blocks import ByteBlock
+from toolkit.logs.blocks import ByteBlock, TextLines
 from toolkit.logs.frame import build_frame
-from toolkit.logs.jsonfast import JsonRuns
+from toolkit.logs.jsonfast import JsonRuns, Lines
 from toolkit.logs.sources import LineSource, open_source
 
 __all__ = ["read_logs"]
@@ -74,40 +74,26 @@ def _frames(src: LineSource, tz: str, year: int, chunksize: int | None,
 
 def _feed_block(asm: Assembler, json_runs: JsonRuns | None, block: list[Any] | ByteBlock,
                 line_no: int) -> None:
-    if type(block) is ByteBlock:
-        # Mostly JSON: its runs are decoded from the bytes, other lines decoded one by one.
-        # Otherwise the whole block is decoded and split once, and read as text.
-        if json_runs is not None and block.fast and block.opens_object.mean() >= 0.5:
-            _feed_bytes(asm, json_runs, block, line_no)
-            return
+    if type(block) is ByteBlock and not (
+            json_runs is not None and block.fast and block.opens_object.mean() >= 0.5):
+        # Mostly JSON blocks have their runs decoded from the bytes (other lines decoded one by
+        # one); the others are decoded and split once, and read as text.
         block = block.lines
-    if type(block[0]) is tuple:  # Docker multiplexed stream: (line, stream) pairs
+    if type(block) is list and type(block[0]) is tuple:  # Docker stream: (line, stream) pairs
         for offset, (text, stream) in enumerate(block):
             asm.feed(line_no + offset, text, stream=stream)
         return
+    lines: Lines = block if type(block) is ByteBlock else TextLines(block)  # type: ignore[assignment]
+    json_starts = lines.json_starts() if json_runs is not None else None
     feed = asm.feed
-    i, n = 0, len(block)
+    i, n = 0, len(lines)
     while i < n:
-        text = block[i]
-        if json_runs is not None and text[:1] == "{" and asm.idle():
-            end = json_runs.feed(block, i, line_no)  # a run of JSON records, column by column
-            if end > i:
+        if json_starts is not None and json_starts[i] and asm.idle():
+            end = json_runs.feed(lines, i, line_no)  # type: ignore[union-attr]
+            if end > i:  # a run of JSON records, read column by column
                 i = end
                 continue
-        feed(line_no + i, text)
-        i += 1
-
-
-def _feed_bytes(asm: Assembler, json_runs: JsonRuns, block: ByteBlock, line_no: int) -> None:
-    opens_object = block.opens_object.tolist()
-    i, n = 0, len(block)
-    while i < n:
-        if opens_object[i] and asm.idle():
-            end = json_runs.feed(block, i, line_no)
-            if end > i:
-                i = end
-                continue
-        asm.feed(line_no + i, block.line(i))
+        feed(line_no + i, lines.line(i))
         i += 1
 
 
