@@ -8,7 +8,6 @@ columns, and wraps everything in one DataFrame with the documented dtypes, built
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 import numpy as np
@@ -81,18 +80,12 @@ def build_events_frame(
     codec: Any = None,
     decode_payloads: bool = True,
 ) -> pd.DataFrame:
-    """Build the events frame for all ``histories`` of one source."""
-    # Millions of short-lived objects: the cyclic collector would rescan them over and over.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        frames = [
-            _history_frame(history, number, source_name, codec, decode_payloads)
-            for number, history in enumerate(histories)
-        ]
-    finally:
-        if was_enabled:
-            gc.enable()
+    """Build the events frame for all ``histories`` of one source (the caller pauses the
+    cyclic collector: :func:`toolkit.gc_pause.paused_gc`)."""
+    frames = [
+        _history_frame(history, number, source_name, codec, decode_payloads)
+        for number, history in enumerate(histories)
+    ]
     if not frames:
         return empty_events_frame()
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
