@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from toolkit.errors import (
     HistoryFormatError,
     LabError,
+    LocatedError,
     LogFormatError,
     PayloadError,
     ServerError,
@@ -86,6 +87,7 @@ __all__ = sorted(
         *_EXPORTS,
         "HistoryFormatError",
         "LabError",
+        "LocatedError",
         "LogFormatError",
         "PayloadError",
         "ServerError",

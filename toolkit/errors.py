@@ -12,13 +12,15 @@ class ToolkitError(Exception):
     """Base class of every error raised by the toolkit."""
 
 
-class HistoryFormatError(ToolkitError, ValueError):
-    """A source does not hold a workflow history in any dialect the toolkit reads.
+class LocatedError(ToolkitError, ValueError):
+    """Input the toolkit cannot read, located: ``source at position: problem; expected ...``.
 
     Attributes
     ----------
     source : str
         What was being read (a path or a description such as ``<bytes>``).
+    problem : str
+        What is wrong.
     position : str or None
         Where the problem is (``byte 1234``, ``line 3 column 7``, ``event #5``), when known.
     expected : str or None
@@ -42,8 +44,13 @@ class HistoryFormatError(ToolkitError, ValueError):
         super().__init__(f"{source}{where}: {problem}{hint}")
 
 
-class LogFormatError(ToolkitError, ValueError):
-    """A log source cannot be read at all (not a per-line parse problem: those become rows)."""
+class HistoryFormatError(LocatedError):
+    """A source does not hold a workflow history in any dialect the toolkit reads."""
+
+
+class LogFormatError(LocatedError):
+    """A log source (or a logs frame) cannot be read at all; per-line parse problems are not
+    errors but rows with a ``parse_error``."""
 
 
 class PayloadError(ToolkitError, ValueError):

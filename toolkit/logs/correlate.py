@@ -109,8 +109,8 @@ def log_identifiers(message: Any, fields: Any) -> dict[str, str]:
 def _check(logs: pd.DataFrame, events: pd.DataFrame) -> None:
     missing = [c for c in _LOG_COLUMNS if c not in logs.columns]
     if missing:
-        raise LogFormatError(f"<logs frame>: missing columns {missing}; expected a frame from "
-                             "toolkit.read_logs")
+        raise LogFormatError("<logs frame>", f"missing columns {missing}",
+                             expected="a frame from toolkit.read_logs")
     missing = [c for c in _EVENT_COLUMNS if c not in events.columns]
     if missing:
         raise HistoryFormatError("<events frame>", f"missing columns {missing}",

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pandas as pd
 
+from toolkit.errors import LogFormatError
 from toolkit.replay.messages import parse_nondeterminism
 
 __all__ = [
@@ -73,10 +74,8 @@ def _require(logs: pd.DataFrame) -> None:
     missing = [c for c in ("line", "ts", "level", "source", "message", "fields", "raw")
                if c not in logs.columns]
     if missing:
-        from toolkit.errors import LogFormatError
-
-        raise LogFormatError(
-            f"<logs frame>: missing columns {missing}; expected a frame from toolkit.read_logs")
+        raise LogFormatError("<logs frame>", f"missing columns {missing}",
+                             expected="a frame from toolkit.read_logs")
 
 
 # -- nondeterminism --------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import IO, Any
 from toolkit.errors import LogFormatError
 from toolkit.logs.blocks import ByteBlock
 
-__all__ = ["BLOCK", "BLOCK_BYTES", "LineSource", "log_error", "open_source"]
+__all__ = ["BLOCK", "BLOCK_BYTES", "LineSource", "open_source"]
 
 _SAMPLE = 65536
 #: Lines per block handed to the parser (also the granularity of ``chunksize`` frames).
@@ -32,16 +32,6 @@ BLOCK = 65_536
 BLOCK_BYTES = 8 << 20
 _MUX_STREAMS = {0: "stdin", 1: "stdout", 2: "stderr"}
 _PATH_SUFFIXES = (".log", ".txt", ".gz", ".json", ".jsonl", ".out", ".err", ".ndjson")
-
-
-def log_error(source: str, problem: str, *, position: str | None = None,
-              expected: str | None = None) -> LogFormatError:
-    """A :class:`LogFormatError` naming the source, the position and what was expected."""
-    where = f" at {position}" if position else ""
-    hint = f"; expected {expected}" if expected else ""
-    err = LogFormatError(f"{source}{where}: {problem}{hint}")
-    err.source, err.position, err.expected = source, position, expected  # type: ignore[attr-defined]
-    return err
 
 
 class LineSource:
@@ -75,19 +65,19 @@ def _check_text(name: str, sample: bytes, encoding: str) -> None:
     if encoding.startswith("utf-16"):
         return
     if not sample:
-        raise log_error(name, "the source is empty", position="byte 0",
-                        expected="at least one log line")
+        raise LogFormatError(name, "the source is empty", position="byte 0",
+                             expected="at least one log line")
     nul = sample.find(b"\x00")
     if nul >= 0:
-        raise log_error(name, "binary data (NUL byte), not a text log", position=f"byte {nul}",
-                        expected="text lines")
+        raise LogFormatError(name, "binary data (NUL byte), not a text log", position=f"byte {nul}",
+                             expected="text lines")
     text = sample.decode("utf-8", "replace")
     bad = sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in "\t\n\r\x1b\x0c\x0b"))
     if bad > max(8, len(text) // 10):
         first = next(i for i, ch in enumerate(text) if ch == "\ufffd" or (ch < " " and
                      ch not in "\t\n\r\x1b\x0c\x0b"))
-        raise log_error(name, f"{bad} of the first {len(text)} characters are binary",
-                        position=f"character {first}", expected="text lines")
+        raise LogFormatError(name, f"{bad} of the first {len(text)} characters are binary",
+                             position=f"character {first}", expected="text lines")
 
 
 def _rebatch(blocks: Iterable[list[Any]], size: int) -> Iterator[list[Any]]:
@@ -161,13 +151,14 @@ def _demultiplex(name: str, raw: IO[bytes]) -> Iterator[tuple[str, str]]:
         if not header:
             break
         if len(header) < 8 or header[0] not in _MUX_STREAMS or header[1:4] != b"\x00\x00\x00":
-            raise log_error(name, "broken Docker stream frame header", position=f"byte {offset}",
-                            expected="8-byte header (stream, 0, 0, 0, big-endian size)")
+            raise LogFormatError(name, "broken Docker stream frame header",
+                                 position=f"byte {offset}",
+                                 expected="8-byte header (stream, 0, 0, 0, big-endian size)")
         size = struct.unpack(">I", header[4:8])[0]
         payload = raw.read(size)
         if len(payload) < size:
-            raise log_error(name, f"truncated frame ({len(payload)} of {size} bytes)",
-                            position=f"byte {offset}", expected="a complete frame")
+            raise LogFormatError(name, f"truncated frame ({len(payload)} of {size} bytes)",
+                                 position=f"byte {offset}", expected="a complete frame")
         offset += 8 + size
         stream = header[0]
         text = pending.pop(stream, "") + decoder[stream].decode(payload)
@@ -191,8 +182,8 @@ def _from_binary(name: str, raw: IO[bytes], total: int | None, position: Any) ->
         try:
             buffered.peek(1)
         except (OSError, EOFError, zlib.error) as exc:
-            raise log_error(name, f"unreadable gzip data ({exc})", position="byte 0",
-                            expected="a gzip stream") from None
+            raise LogFormatError(name, f"unreadable gzip data ({exc})", position="byte 0",
+                                 expected="a gzip stream") from None
         return _from_binary(name, buffered, total, position)
     if _is_multiplexed(head):
         return LineSource(name, _grouped(_demultiplex(name, raw)), total, position)
@@ -219,8 +210,9 @@ def _guarded(name: str, blocks: Iterator[Any]) -> Iterator[Any]:
             count += len(block)
             yield block
     except (OSError, EOFError, zlib.error) as exc:
-        raise log_error(name, f"the compressed stream is corrupt or truncated ({exc})",
-                        position=f"after line {count}", expected="a complete gzip stream") from None
+        raise LogFormatError(name, f"the compressed stream is corrupt or truncated ({exc})",
+                             position=f"after line {count}",
+                             expected="a complete gzip stream") from None
 
 
 def _looks_like_path(text: str) -> bool:
@@ -250,14 +242,14 @@ def open_source(source: Any) -> LineSource:
     """
     if isinstance(source, str) and not _looks_like_path(source):
         if not source:
-            raise log_error("<text>", "the text is empty", expected="at least one log line")
+            raise LogFormatError("<text>", "the text is empty", expected="at least one log line")
         return LineSource("<text>", _split_lines(io.StringIO(source, newline="\n")))
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         name = str(path)
         if not path.is_file():
             problem = "no such file" if not path.exists() else "not a regular file"
-            raise log_error(name, problem, expected="a readable log file")
+            raise LogFormatError(name, problem, expected="a readable log file")
         handle = open(path, "rb")  # noqa: SIM115 - closed when the line iterator is exhausted
         return _from_binary(name, io.BufferedReader(handle, 1 << 20), path.stat().st_size,
                             handle.tell)
@@ -266,9 +258,9 @@ def open_source(source: Any) -> LineSource:
         return _from_binary("<bytes>", io.BufferedReader(io.BytesIO(data)), len(data), None)
     if isinstance(source, list | tuple):
         if not source:
-            raise log_error("<lines>", "the list of lines is empty", expected="log lines")
+            raise LogFormatError("<lines>", "the list of lines is empty", expected="log lines")
         if not all(isinstance(x, str) for x in source):
-            raise log_error("<lines>", "the list holds non-text items", expected="str lines")
+            raise LogFormatError("<lines>", "the list holds non-text items", expected="str lines")
         return LineSource("<lines>", _from_list(source))
     if hasattr(source, "read"):
         name = str(getattr(source, "name", "<file>"))
@@ -277,5 +269,5 @@ def open_source(source: Any) -> LineSource:
             return LineSource(name, _split_lines(source))
         raw = source if hasattr(source, "peek") else io.BufferedReader(source)  # type: ignore[arg-type]
         return _from_binary(name, raw, None, None)
-    raise log_error(repr(type(source).__name__), "unsupported log source type",
-                    expected="a path, text, bytes, a file object or a list of lines")
+    raise LogFormatError(repr(type(source).__name__), "unsupported log source type",
+                         expected="a path, text, bytes, a file object or a list of lines")
