@@ -21,6 +21,7 @@ from temporalio.workflow import NondeterminismError
 
 from toolkit.errors import HistoryFormatError
 from toolkit.event_loop import run_sync
+from toolkit.histories.write import to_workflow_history
 from toolkit.replay.messages import parse_nondeterminism
 
 __all__ = ["REPLAY_COLUMNS", "replay", "replay_async", "to_workflow_histories"]
@@ -68,31 +69,11 @@ def _from_json_text(text: bytes, name: str) -> list[WorkflowHistory]:
 
 def _frame_histories(frame: pd.DataFrame) -> list[WorkflowHistory]:
     """Rebuild temporalio histories from an events frame (through the project's writer)."""
-    try:
-        from toolkit.histories import write_history  # the project's writer, when present
-    except ImportError:
-        write_history = None
     out: list[WorkflowHistory] = []
-    for history, one in frame.groupby("history", sort=True) if "history" in frame else [(0, frame)]:
-        if write_history is not None:
-            text = write_history(one.sort_values("event_id"))
-            data = orjson.loads(text) if isinstance(text, (bytes, str)) else text
-            workflow_id = (
-                one["workflow_id"].dropna().iloc[0]
-                if one["workflow_id"].notna().any()
-                else "replay"
-            )
-            out.append(WorkflowHistory.from_json(str(workflow_id), data))
-            continue
-        sources = one["source"].dropna().unique() if "source" in one else []
-        if len(sources) != 1 or not Path(str(sources[0])).is_file():
-            raise HistoryFormatError(
-                "<events frame>",
-                f"history {history} cannot be turned back into a temporalio history",
-                expected="a frame read from one file, or toolkit.write_history",
-            )
-        from_file = _from_json_text(Path(str(sources[0])).read_bytes(), str(sources[0]))
-        out.append(from_file[int(history)] if int(history) < len(from_file) else from_file[0])
+    for _, one in frame.groupby("history", sort=True) if "history" in frame else [(0, frame)]:
+        known = one["workflow_id"].dropna()
+        workflow_id = str(known.iloc[0]) if len(known) else "replay"
+        out.append(to_workflow_history(one, workflow_id=workflow_id))
     return out
 
 
