@@ -13,7 +13,6 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import socket
@@ -21,14 +20,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
 from toolkit.errors import ServerError
 from toolkit.lab.processes import stop_process_group
 
-__all__ = ["DevServer", "dev_server", "find_temporal_binary", "free_port"]
+__all__ = ["DevServer", "find_temporal_binary", "free_port"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -224,12 +222,3 @@ class DevServer:
         state = f"pid={self.pid}" if self._process else "stopped"
         return f"DevServer({self.address}, {state})"
 
-
-@contextlib.contextmanager
-def dev_server(**kwargs: object) -> Iterator[DevServer]:
-    """Context manager form of :class:`DevServer` (keyword arguments as its constructor's)."""
-    server = DevServer(**kwargs)  # type: ignore[arg-type]
-    try:
-        yield server.start()
-    finally:
-        server.stop()
