@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from toolkit.errors import HistoryFormatError, LogFormatError, ToolkitError
+from toolkit.logs.detectors import rows_mentioning
 
 __all__ = ["CORRELATE_COLUMNS", "correlate", "log_identifiers"]
 
@@ -119,12 +120,9 @@ def _check(logs: pd.DataFrame, events: pd.DataFrame) -> None:
 
 def _identifiers(logs: pd.DataFrame) -> pd.DataFrame:
     """One row per log record: the identifiers it states (None where it states none)."""
-    raw = logs["raw"].astype(object).fillna("")
     # Every spelling holds one of the needles, and a structured key is spelled out in the raw
-    # line; records joined from several lines are always searched (their raw may be partial).
-    candidates = logs["lines"] > 1 if "lines" in logs.columns else pd.Series(True, logs.index)
-    for needle in _NEEDLES:
-        candidates |= raw.str.contains(needle, regex=False)
+    # line.
+    candidates = rows_mentioning(logs, _NEEDLES, unknown_spans=True)
     subset = logs.loc[candidates, ["message", "fields"]]
     found = [log_identifiers(message, fields)
              for message, fields in zip(subset["message"], subset["fields"], strict=True)]

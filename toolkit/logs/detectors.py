@@ -52,12 +52,7 @@ def _scan(
 ) -> pd.DataFrame:
     """Prefilter rows by substrings of ``raw`` (vectorised), then extract findings per row."""
     _require(logs)
-    raw = logs["raw"].astype(object).fillna("")
-    # Records joined from partial lines (CRI "P", split docker json-file records) hold text
-    # that no single raw line does: they are always searched.
-    mask = logs["lines"] > 1 if "lines" in logs.columns else pd.Series(False, index=logs.index)
-    for needle in needles:
-        mask |= raw.str.contains(needle, regex=False)
+    mask = rows_mentioning(logs, needles)
     rows: list[dict[str, Any]] = []
     for rec in logs.loc[mask, [*_BASE, "message", "fields"]].itertuples(index=False):
         fields = rec.fields if isinstance(rec.fields, Mapping) else {}
@@ -68,6 +63,24 @@ def _scan(
     frame["ts"] = pd.to_datetime(frame["ts"], utc=True).astype("datetime64[ns, UTC]")
     frame["line"] = frame["line"].astype("int64")
     return frame
+
+
+def rows_mentioning(logs: pd.DataFrame, needles: Iterable[str], *,
+                    unknown_spans: bool = False) -> pd.Series:
+    """Which records may hold one of ``needles``: a vectorised prefilter over ``raw``.
+
+    Records joined from several lines (CRI "P" partials, split docker json-file records) hold
+    text that no single raw line does: they are always kept. Without a ``lines`` column that is
+    unknown; ``unknown_spans`` then keeps every record.
+    """
+    if "lines" in logs.columns:
+        mask = logs["lines"] > 1
+    else:
+        mask = pd.Series(unknown_spans, index=logs.index)
+    raw = logs["raw"].astype(object).fillna("")
+    for needle in needles:
+        mask |= raw.str.contains(needle, regex=False)
+    return mask
 
 
 def _require(logs: pd.DataFrame) -> None:

@@ -153,10 +153,11 @@ def read_mcp_requests(path: str | Path) -> pd.DataFrame:
         try:
             record = json.loads(line)
         except ValueError as error:
-            raise LogFormatError(f"{path} line {number}: not JSON ({error}); expected one "
-                                 "request record per line") from None
+            raise LogFormatError(str(path), f"not JSON ({error})", position=f"line {number}",
+                                 expected="one request record per line") from None
         if not isinstance(record, dict):
-            raise LogFormatError(f"{path} line {number}: expected a JSON object")
+            raise LogFormatError(str(path), "not a JSON object", position=f"line {number}",
+                                 expected="one request record per line")
         records.append(record)
     frame = pd.DataFrame(records, columns=["seq", "time", "method", "path", "query",
                                            "mcp_method", "tool", "rpc_id"])
