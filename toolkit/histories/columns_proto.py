@@ -19,28 +19,30 @@ import numpy as np
 from google.protobuf.descriptor import Descriptor
 
 from toolkit.histories.columns_common import (
-    EVENT_COLUMNS,
     EventColumns,
     cause_name,
     failure_columns,
+    group_by_number,
+    new_columns,
     retry_state_name,
+    scatter,
     type_info,
 )
 from toolkit.histories.dialects import RawHistory
-from toolkit.histories.lazy import LazyPayloads, LazyProto, LazyProtoExtra
+from toolkit.histories.lazy import LazyPayloads, lazy_proto_cells
 from toolkit.histories.views import failure_view_from_proto
 
 __all__ = ["proto_columns", "sparse_columns"]
 
-# column -> candidate field paths (the first one the message type has is used)
+# column -> field path (read where the message type has it)
 _STRINGS = {
-    "activity_id": ("activity_id",),
-    "activity_type": ("activity_type.name",),
-    "task_queue": ("task_queue.name",),
-    "timer_id": ("timer_id",),
-    "signal_name": ("signal_name",),
-    "marker_name": ("marker_name",),
-    "identity": ("identity",),
+    "activity_id": "activity_id",
+    "activity_type": "activity_type.name",
+    "task_queue": "task_queue.name",
+    "timer_id": "timer_id",
+    "signal_name": "signal_name",
+    "marker_name": "marker_name",
+    "identity": "identity",
 }
 _INTS = {
     "scheduled_event_id": "scheduled_event_id",
@@ -64,10 +66,7 @@ def _has_path(descriptor: Descriptor, path: str) -> bool:
 @cache
 def _plan(descriptor: Descriptor) -> dict[str, Any]:
     strings = {
-        column: attrgetter(path)
-        for column, paths in _STRINGS.items()
-        for path in paths
-        if _has_path(descriptor, path)
+        column: attrgetter(path) for column, path in _STRINGS.items() if _has_path(descriptor, path)
     }
     ints = {c: attrgetter(f) for c, f in _INTS.items() if f in descriptor.fields_by_name}
     payloads = {}
@@ -96,46 +95,34 @@ def proto_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns
     """Column arrays, event times (epoch ns) and ``workflowTaskCompletedEventId`` per event."""
     events = list(history.proto_events)
     n = len(events)
-    infos = [type_info(e.event_type) for e in events]
     whichs = [e.WhichOneof("attributes") for e in events]
-    c: dict[str, Any] = {name: np.full(n, None, dtype=object) for name in EVENT_COLUMNS}
-    # Lazy cells look like sequences: numpy would probe (and decode) them if assigned in bulk,
-    # so these columns are plain lists filled element by element.
-    for name in ("attributes", "extra", "input", "result", "details"):
-        c[name] = [None] * n
-    completed_by = np.zeros(n, dtype=np.int64)
-    ints = {name: np.zeros(n, dtype=np.int64) for name in _INTS if name != "completed_by"}
-    c["event_id"] = [e.event_id for e in events]
-    c["event_type"] = [i.short for i in infos]
-    c["category"] = [i.category for i in infos]
-    c["is_command"] = [i.is_command for i in infos]
-    c["extra"] = [LazyProtoExtra(e) for e in events]
+    c = new_columns(n)
+    c["event_id"] = np.fromiter((e.event_id for e in events), dtype=np.int64, count=n)
+    numbers = np.fromiter((e.event_type for e in events), dtype=np.int64, count=n)
+    for info, positions in group_by_number(numbers):
+        c["event_type"][positions] = info.short
+        c["category"][positions] = info.category
+        c["is_command"][positions] = info.is_command
+    c["attributes"], c["extra"] = lazy_proto_cells(events, whichs)
     for which, indexes in _group(whichs).items():
         if which is None:
-            for i in indexes:
-                c["attributes"][i] = {}
             continue
         messages = [getattr(events[i], which) for i in indexes]
         at = np.asarray(indexes)
-        attributes = c["attributes"]
-        for i, m in zip(indexes, messages, strict=True):
-            attributes[i] = LazyProto(m)
+        info = type_info(events[indexes[0]].event_type)
         plan = _plan(messages[0].DESCRIPTOR)
         for column, getter in plan["strings"].items():
-            c[column][at] = [v or None for v in map(getter, messages)]
+            scatter(c[column], at, [v or None for v in map(getter, messages)])
         for column, getter in plan["ints"].items():
-            target = completed_by if column == "completed_by" else ints[column]
-            target[at] = list(map(getter, messages))
+            c[column][at] = list(map(getter, messages))
         if decode:
             for column, (field, is_map) in plan["payloads"].items():
-                cells = c[column]
-                for i, m in zip(indexes, messages, strict=True):
-                    cells[i] = _payload(m, field, is_map, codec)
+                scatter(c[column], at, [_payload(m, field, is_map, codec) for m in messages])
         if plan["retry_state"]:
-            c["retry_state"][at] = [retry_state_name(m.retry_state) for m in messages]
+            scatter(c["retry_state"], at, [retry_state_name(m.retry_state) for m in messages])
         if plan["cause"]:
-            enum = infos[indexes[0]].cause_enum
-            c["cause"][at] = [cause_name(enum, m.cause) for m in messages]
+            enum = info.cause_enum
+            scatter(c["cause"], at, [cause_name(enum, m.cause) for m in messages])
         if plan["failure"]:
             for i, m in zip(indexes, messages, strict=True):
                 if m.HasField("failure"):
@@ -143,21 +130,14 @@ def proto_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns
                     c["failure_message"][i], c["failure_type"][i] = failure_columns(
                         view, codec, decode
                     )
-        if infos[indexes[0]].category in ("update", "child_workflow"):
-            sparse_columns(c, indexes, messages, infos[indexes[0]].category, codec, decode)
-    c.update(ints)
-    for name in ("attributes", "extra", "input", "result", "details"):
-        c[name] = np.fromiter(c[name], dtype=object, count=n)
-    c["event_id"] = np.array(c["event_id"], dtype=np.int64)
-    c["is_command"] = np.array(c["is_command"], dtype=bool)
-    for name in ("event_type", "category"):
-        c[name] = np.fromiter(c[name], dtype=object, count=n)
+        if info.category in ("update", "child_workflow"):
+            sparse_columns(c, indexes, messages, info.category, codec, decode)
     seconds = [e.event_time.seconds for e in events]
     nanos = [e.event_time.nanos for e in events]
     times = [
         s * 1_000_000_000 + ns if s or ns else None for s, ns in zip(seconds, nanos, strict=True)
     ]
-    return EventColumns(c, times, completed_by, {})
+    return EventColumns(c, times, c.pop("completed_by"), {})
 
 
 def _payload(message: Any, field: str, is_map: bool, codec: Any) -> Any:
