@@ -13,6 +13,7 @@ from temporalio.worker import Worker
 from test_divergence_dev import any_activity, plan_workflow
 
 from toolkit.errors import HistoryFormatError
+from toolkit.histories.batch import read_histories
 from toolkit.histories.read import read_history
 from toolkit.replay.replayer import replay
 
@@ -51,6 +52,17 @@ def test_every_input_form(recorded: Path) -> None:
     assert failed.outcome == "nondeterminism" and failed.error_type == "NondeterminismError"
     assert (failed.expected, failed.actual) == ("B", "C")
     assert "does not match activity type of activity command 'C'" in failed.message
+
+
+def test_frame_of_several_files(recorded: Path, tmp_path: Path) -> None:
+    copies = [tmp_path / "a.json", tmp_path / "b.json"]
+    for copy in copies:
+        copy.write_bytes(recorded.read_bytes())
+    events = read_histories(copies, dedupe=False).events
+    assert events["history"].unique().tolist() == [0]  # only source tells the runs apart
+    table = replay(events, [plan_workflow(["A", "B"])])
+    assert table.source.tolist() == [str(c) for c in copies]
+    assert (table.outcome == "ok").all()
 
 
 def test_inside_a_running_loop(recorded: Path) -> None:

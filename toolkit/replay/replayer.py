@@ -67,13 +67,16 @@ def _from_json_text(text: bytes, name: str) -> list[WorkflowHistory]:
     return out
 
 
-def _frame_histories(frame: pd.DataFrame) -> list[WorkflowHistory]:
-    """Rebuild temporalio histories from an events frame (through the project's writer)."""
-    out: list[WorkflowHistory] = []
-    for _, one in frame.groupby("history", sort=True) if "history" in frame else [(0, frame)]:
+def _frame_histories(frame: pd.DataFrame) -> list[tuple[str, WorkflowHistory]]:
+    """Rebuild temporalio histories from an events frame, one per (``source``, ``history``)."""
+    keys = [key for key in ("source", "history") if key in frame]
+    groups = frame.groupby(keys, sort=True, dropna=False) if keys else [((), frame)]
+    out: list[tuple[str, WorkflowHistory]] = []
+    for _, one in groups:
         known = one["workflow_id"].dropna()
         workflow_id = str(known.iloc[0]) if len(known) else "replay"
-        out.append(to_workflow_history(one, workflow_id=workflow_id))
+        name = str(one["source"].iloc[0]) if "source" in one else "<frame>"
+        out.append((name, to_workflow_history(one, workflow_id=workflow_id)))
     return out
 
 
@@ -85,8 +88,7 @@ def to_workflow_histories(source: Any) -> list[tuple[str, WorkflowHistory]]:
     if isinstance(source, WorkflowHistory):
         return [("<WorkflowHistory>", source)]
     if isinstance(source, pd.DataFrame):
-        name = str(source["source"].iloc[0]) if "source" in source and len(source) else "<frame>"
-        return [(name, h) for h in _frame_histories(source)]
+        return _frame_histories(source)
     if isinstance(source, (str, Path)):
         path = Path(source)
         if not path.is_file():
