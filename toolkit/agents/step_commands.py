@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.agents.roles import Roles, resolve_roles
+from toolkit.agents.turns import turn_starts
 from toolkit.histories.payloads import decode_payload
 from toolkit.replay.commands import events_frame, history_commands, iter_histories, per_source
 
@@ -91,36 +92,6 @@ def command_letter(command: Mapping[str, Any], roles: Roles, summary: str | None
     return str(kind)
 
 
-def _turn_starts(one: pd.DataFrame, roles: Roles) -> list[tuple[int, str]]:
-    """(event id, trigger) of each user message, with :mod:`toolkit.agents.turns`' rules.
-
-    A workflow start followed by no activity before the first user signal/update is no turn.
-    """
-    starts: list[tuple[int, str]] = []
-    seen_updates: set[Any] = set()
-    for event in one.to_dict("records"):
-        event_type, event_id = event["event_type"], int(event["event_id"])
-        if event_type == "WorkflowExecutionStarted" and roles.start_is_user:
-            starts.append((event_id, "start"))
-        elif event_type == "WorkflowExecutionSignaled":
-            name = event.get("signal_name")
-            if roles.is_user_signal(name if isinstance(name, str) else None):
-                starts.append((event_id, f"signal:{name}"))
-        elif event_type in {"WorkflowExecutionUpdateAdmitted", "WorkflowExecutionUpdateAccepted"}:
-            name = event.get("update_name")
-            key = event.get("update_id") if isinstance(event.get("update_id"), str) else event_id
-            if key not in seen_updates and roles.is_user_update(
-                name if isinstance(name, str) else None
-            ):
-                seen_updates.add(key)
-                starts.append((event_id, f"update:{name}"))
-    if len(starts) > 1 and starts[0][1] == "start":
-        scheduled = one.loc[one["event_type"] == "ActivityTaskScheduled", "event_id"]
-        if scheduled.empty or int(scheduled.min()) > starts[1][0]:
-            starts = starts[1:]
-    return starts
-
-
 def _split_steps(letters: list[tuple[str, int]]) -> list[tuple[int | None, list[str], list[str]]]:
     """(model event id, before, after) per step; a turn without a model call is one step 0."""
     models = [i for i, (letter, _) in enumerate(letters) if letter == "M"]
@@ -181,7 +152,7 @@ def step_commands(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
         resolved = resolve_roles(roles, scheduled, source)
         extras = dict(zip(one["event_id"].astype(int), one.get("extra", [None] * len(one)),
                           strict=True))  # fmt: skip
-        starts = _turn_starts(one, resolved)
+        starts = turn_starts(one, resolved)
         per_turn: dict[int, list[tuple[str, int]]] = {t: [] for t in range(1, len(starts) + 1)}
         run_id = one["run_id"].iloc[0] if "run_id" in one and len(one) else None
         for command in history_commands(history, one):

@@ -24,7 +24,7 @@ import pandas as pd
 from toolkit.agents.roles import Roles, resolve_roles
 from toolkit.replay.commands import events_frame, iter_histories, per_source
 
-__all__ = ["activity_spans", "agent_steps", "listings_per_turn"]
+__all__ = ["activity_spans", "agent_steps", "listings_per_turn", "turn_starts"]
 
 _LETTER = {"model": "M", "listing": "L", "tool_call": "C", "other": "o"}
 _CLOSED = {
@@ -76,13 +76,27 @@ def activity_spans(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
 _Turn = tuple[int, str, bool]
 
 
-def _turn_starts(
-    one: pd.DataFrame, resolved: Roles, scheduled: pd.DataFrame
+def turn_starts(
+    one: pd.DataFrame, roles: Roles, scheduled: pd.DataFrame | None = None
 ) -> list[tuple[int, str]]:
-    """(event id, trigger) of each turn's user message, in order."""
-    starts = _user_messages(one, resolved)
+    """(event id, trigger) of each turn's user message of one history, in order.
+
+    Parameters
+    ----------
+    one
+        The events of one history.
+    roles
+        The resolved roles (which start, signals and updates are user messages).
+    scheduled
+        Its ``ActivityTaskScheduled`` events, when the caller has them already.
+
+    A workflow start followed by no activity before the first user signal/update is no turn.
+    """
+    starts = _user_messages(one, roles)
     if len(starts) > 1 and starts[0][1] == "start":
         # A workflow that starts and waits for its first message: the start is no turn.
+        if scheduled is None:
+            scheduled = one[one["event_type"] == "ActivityTaskScheduled"]
         first_activity = scheduled["event_id"].min() if len(scheduled) else None
         if first_activity is None or first_activity > starts[1][0]:
             starts = starts[1:]
@@ -105,7 +119,7 @@ def _spans_and_turns(
         source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
         scheduled = one[one["event_type"] == "ActivityTaskScheduled"]
         resolved = resolve_roles(roles, scheduled["activity_type"], source or "<events>")
-        starts = _turn_starts(one, resolved, scheduled)
+        starts = turn_starts(one, resolved, scheduled)
         completed = one.loc[one["event_type"] == "WorkflowTaskCompleted", "event_id"]
         last_completed = int(completed.max()) if len(completed) else 0
         turns[history] = [
