@@ -68,7 +68,6 @@ class RawHistory:
     workflow_id: str | None = None
     run_id: str | None = None
     namespace: str | None = None
-    container: str = ""
     source_name: str = ""
     where: str = "$"
     _json_events: list[msgspec.Raw] | None = None
@@ -98,7 +97,7 @@ def split_histories(source: Source) -> list[RawHistory]:
     """
     if source.histories is not None:
         return [
-            RawHistory(proto_events=h.events, workflow_id=source.workflow_id, container="protobuf")
+            RawHistory(proto_events=h.events, workflow_id=source.workflow_id)
             for h in source.histories
         ]
     data = source.data or b""
@@ -139,7 +138,6 @@ def _typed_document(data: bytes, name: str) -> list[RawHistory] | None:
         workflow_id=_text(document.workflowId),
         run_id=_text(document.runId),
         namespace=_text(document.namespace),
-        container="history",
     )
     return [history]
 
@@ -220,16 +218,12 @@ def _from_object(obj: dict[str, msgspec.Raw], name: str, where: str) -> list[Raw
                 workflow_id=_text(obj.get("workflowId")),
                 run_id=_text(obj.get("runId")),
                 namespace=_text(obj.get("namespace")),
-                container="history",
             )
         ]
     if "history" in obj:
         inner = _keys(obj["history"])
         if inner is not None and "events" in inner:
-            histories = _from_object(inner, name, f"{where}.history")
-            for history in histories:
-                history.container = "history-response"
-            return histories
+            return _from_object(inner, name, f"{where}.history")
     if "items" in obj:
         items = _events_of(obj["items"], name, f"{where}.items")
         histories = []
@@ -242,10 +236,10 @@ def _from_object(obj: dict[str, msgspec.Raw], name: str, where: str) -> list[Raw
             histories += _from_object(keys, name, f"{where}.items[{index}]")
         return histories
     if _is_event(obj):
-        return [RawHistory(_json_events=[msgspec.json.encode(obj)], container="event")]
+        return [RawHistory(_json_events=[msgspec.json.encode(obj)])]
     values = [_keys(v) for v in obj.values()]
     if values and all(_is_event(v) for v in values):
-        return [RawHistory(_json_events=list(obj.values()), container="keyed-by-type")]
+        return [RawHistory(_json_events=list(obj.values()))]
     shown = ", ".join(list(obj)[:8])
     raise HistoryFormatError(
         name,
@@ -275,7 +269,7 @@ def _split_json(data: bytes, name: str) -> list[RawHistory]:
                     name, "event group without eventList", position=f"$[{index}]"
                 )
             events += _events_of(keys["eventList"], name, f"$[{index}].eventList")
-        return [RawHistory(_json_events=events, container="ui-event-groups")]
+        return [RawHistory(_json_events=events)]
     if "events" in first or "history" in first:
         histories = []
         for index, item in enumerate(top):
@@ -283,11 +277,9 @@ def _split_json(data: bytes, name: str) -> list[RawHistory]:
             if keys is None:
                 raise HistoryFormatError(name, "not an object", position=f"$[{index}]")
             histories += _from_object(keys, name, f"$[{index}]")
-        for history in histories:
-            history.container = "array-of-histories"
         return histories
     if _is_event(first):
-        return [RawHistory(_json_events=top, json_array=data, container="array-of-events")]
+        return [RawHistory(_json_events=top, json_array=data)]
     raise HistoryFormatError(
         name,
         f"array of objects with keys [{', '.join(list(first)[:8])}] is not a history",
@@ -324,19 +316,12 @@ def _split_binary(data: bytes, name: str) -> list[RawHistory]:
     try:
         if is_export:
             export = ExportedExecutions.FromString(data)
-            histories = [
-                RawHistory(proto_events=item.history.events, container="cloud-export")
-                for item in export.workflows
-            ]
+            histories = [RawHistory(proto_events=item.history.events) for item in export.workflows]
         else:
             # Parsed (which validates the bytes) for the lazy cells; the columns are read from
             # the wire bytes, which also checks the event ids.
             history = History.FromString(data)
-            return [
-                RawHistory(
-                    proto_events=history.events, wire=data, container="binary", source_name=name
-                )
-            ]
+            return [RawHistory(proto_events=history.events, wire=data, source_name=name)]
     except ProtoDecodeError as exc:
         raise HistoryFormatError(
             name, f"damaged protobuf ({exc})", expected="a serialized History or export message"

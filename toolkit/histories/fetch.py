@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 
@@ -12,8 +12,6 @@ from toolkit.histories.events import empty_events_frame
 from toolkit.histories.read import read_history
 
 __all__ = ["fetch_histories", "fetch_histories_async", "fetch_history", "fetch_history_async"]
-
-T = TypeVar("T")
 
 
 async def _client(client_or_address: Any, namespace: str) -> Any:

@@ -23,11 +23,11 @@ from google.protobuf.message import Message
 
 __all__ = [
     "LazyAttributes",
+    "LazyCell",
     "LazyEventAttributes",
     "LazyEventExtra",
     "LazyEventPayloads",
     "LazyExtra",
-    "LazyJSON",
     "LazyPayloads",
     "LazyProto",
     "lazy_json_cells",
@@ -38,7 +38,7 @@ _ENVELOPE = frozenset({"eventId", "eventTime", "eventType"})
 _UNSET: Any = object()
 
 
-class _Lazy(msgspec.Struct, gc=False, kw_only=True):
+class LazyCell(msgspec.Struct, gc=False, kw_only=True):
     """Proxy of a value decoded on first access; subclasses define ``_decode``.
 
     (``kw_only``: the cache slot comes after the fields a subclass takes positionally.)
@@ -69,7 +69,7 @@ class _Lazy(msgspec.Struct, gc=False, kw_only=True):
         return item in self.value
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, _Lazy):
+        if isinstance(other, LazyCell):
             return bool(self.value == other.value)
         return bool(self.value == other)
 
@@ -83,7 +83,7 @@ class _Lazy(msgspec.Struct, gc=False, kw_only=True):
         return (type(value), (value,))
 
 
-class _LazyMapping(_Lazy):
+class _LazyMapping(LazyCell):
     def get(self, key: str, default: Any = None) -> Any:
         return self.value.get(key, default)
 
@@ -98,16 +98,6 @@ class _LazyMapping(_Lazy):
 
 
 Mapping.register(_LazyMapping)
-
-
-class LazyJSON(_LazyMapping):
-    """A JSON object kept as bytes until read: ``LazyJSON(raw)``."""
-
-    _raw: Any = None
-
-    def _decode(self) -> dict[str, Any]:
-        value = msgspec.json.decode(self._raw) if self._raw else {}
-        return value if isinstance(value, dict) else {"value": value}
 
 
 class LazyAttributes(_LazyMapping):
@@ -224,7 +214,7 @@ def lazy_proto_cells(events: Any, fields: Sequence[str | None]) -> tuple[np.ndar
     return attributes, np.fromiter(extra, dtype=object, count=n)
 
 
-class LazyPayloads(_Lazy):
+class LazyPayloads(LazyCell):
     """Decoded payload values: a list per ``Payloads`` (a dict of lists for marker details).
 
     ``LazyPayloads(raw, codec)``: ``raw`` is proto-JSON bytes or a protobuf message.

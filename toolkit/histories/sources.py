@@ -11,7 +11,7 @@ import gzip
 import os
 import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,6 @@ class Source:
     workflow_id: str | None = None
     run_id: str | None = None
     namespace: str | None = None
-    hints: dict[str, Any] = field(default_factory=dict)
 
 
 def _path_hints(path: Path) -> dict[str, str | None]:

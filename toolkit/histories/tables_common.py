@@ -20,7 +20,7 @@ from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
 from toolkit.errors import HistoryFormatError
 from toolkit.histories.enums import canonical_enum
-from toolkit.histories.lazy import LazyAttributes, LazyJSON, LazyPayloads, LazyProto
+from toolkit.histories.lazy import LazyCell
 
 __all__ = [
     "EVENT_BASICS",
@@ -45,12 +45,20 @@ HISTORY_COLUMNS: tuple[str, ...] = ("source", "history", "workflow_id", "run_id"
 
 #: Column -> dtype of those columns: the head of every table's schema.
 HISTORY_SCHEMA: dict[str, str] = {
-    "source": "object", "history": "Int64", "workflow_id": "object", "run_id": "object",
+    "source": "object",
+    "history": "Int64",
+    "workflow_id": "object",
+    "run_id": "object",
 }
 
 #: Columns of the events frame every table reads from each of its events.
 EVENT_BASICS: tuple[str, ...] = (
-    *HISTORY_COLUMNS, "event_id", "event_time", "event_type", "workflow_task", "attributes",
+    *HISTORY_COLUMNS,
+    "event_id",
+    "event_time",
+    "event_type",
+    "workflow_task",
+    "attributes",
 )
 
 #: Columns of the events frame the tables read (beyond the per-table ones).
@@ -134,8 +142,6 @@ def _row_type(columns: tuple[str, ...]) -> Any:
 
 #: Columns whose cells the loader may keep as lazily decoded proxies.
 _LAZY_COLUMNS = frozenset({"attributes", "input", "result", "details"})
-#: The loader's lazy cell types (their subclasses, e.g. ``LazyExtra``, included).
-_LAZY_CELLS = (LazyAttributes, LazyJSON, LazyPayloads, LazyProto)
 
 
 def _plain_values(column: pd.Series) -> list[Any]:
@@ -144,8 +150,7 @@ def _plain_values(column: pd.Series) -> list[Any]:
     Lookups on plain dicts are faster, ``isinstance(..., Mapping)`` and ``is None`` tests hold,
     and the tables hand users plain values rather than the loader's proxies.
     """
-    lazy = _LAZY_CELLS
-    return [cell.value if isinstance(cell, lazy) else cell for cell in column.to_numpy(object)]
+    return [cell.value if isinstance(cell, LazyCell) else cell for cell in column.to_numpy(object)]
 
 
 def attr(attributes: Any, *path: str | int, default: Any = None) -> Any:
