@@ -95,11 +95,7 @@ def open_manifest(root: str | os.PathLike[str]) -> Manifest:
     _remove_uncommitted(path, committed)
     manifest = Manifest(path)
     for batch in sorted(committed):
-        runs = pq.read_table(_batches_dir(path) / batch / "runs.parquet").to_pydict()
-        for key, events, last in zip(
-            runs["run_key"], runs["events"], runs["last_event_id"], strict=True
-        ):
-            manifest.runs.setdefault(key, (events, last))
+        _remember(manifest, pq.read_table(_batches_dir(path) / batch / "runs.parquet"))
         files = pq.read_table(_batches_dir(path) / batch / "files.parquet", columns=["file_sha256"])
         manifest.files.update(files.column(0).to_pylist())
     return manifest
@@ -132,9 +128,15 @@ def commit_batch(manifest: Manifest, batch: str, runs: pa.Table, files: pa.Table
     pq.write_table(runs.cast(RUNS_SCHEMA), tmp / "runs.parquet")
     pq.write_table(files.cast(FILES_SCHEMA), tmp / "files.parquet")
     os.replace(tmp, final)
-    columns = runs.to_pydict()
+    _remember(manifest, runs)
+    manifest.files.update(files.column("file_sha256").to_pylist())
+
+
+def _remember(manifest: Manifest, runs: pa.Table) -> None:
+    """Add a runs manifest's ``run_key -> (events, last_event_id)`` to ``manifest.runs``; the
+    first batch naming a run wins."""
+    columns = runs.select(["run_key", "events", "last_event_id"]).to_pydict()
     for key, events, last in zip(
         columns["run_key"], columns["events"], columns["last_event_id"], strict=True
     ):
         manifest.runs.setdefault(key, (events, last))
-    manifest.files.update(files.column("file_sha256").to_pylist())

@@ -23,7 +23,13 @@ from tqdm.auto import tqdm
 
 from toolkit.datasets.arrow import to_arrow
 from toolkit.datasets.layout import PARTITIONS, TABLES
-from toolkit.datasets.manifest import Manifest, commit_batch, new_batch_id, open_manifest
+from toolkit.datasets.manifest import (
+    RUNS_SCHEMA,
+    Manifest,
+    commit_batch,
+    new_batch_id,
+    open_manifest,
+)
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
 from toolkit.errors import HistoryFormatError, ToolkitError
 from toolkit.histories.batch import ERROR_COLUMNS, find_history_files
@@ -235,11 +241,7 @@ def _write_batch(
     events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     kept = _keep(run_facts(events), hashes, manifest, report, conflicts)
     batch = new_batch_id()
-    runs_manifest = pa.table(
-        {"run_key": pa.array([], pa.string()), "events": pa.array([], pa.int64()),
-         "last_event_id": pa.array([], pa.int64()), "file_sha256": pa.array([], pa.string()),
-         "source": pa.array([], pa.string())}
-    )  # fmt: skip
+    runs_manifest = RUNS_SCHEMA.empty_table()
     if len(kept):
         wanted = pd.MultiIndex.from_frame(kept[RUN_KEYS].astype({"history": "int64"}))
         mask = pd.MultiIndex.from_frame(events[RUN_KEYS].astype({"history": "int64"})).isin(wanted)
@@ -250,13 +252,10 @@ def _write_batch(
         runs = tables["runs"]
         report.runs_written += len(runs)
         report.events_written += len(events)
-        runs_manifest = pa.table(
-            {"run_key": runs["run_key"].astype(str).tolist(),
-             "events": runs["events"].astype("int64").tolist(),
-             "last_event_id": runs["last_event_id"].astype("int64").tolist(),
-             "file_sha256": runs["file_sha256"].tolist(),
-             "source": runs["source"].astype(str).tolist()}
-        )  # fmt: skip
+        columns = runs[RUNS_SCHEMA.names].astype(
+            {"run_key": str, "events": "int64", "last_event_id": "int64", "source": str}
+        )
+        runs_manifest = pa.Table.from_pandas(columns, schema=RUNS_SCHEMA, preserve_index=False)
     files_manifest = pa.Table.from_pylist(file_rows)
     commit_batch(manifest, batch, runs_manifest, files_manifest)
     report.batches.append(batch)
