@@ -77,8 +77,6 @@ class ReplayVerdict:
 
 
 def _split(source: Any, role: str) -> SplitHistory:
-    if type(source).__name__ == "WorkflowHistory" and hasattr(source, "to_json"):
-        source = source.to_json().encode()  # temporalio's own history object (code mode)
     frame = events_frame(source)
     histories = list(iter_histories(frame))
     name = _source_name(frame)
@@ -192,9 +190,6 @@ def _code_verdict(
 
     old = _split(recorded, "recorded")
     classes = [workflows] if isinstance(workflows, type) else list(workflows)
-    if workflow_id is None and isinstance(recorded, pd.DataFrame) and "workflow_id" in recorded:
-        known = recorded["workflow_id"].dropna()
-        workflow_id = str(known.iloc[0]) if len(known) else None
     result = replay_code(recorded, classes, workflow_id=workflow_id, **replayer_options)
     tasks = _activation_tasks(old, result.activations)
     aligned = aligned_commands(old.tasks, tasks)
