@@ -169,10 +169,6 @@ class TypeInfo:
 _TYPE_INFO: dict[Any, TypeInfo] = {}
 
 
-def _snake(camel: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() else c for c in camel).lstrip("_")
-
-
 def type_info(spelling: Any) -> TypeInfo:
     """Type facts for any spelling of an event type (cached)."""
     info = _TYPE_INFO.get(spelling)
@@ -180,7 +176,7 @@ def type_info(spelling: Any) -> TypeInfo:
         return info
     short = enums.event_type_name(spelling)
     key = enums.attributes_key(short)
-    field = HistoryEvent.DESCRIPTOR.fields_by_name.get(_snake(key))
+    field = HistoryEvent.DESCRIPTOR.fields_by_camelcase_name.get(key)
     cause = None
     if field is not None and field.message_type is not None:
         cause_field = field.message_type.fields_by_name.get("cause")

@@ -20,6 +20,7 @@ __all__ = [
     "COMMAND_EVENT_TYPES",
     "EVENT_TYPES",
     "attributes_key",
+    "camel",
     "canonical_enum",
     "category_of",
     "event_type_name",
@@ -35,6 +36,12 @@ def _pascal(screaming_suffix: str) -> str:
 
 def _screaming(pascal: str) -> str:
     return _CAMEL_BOUNDARY.sub("_", pascal).upper()
+
+
+def camel(snake: str) -> str:
+    """``scheduled_event_id`` -> ``scheduledEventId`` (a protobuf field's JSON name)."""
+    head, *rest = snake.split("_")
+    return head + "".join(part.capitalize() for part in rest)
 
 
 #: Short PascalCase names of every event type the installed API knows, in enum order.

@@ -22,6 +22,7 @@ import pandas as pd
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 from temporalio.api.enums.v1 import RetryState
 
+from toolkit.histories.enums import camel
 from toolkit.histories.tables_common import (
     EVENT_BASICS,
     HistoryKey,
@@ -63,6 +64,7 @@ Records = dict[tuple[HistoryKey, Any], Record]
 
 # --------------------------------------------------------------------------- values of one event
 
+
 def column_or_attribute(
     event: Any,
     column: str,
@@ -82,12 +84,6 @@ def column_or_attribute(
     return first_present(convert(found) if convert is not None else found)
 
 
-def _camel(snake: str) -> str:
-    """``scheduled_event_id`` -> ``scheduledEventId`` (the attribute a link column comes from)."""
-    head, *rest = snake.split("_")
-    return head + "".join(part.capitalize() for part in rest)
-
-
 def canonical_of(enum: EnumTypeWrapper) -> Callable[[Any], str | None]:
     """A converter giving an ``enum``'s canonical names (for ``column_or_attribute(convert=)``)."""
 
@@ -102,6 +98,7 @@ RETRY_STATE = canonical_of(RetryState)
 
 
 # --------------------------------------------------------------------------- filling a record
+
 
 def new_record(schema: Mapping[str, str], event: Any, **fields: Any) -> Record:
     """An empty record of ``schema`` for the history ``event`` belongs to, with ``fields`` set."""
@@ -151,6 +148,7 @@ def record_failure(record: Record, event: Any, holder: Any = None, fallback: Any
 
 # --------------------------------------------------------------------------- tables of entities
 
+
 @dataclass(frozen=True)
 class EntityJoin:
     """What one entity table joins, and how.
@@ -199,7 +197,7 @@ def join_entities(
 ) -> Records:
     """One record per entity: events walked in history order, each passed to ``apply``."""
     opening = frozenset(join.opening)
-    link_attribute = _camel(join.link)
+    link_attribute = camel(join.link)
     records: Records = {}
     for event in event_rows(events, (*join.opening, *join.others), (*EVENT_BASICS, *join.reads)):
         if event.event_type in opening:

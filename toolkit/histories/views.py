@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 from msgspec import Raw, Struct
 from temporalio.api.history.v1 import HistoryEvent
 
-from toolkit.histories.enums import ATTRIBUTE_KEYS, screaming_event_type
+from toolkit.histories.enums import ATTRIBUTE_KEYS, camel, screaming_event_type
 
 __all__ = [
     "ATTRIBUTE_VIEWS",
@@ -241,14 +241,9 @@ def failure_view_from_proto(failure: Message) -> FailureView:
             type=failure.application_failure_info.type or None
         )
     elif info is not None:
-        setattr(view, _snake_to_camel(info), getattr(failure, info))
+        setattr(view, camel(info), getattr(failure, info))
     if failure.HasField("cause"):
         view.cause = failure.cause  # type: ignore[assignment]
     if failure.HasField("encoded_attributes"):
         view.encodedAttributes = failure.encoded_attributes  # type: ignore[assignment]
     return view
-
-
-def _snake_to_camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.capitalize() for part in rest)
