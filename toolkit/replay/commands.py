@@ -64,10 +64,6 @@ COMMAND_KIND: dict[str, str] = {
 #: Events closing a workflow task successfully (Cadence-era histories say "DecisionTask").
 TASK_COMPLETED = frozenset({"WorkflowTaskCompleted", "DecisionTaskCompleted"})
 
-#: Marker names whose details identify a local activity / a patch (per SDK family).
-LOCAL_ACTIVITY_MARKERS = {"core_local_activity": "core", "LocalActivity": "go/java"}
-PATCH_MARKERS = {"core_patch": "core", "Version": "go/java"}
-
 COLUMNS = [
     "history",
     "run_id",

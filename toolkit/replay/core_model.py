@@ -40,7 +40,7 @@ from toolkit.replay.divergence_messages import (
 from toolkit.replay.new_code import UNMATCHED_EVENTS, CommandQueue, Issuer, is_version_upsert
 from toolkit.replay.tasks import CodeFailure, SplitHistory, Task
 
-__all__ = ["CoreFailure", "ModelRun", "core_replay", "model_replay"]
+__all__ = ["CoreFailure", "ModelRun", "model_replay"]
 
 ID_AND_TYPE_CHECKS = 1
 
@@ -175,18 +175,6 @@ class _Stop(Exception):
         super().__init__(reason)
         self.event_id = event_id
         self.reason = reason
-
-
-def core_replay(recorded: list[Task], replayed: list[Task]) -> CoreFailure | None:
-    """Replay ``recorded`` against the code that produced ``replayed``, as sdk-core matches.
-
-    Returns None when replay succeeds, otherwise the first failure (see :func:`model_replay`
-    for the assumptions and code failures).
-    """
-    empty: frozenset[tuple[Any, ...]] = frozenset()
-    recorded_split = SplitHistory(recorded, [], recorded[-1].delivered if recorded else empty, None)
-    replayed_split = SplitHistory(replayed, [], empty, None)
-    return model_replay(recorded_split, replayed_split).failure
 
 
 def model_replay(

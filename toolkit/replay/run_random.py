@@ -15,11 +15,11 @@ from __future__ import annotations
 import random
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["core_randomness_seed", "reseed_ids", "run_id_of", "uuid_offsets"]
+__all__ = ["core_randomness_seed", "reseed_ids", "uuid_offsets"]
 
 _MASK = (1 << 64) - 1
 #: How many 32-bit words of a run's stream are searched for drawn UUIDs.
@@ -129,11 +129,3 @@ def reseed_ids(
                 row[field] = new_value
                 notes.append(f"{field} {value!r} -> {new_value!r} (drawn at word {offset})")
     return notes
-
-
-def run_id_of(started_attributes: Mapping[str, Any] | None) -> str | None:
-    """``originalExecutionRunId`` of a ``WorkflowExecutionStarted`` attributes mapping."""
-    if not isinstance(started_attributes, Mapping):
-        return None
-    value = started_attributes.get("originalExecutionRunId")
-    return value if isinstance(value, str) and value else None

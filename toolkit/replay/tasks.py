@@ -20,7 +20,7 @@ import pandas as pd
 
 from toolkit.replay.commands import COMMAND_KIND, TASK_COMPLETED, history_commands
 
-__all__ = ["CodeFailure", "SplitHistory", "Task", "split_history", "split_tasks"]
+__all__ = ["CodeFailure", "SplitHistory", "Task", "split_history"]
 
 #: Non-command events that wake workflow code, keyed by the event linking them to their command.
 _RESULT_LINK = {
@@ -157,7 +157,7 @@ class SplitHistory:
 _CODE_FAILURE_CAUSES = frozenset({"WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE"})
 
 
-def split_tasks(history: int, frame: pd.DataFrame) -> list[Task]:
+def split_history(history: int, frame: pd.DataFrame) -> SplitHistory:
     """Cut one history (events sorted by id) into its completed workflow tasks.
 
     Parameters
@@ -166,12 +166,12 @@ def split_tasks(history: int, frame: pd.DataFrame) -> list[Task]:
         The history index (copied onto command rows).
     frame
         The events of that one history, sorted by ``event_id``.
+
+    Returns
+    -------
+    SplitHistory
+        The tasks, plus code failures, final deliveries and the run id.
     """
-    return split_history(history, frame).tasks
-
-
-def split_history(history: int, frame: pd.DataFrame) -> SplitHistory:
-    """:func:`split_tasks`, plus code failures, final deliveries and the run id."""
     command_rows = {row["event_id"]: row for row in history_commands(history, frame)}
     # A result is named by its command's kind and ordinal among commands of that kind (sdk-core
     # numbers commands per kind), so patch markers or upserts before it do not rename it.
