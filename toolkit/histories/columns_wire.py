@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 from temporalio.api.history.v1 import HistoryEvent
 
-from toolkit.errors import HistoryFormatError
 from toolkit.histories.columns_common import (
     EventColumns,
     cause_name,
@@ -27,7 +26,7 @@ from toolkit.histories.columns_common import (
     scatter,
 )
 from toolkit.histories.columns_proto import sparse_columns
-from toolkit.histories.dialects import RawHistory
+from toolkit.histories.dialects import RawHistory, bad_event_id
 from toolkit.histories.lazy import LazyEventPayloads, lazy_proto_cells
 from toolkit.histories.views import failure_view_from_proto
 from toolkit.histories.wire import (
@@ -118,12 +117,7 @@ def _check_ids(ids: np.ndarray, name: str) -> None:
     bad = np.flatnonzero(ids <= 0)
     if len(bad):
         index = int(bad[0])
-        raise HistoryFormatError(
-            name,
-            f"bytes parse as protobuf but event #{index} has event_id {ids[index]}",
-            position=f"event #{index}",
-            expected="a serialized temporal.api.history.v1.History",
-        )
+        raise bad_event_id(name, index, ids[index])
 
 
 def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:

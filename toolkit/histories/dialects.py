@@ -34,7 +34,7 @@ from toolkit.errors import HistoryFormatError
 from toolkit.histories.sources import Source, describe
 from toolkit.histories.views import tagged_document_decoder, typed_document_decoder
 
-__all__ = ["RawHistory", "check_proto_events", "split_histories"]
+__all__ = ["RawHistory", "bad_event_id", "check_proto_events", "split_histories"]
 
 _EXPECTED = (
     'a Temporal history: proto-JSON {"events": [...]}, a history response, an array of events '
@@ -335,9 +335,14 @@ def check_proto_events(events: Any, name: str) -> None:
     """Raise unless every event has a positive id (bytes that merely parse as a History)."""
     for index, event in enumerate(events):
         if event.event_id <= 0 or not isinstance(event, HistoryEvent):
-            raise HistoryFormatError(
-                name,
-                f"bytes parse as protobuf but event #{index} has event_id {event.event_id}",
-                position=f"event #{index}",
-                expected="a serialized temporal.api.history.v1.History",
-            )
+            raise bad_event_id(name, index, event.event_id)
+
+
+def bad_event_id(name: str, index: int, event_id: Any) -> HistoryFormatError:
+    """The error for event ``index`` of binary ``name`` having a non-positive ``event_id``."""
+    return HistoryFormatError(
+        name,
+        f"bytes parse as protobuf but event #{index} has event_id {event_id}",
+        position=f"event #{index}",
+        expected="a serialized temporal.api.history.v1.History",
+    )
