@@ -128,15 +128,17 @@ def _attributes_descriptor(key: str) -> Descriptor:
     return HistoryEvent.DESCRIPTOR.fields_by_camelcase_name[key].message_type
 
 
+#: The envelope fields of every event struct: ``(name, type, default)``.
+_ENVELOPE_FIELDS: tuple[tuple[str, Any, Any], ...] = (
+    ("eventId", IntLike, None),
+    ("eventTime", str | None, None),
+    ("eventType", str | int | None, None),
+    ("timestamp", int | str | None, None),
+)
+
+
 def _head_fields() -> list[tuple[str, Any, Any]]:
-    fields: list[tuple[str, Any, Any]] = [
-        ("eventId", IntLike, None),
-        ("eventTime", str | None, None),
-        ("eventType", str | int | None, None),
-        ("timestamp", int | str | None, None),
-    ]
-    fields += [(key, Raw, None) for key in ATTRIBUTE_KEYS]
-    return fields
+    return [*_ENVELOPE_FIELDS, *((key, Raw, None) for key in ATTRIBUTE_KEYS)]
 
 
 #: The event envelope: id, time, type and every ``*EventAttributes`` key the API knows, as raw.
@@ -172,13 +174,8 @@ ATTRIBUTE_VIEWS: dict[str, type[Struct]] = {key: _slim_view(key) for key in ATTR
 
 
 def _typed_event_fields() -> list[tuple[str, Any, Any]]:
-    fields: list[tuple[str, Any, Any]] = [
-        ("eventId", IntLike, None),
-        ("eventTime", str | None, None),
-        ("eventType", str | int | None, None),
-        ("timestamp", int | str | None, None),
-    ]
-    return fields + [(key, view | None, None) for key, view in ATTRIBUTE_VIEWS.items()]
+    views = ((key, view | None, None) for key, view in ATTRIBUTE_VIEWS.items())
+    return [*_ENVELOPE_FIELDS, *views]
 
 
 #: One event: its envelope and, under its own key, the slim view of its attributes.
@@ -197,12 +194,8 @@ class TypedDocument(Struct, gc=False):
 def _tagged_event(key: str, view: type[Struct]) -> tuple[type[Struct], str]:
     short = key[:1].upper() + key[1:].removesuffix("EventAttributes")
     tag = screaming_event_type(short)
-    fields = [
-        ("eventId", IntLike, None),
-        ("eventTime", str | None, None),
-        ("timestamp", int | str | None, None),
-        (key, view | None, None),
-    ]
+    # eventType is the tag, not a field
+    fields = [f for f in _ENVELOPE_FIELDS if f[0] != "eventType"] + [(key, view | None, None)]
     return msgspec.defstruct(short + "Event", fields, tag_field="eventType", tag=tag, gc=False), tag
 
 
