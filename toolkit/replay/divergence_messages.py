@@ -22,6 +22,7 @@ __all__ = [
     "CORE_PREFIX",
     "core_history_event",
     "core_kind_mismatch",
+    "core_message_matches",
     "go_command",
     "go_event",
     "java_command_type",
@@ -80,6 +81,23 @@ _CORE_MACHINE_SENTENCE: dict[str, tuple[str, bool]] = {
 def core_history_event(event_id: int | None, event_type: str) -> str:
     """sdk-core's ``Display`` of an event, e.g. ``HistoryEvent(id: 42, ActivityTaskScheduled)``."""
     return f"HistoryEvent(id: {event_id}, {event_type})"
+
+
+def core_message_matches(
+    modelled: str, message: str, event_id: Any, event_type: Any, *, anywhere: bool = False
+) -> bool:
+    """Whether an abbreviated modelled sdk-core message is the one sdk-core printed.
+
+    Where sdk-core prints a whole protobuf struct (``{:?}``) the model abbreviates it: the head
+    (the text before ``HistoryEvent``) and the identifying fields (``event_id``, ``event_type``)
+    must then match. The head must open ``message``, or with ``anywhere`` appear in it.
+    """
+    head = modelled.split("HistoryEvent", 1)[0]
+    found = head in message if anywhere else message.startswith(head)
+    return found and all(
+        f"{key}: {value}" in message
+        for key, value in (("event_id", event_id), ("event_type", event_type))
+    )
 
 
 def core_machine_kind(command: Mapping[str, Any]) -> str:

@@ -24,6 +24,7 @@ import pandas as pd
 from toolkit.errors import ToolkitError
 from toolkit.histories.read import read_history
 from toolkit.replay.divergence import first_divergence
+from toolkit.replay.divergence_messages import core_message_matches
 from toolkit.replay.messages import parse_nondeterminism
 
 __all__ = ["check_against_matrix", "core_text", "read_replay_matrix", "replay_cells"]
@@ -115,18 +116,12 @@ def replay_cells(matrix: pd.DataFrame) -> pd.DataFrame:
 
 
 def _same_words(modelled: Any, core_message: str | None, message: str) -> bool:
-    """Whether the model's message is the one the Replayer printed."""
+    """Whether the model's message is the one the Replayer printed (anywhere in its text)."""
     if modelled.core_message_exact:
         return modelled.core_message == core_message
-    # sdk-core printed a whole protobuf struct that the model abbreviates: compare the head and
-    # the identifying fields.
-    head = modelled.core_message.split("HistoryEvent", 1)[0]
-    return message.find(head) >= 0 and all(
-        f"{key}: {value}" in message
-        for key, value in (
-            ("event_id", modelled.event_id),
-            ("event_type", modelled.recorded_event.get("event_type")),
-        )
+    event_type = modelled.recorded_event.get("event_type")
+    return core_message_matches(
+        modelled.core_message, message, modelled.event_id, event_type, anywhere=True
     )
 
 

@@ -29,6 +29,7 @@ from toolkit.errors import HistoryFormatError
 from toolkit.replay.commands import events_frame, identity_label, iter_histories
 from toolkit.replay.core_model import CoreFailure, model_replay
 from toolkit.replay.divergence import Divergence, aligned_commands, go_message, java_message
+from toolkit.replay.divergence_messages import core_message_matches
 from toolkit.replay.messages import parse_nondeterminism
 from toolkit.replay.run_random import reseed_ids
 from toolkit.replay.tasks import CodeFailure, SplitHistory, Task, split_history
@@ -234,18 +235,13 @@ def same_core_message(failure: CoreFailure, message: str) -> bool:
     """Whether a modelled failure's message is the one sdk-core printed.
 
     Where sdk-core prints a whole protobuf struct (``{:?}``) the model abbreviates it: the head
-    and the identifying fields must then match.
+    and the identifying fields must then match (:func:`core_message_matches`).
     """
     if failure.exact:
         return failure.message == message
-    head = failure.message.split("HistoryEvent", 1)[0]
     event = failure.event
-    return message.startswith(head) and all(
-        f"{key}: {value}" in message
-        for key, value in (
-            ("event_id", event.get("event_id")),
-            ("event_type", event.get("event_type")),
-        )
+    return core_message_matches(
+        failure.message, message, event.get("event_id"), event.get("event_type")
     )
 
 
