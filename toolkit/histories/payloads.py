@@ -115,13 +115,26 @@ def decode_payload(payload: Any, codec: Any = None) -> Any:
     codec
         A ``temporalio.converter.PayloadCodec`` applied first (e.g. to decrypt).
     """
+    done, value = _prepare(payload)
+    if done:
+        return value
+    meta_in, encoding, metadata, raw = value
+    if codec is not None:
+        return decode_proto_payload(run_sync(codec.decode([_codec_input(meta_in, raw)]))[0])
+    return _decode_bytes(encoding, metadata, raw)
+
+
+def _prepare(payload: Any) -> tuple[bool, Any]:
+    """``(True, value)`` for a payload that holds its value as it is; else ``(False, (metadata
+    as given, encoding, metadata as text, data bytes))`` for a codec or :func:`_decode_bytes`.
+    """
     if not isinstance(payload, Mapping) or ("metadata" not in payload and "data" not in payload):
-        return payload
+        return True, payload
     meta_in = payload.get("metadata") or {}
     data = payload.get("data")
     if "encodingDecoded" in meta_in:
         # UI decoded download: the value is already in `data`.
-        return data
+        return True, data
     metadata: dict[str, str] = {}
     all_base64 = True
     for key, value in meta_in.items():
@@ -131,19 +144,17 @@ def decode_payload(payload: Any, codec: Any = None) -> Any:
     encoding = metadata.get("encoding", "")
     if meta_in and not all_base64 and encoding in _KNOWN_ENCODINGS:
         # Plain-text metadata: a decoded download whose data is the value itself.
-        return data
+        return True, data
     if data is None:
         raw = b""
     elif isinstance(data, str):
         decoded = _b64(data)
         if decoded is None:
-            return data  # not base64: a decoded value
+            return True, data  # not base64: a decoded value
         raw = decoded
     else:
-        return data  # a bare JSON value in place of base64 data
-    if codec is not None:
-        return _decode_with_codec(meta_in, raw, codec)
-    return _decode_bytes(encoding, metadata, raw)
+        return True, data  # a bare JSON value in place of base64 data
+    return False, (meta_in, encoding, metadata, raw)
 
 
 def _decode_bytes(encoding: str, metadata: Mapping[str, str], raw: bytes) -> Any:
@@ -182,13 +193,47 @@ def _known_message(type_name: str | None) -> Any:
         return None
 
 
-def _decode_with_codec(meta_in: Mapping[str, Any], raw: bytes, codec: Any) -> Any:
-    payload = Payload(
+def _codec_input(meta_in: Mapping[str, Any], raw: bytes) -> Payload:
+    return Payload(
         metadata={k: (_b64(v) or b"") if isinstance(v, str) else b"" for k, v in meta_in.items()},
         data=raw,
     )
-    decoded = run_sync(codec.decode([payload]))[0]
-    return decode_proto_payload(decoded)
+
+
+def _codec_decode_all(payloads: list[Payload], codec: Any) -> list[Payload] | None:
+    """``codec.decode`` over a whole ``Payloads`` list in one call (one event loop, not one per
+    payload). ``None`` when the codec fails or changes the length: the caller then decodes one
+    payload at a time, so that what comes out (values or the codec's error) is what a call per
+    payload gives.
+    """
+    if not payloads:
+        return []
+    try:
+        decoded = run_sync(codec.decode(payloads))
+        if len(decoded) == len(payloads):
+            return list(decoded)
+    except Exception:
+        pass
+    return None
+
+
+def _decode_list(items: list[Any], codec: Any) -> list[Any]:
+    """:func:`decode_payload` of each proto-JSON payload, the codec called once for them all."""
+    if codec is None:
+        return [decode_payload(p) for p in items]
+    try:
+        prepared = [_prepare(p) for p in items]
+        pending = [i for i, (done, _) in enumerate(prepared) if not done]
+        inputs = [_codec_input(prepared[i][1][0], prepared[i][1][3]) for i in pending]
+    except Exception:  # malformed: one at a time, raising where it always did
+        return [decode_payload(p, codec) for p in items]
+    decoded = _codec_decode_all(inputs, codec)
+    if decoded is None:
+        return [decode_payload(p, codec) for p in items]
+    out = [value for _, value in prepared]
+    for i, payload in zip(pending, decoded, strict=True):
+        out[i] = decode_proto_payload(payload)
+    return out
 
 
 def decode_payloads(payloads: Any, codec: Any = None) -> Any:
@@ -201,7 +246,7 @@ def decode_payloads(payloads: Any, codec: Any = None) -> Any:
         return None
     if isinstance(payloads, Mapping):
         if "payloads" in payloads:
-            return [decode_payload(p, codec) for p in payloads.get("payloads") or []]
+            return _decode_list(payloads.get("payloads") or [], codec)
         values = list(payloads.values())
         if values and all(isinstance(v, Mapping) and "payloads" in v for v in values):
             return {key: decode_payloads(value, codec) for key, value in payloads.items()}
@@ -209,7 +254,7 @@ def decode_payloads(payloads: Any, codec: Any = None) -> Any:
             return [decode_payload(payloads, codec)]
         return {key: decode_payloads(value, codec) for key, value in payloads.items()}
     if isinstance(payloads, list):
-        return [decode_payload(p, codec) for p in payloads]
+        return _decode_list(payloads, codec)
     return payloads
 
 
@@ -223,6 +268,10 @@ def decode_proto_payload(payload: Payload, codec: Any = None) -> Any:
 
 def decode_proto_payloads(payloads: Any, codec: Any = None) -> list[Any]:
     """Decode a protobuf ``Payloads`` message into a list of values."""
+    if codec is not None:
+        decoded = _codec_decode_all(list(payloads.payloads), codec)
+        if decoded is not None:
+            return [decode_proto_payload(p) for p in decoded]
     return [decode_proto_payload(p, codec) for p in payloads.payloads]
 
 
