@@ -27,7 +27,7 @@ import pandas as pd
 from toolkit.agents.roles import Roles, resolve_roles
 from toolkit.agents.turns import turn_starts
 from toolkit.histories.payloads import decode_payload
-from toolkit.replay.commands import events_frame, history_commands, iter_histories, per_source
+from toolkit.replay.commands import commands_of_records, events_frame, iter_histories, per_source
 
 __all__ = ["STEP_COMMAND_COLUMNS", "command_letter", "step_commands"]
 
@@ -152,10 +152,11 @@ def step_commands(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
         resolved = resolve_roles(roles, scheduled, source)
         extras = dict(zip(one["event_id"].astype(int), one.get("extra", [None] * len(one)),
                           strict=True))  # fmt: skip
-        starts = turn_starts(one, resolved)
+        records = one.to_dict("records")
+        starts = turn_starts(one, resolved, records=records)
         per_turn: dict[int, list[tuple[str, int]]] = {t: [] for t in range(1, len(starts) + 1)}
         run_id = one["run_id"].iloc[0] if "run_id" in one and len(one) else None
-        for command in history_commands(history, one):
+        for command in commands_of_records(history, records):
             if command["kind"] in _CLOSING:
                 continue
             event_id = command["event_id"]

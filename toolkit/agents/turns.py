@@ -39,11 +39,11 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _user_messages(frame: pd.DataFrame, roles: Roles) -> list[tuple[int, str]]:
+def _user_messages(events: list[dict[str, Any]], roles: Roles) -> list[tuple[int, str]]:
     """(event id, trigger) of each user message, in order; an update counts once."""
     out: list[tuple[int, str]] = []
     seen_updates: set[Any] = set()
-    for event in frame.to_dict("records"):
+    for event in events:
         event_type = event["event_type"]
         if event_type == "WorkflowExecutionStarted" and roles.start_is_user:
             out.append((int(event["event_id"]), "start"))
@@ -77,7 +77,10 @@ _Turn = tuple[int, str, bool]
 
 
 def turn_starts(
-    one: pd.DataFrame, roles: Roles, scheduled: pd.DataFrame | None = None
+    one: pd.DataFrame,
+    roles: Roles,
+    scheduled: pd.DataFrame | None = None,
+    records: list[dict[str, Any]] | None = None,
 ) -> list[tuple[int, str]]:
     """(event id, trigger) of each turn's user message of one history, in order.
 
@@ -89,10 +92,12 @@ def turn_starts(
         The resolved roles (which start, signals and updates are user messages).
     scheduled
         Its ``ActivityTaskScheduled`` events, when the caller has them already.
+    records
+        ``one.to_dict("records")``, when the caller has it already.
 
     A workflow start followed by no activity before the first user signal/update is no turn.
     """
-    starts = _user_messages(one, roles)
+    starts = _user_messages(one.to_dict("records") if records is None else records, roles)
     if len(starts) > 1 and starts[0][1] == "start":
         # A workflow that starts and waits for its first message: the start is no turn.
         if scheduled is None:
@@ -119,7 +124,8 @@ def _spans_and_turns(
         source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
         scheduled = one[one["event_type"] == "ActivityTaskScheduled"]
         resolved = resolve_roles(roles, scheduled["activity_type"], source or "<events>")
-        starts = turn_starts(one, resolved, scheduled)
+        records = one.to_dict("records")
+        starts = turn_starts(one, resolved, scheduled, records)
         completed = one.loc[one["event_type"] == "WorkflowTaskCompleted", "event_id"]
         last_completed = int(completed.max()) if len(completed) else 0
         turns[history] = [
@@ -127,7 +133,7 @@ def _spans_and_turns(
         ]
         closes: dict[int, Mapping[str, Any]] = {}
         started: dict[int, Any] = {}
-        for event in one.to_dict("records"):
+        for event in records:
             link = event.get("scheduled_event_id")
             if link is None or pd.isna(link):
                 continue

@@ -259,11 +259,19 @@ def _value(row: Any, column: str) -> Any:
 
 def history_commands(history: int, frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Command rows of one history (events sorted by id); see :func:`commands` for columns."""
+    return commands_of_records(history, frame.to_dict("records"))
+
+
+def commands_of_records(history: int, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`history_commands` of a history's events already turned into records.
+
+    For callers that walk the same records themselves, so that the frame is converted once.
+    """
     rows: list[dict[str, Any]] = []
     task = 0
     task_completed: int | None = None
     in_task = 0
-    for event in frame.to_dict("records"):
+    for event in events:
         event_type = event["event_type"]
         if event_type in TASK_COMPLETED:
             task += 1

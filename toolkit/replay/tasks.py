@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from toolkit.replay.commands import COMMAND_KIND, TASK_COMPLETED, history_commands
+from toolkit.replay.commands import COMMAND_KIND, TASK_COMPLETED, commands_of_records
 
 __all__ = ["CodeFailure", "SplitHistory", "Task", "split_history"]
 
@@ -172,7 +172,8 @@ def split_history(history: int, frame: pd.DataFrame) -> SplitHistory:
     SplitHistory
         The tasks, plus code failures, final deliveries and the run id.
     """
-    command_rows = {row["event_id"]: row for row in history_commands(history, frame)}
+    events = frame.to_dict("records")
+    command_rows = {row["event_id"]: row for row in commands_of_records(history, events)}
     # A result is named by its command's kind and ordinal among commands of that kind (sdk-core
     # numbers commands per kind), so patch markers or upserts before it do not rename it.
     per_kind: Counter[str] = Counter()
@@ -180,7 +181,6 @@ def split_history(history: int, frame: pd.DataFrame) -> SplitHistory:
     for event_id, row in command_rows.items():
         per_kind[row["kind"]] += 1
         position_of[event_id] = (row["kind"], per_kind[row["kind"]])
-    events = frame.to_dict("records")
     last_event_id = int(events[-1]["event_id"]) if events else 0
     started_ids = [int(e["event_id"]) for e in events if e["event_type"] in _TASK_STARTED]
 
