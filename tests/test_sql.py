@@ -54,6 +54,18 @@ def test_agent_steps_are_kept_apart_per_file(agents: pd.DataFrame) -> None:
     assert got.to_dict() == expected.to_dict()
 
 
+def test_agent_steps_leave_out_files_of_no_agent(agents: pd.DataFrame) -> None:
+    one = agents[agents["source"] == sorted(agents["source"].unique())[-1]]
+    plain = one.assign(source="plain.json", activity_type="not_an_agent_activity")
+    mixed = pd.concat([agents, plain], ignore_index=True)
+    query = "select distinct source from agent_steps"
+    sources = set(sql(query, events=mixed)["source"])
+    assert "plain.json" not in sources and len(sources) > 0
+    assert sources == set(sql(query, events=agents)["source"])
+    files = sql("select count(distinct source) n from commands", events=mixed)["n"].iloc[0]
+    assert files == mixed["source"].nunique()
+
+
 def test_json_columns_durations_and_times(agents: pd.DataFrame) -> None:
     scheduled = sql(
         "select activity_type, attributes->>'$.activityType.name' named, event_time "

@@ -37,6 +37,7 @@ in UTC; everything else keeps its name and meaning.
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 from collections.abc import Callable
@@ -53,47 +54,11 @@ from toolkit.errors import ToolkitError
 __all__ = ["DERIVED_FROM_EVENTS", "sql"]
 
 
-def _per_source(
-    function: Callable[[pd.DataFrame], pd.DataFrame], *, skip_unrecognised: bool = False
-) -> Callable[..., pd.DataFrame]:
-    """Apply a per-history function to each source file of a frame (they key on history only).
-
-    With ``skip_unrecognised`` a source the function rejects (an agent table over a history that
-    is no agent) is left out, unless every source is rejected: then the first error is raised.
-    """
-
-    def apply(events: pd.DataFrame) -> pd.DataFrame:
-        if "source" not in events.columns or events["source"].nunique(dropna=False) <= 1:
-            out = function(events)
-            if "source" not in out.columns:
-                first = events["source"].iloc[0] if "source" in events and len(events) else None
-                out.insert(0, "source", first)
-            return out
-        parts = []
-        rejected: ToolkitError | None = None
-        for source, group in events.groupby("source", sort=True, dropna=False):
-            try:
-                part = function(group)
-            except ToolkitError as exc:
-                if not skip_unrecognised:
-                    raise
-                rejected = rejected or exc
-                continue
-            if "source" not in part.columns:
-                part.insert(0, "source", source)
-            parts.append(part)
-        if not parts and rejected is not None:
-            raise rejected
-        return pd.concat(parts, ignore_index=True)
-
-    return apply
-
-
 def _derived() -> dict[str, Callable[[pd.DataFrame], pd.DataFrame]]:
     # Imported late: the analysis modules pull in temporalio and protobuf.
     from toolkit.agents.turns import agent_steps
     from toolkit.histories import tables
-    from toolkit.replay.commands import commands
+    from toolkit.replay.commands import commands, per_source
     from toolkit.replay.errors_table import nondeterminism_errors
 
     return {
@@ -104,8 +69,9 @@ def _derived() -> dict[str, Callable[[pd.DataFrame], pd.DataFrame]]:
         "updates": tables.updates,
         "child_workflows": tables.child_workflows,
         "markers": tables.markers,
-        "commands": _per_source(commands),
-        "agent_steps": _per_source(agent_steps, skip_unrecognised=True),
+        "commands": commands,  # already per source
+        # agent_steps is per source too; re-wrapped so that files of no agent are left out.
+        "agent_steps": per_source(inspect.unwrap(agent_steps), skip_unrecognised=True),
         "nondeterminism_errors": nondeterminism_errors,
     }
 

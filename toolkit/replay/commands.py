@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from toolkit.errors import HistoryFormatError
+from toolkit.errors import HistoryFormatError, ToolkitError
 
 __all__ = [
     "COMMAND_KIND",
@@ -112,27 +112,50 @@ def events_frame(source: Any) -> pd.DataFrame:
     return read_history(source)
 
 
-def per_source(function: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+def per_source(
+    function: Callable[..., pd.DataFrame] | None = None, *, skip_unrecognised: bool = False
+) -> Any:
     """Run a per-history analysis once per source of a many-file frame.
 
     ``history`` numbers restart at 0 in every file of a :func:`toolkit.read_histories` frame, so
     an analysis that keys on ``history`` alone would merge different files. The wrapped function
     sees one source at a time; its results are concatenated with a ``source`` column in front.
+
+    Used bare (``@per_source``) or with an option (``per_source(f, skip_unrecognised=True)``):
+    with ``skip_unrecognised`` a source the function rejects with a
+    :class:`~toolkit.errors.ToolkitError` (an agent table over a history that is no agent) is
+    left out, unless every source is rejected: then the first error is raised.
     """
+    if function is None:
+        return functools.partial(per_source, skip_unrecognised=skip_unrecognised)
 
     @functools.wraps(function)
     def wrapper(events: Any, *args: Any, **kwargs: Any) -> pd.DataFrame:
         frame = events_frame(events)
-        if "source" not in frame.columns or len(frame) == 0:
+        if "source" not in frame.columns:
             return function(frame, *args, **kwargs)
+        if len(frame) == 0:
+            out = function(frame, *args, **kwargs)
+            if "source" not in out.columns:
+                out.insert(0, "source", pd.Series(dtype=object))
+            return out
         parts = []
+        rejected: ToolkitError | None = None
         for source, one in frame.groupby("source", sort=False, dropna=False):
-            out = function(one, *args, **kwargs)
+            try:
+                out = function(one, *args, **kwargs)
+            except ToolkitError as error:
+                if not skip_unrecognised:
+                    raise
+                rejected = rejected or error
+                continue
             if "source" not in out.columns:
                 out.insert(0, "source", source)
             elif out["source"].isna().all():
                 out["source"] = source
             parts.append(out)
+        if not parts and rejected is not None:
+            raise rejected
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
     return wrapper
