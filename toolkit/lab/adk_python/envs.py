@@ -10,7 +10,6 @@ environment (the interpreter running this code), so tests record live without ex
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import venv
@@ -18,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolkit.errors import LabError
+from toolkit.lab.processes import REPO_ROOT, process_env
 
 __all__ = [
     "ENVIRONMENTS", "MAIN_ENV", "AdkEnvironment", "ensure_environment", "environment",
     "module_command", "process_env",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 VENVS_DIR = REPO_ROOT / "data" / "venvs"
 
 
@@ -153,8 +152,3 @@ def module_command(python: Path, module: str, *args: str) -> list[str]:
     """Command running ``python -m module args`` with only the lab half of the toolkit."""
     return [str(python), "-c", _BOOTSTRAP, str(REPO_ROOT), module, *args]
 
-
-def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment variables for a process in a version venv: the project on ``PYTHONPATH``."""
-    path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1", **(extra or {})}

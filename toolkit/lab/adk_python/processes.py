@@ -24,8 +24,11 @@ from toolkit.lab.processes import stop_process_group
 __all__ = ["WorkerProcess"]
 
 
+WORKER_MODULE = "toolkit.lab.adk_python.worker"
+
+
 class WorkerProcess:
-    """``python -m toolkit.lab.adk_python.worker`` in ``env``'s interpreter.
+    """``python -m <module>`` (the lab's worker by default) in ``env``'s interpreter.
 
     Parameters
     ----------
@@ -39,6 +42,11 @@ class WorkerProcess:
         File receiving the worker's stderr (ADK and SDK logs, warnings).
     startup_timeout
         Seconds to wait for the worker's ready line.
+    module
+        Entry point taking ``--address``, ``--task-queue`` and ``--identity`` and printing a JSON
+        ready line (``{"ready": true, ...}``) on stdout.
+    identity
+        Worker identity; by default ``<env name>@<pid>-<ns>``.
 
     Attributes
     ----------
@@ -57,6 +65,8 @@ class WorkerProcess:
         *,
         venvs_dir: Path | None = None,
         startup_timeout: float = 120.0,
+        module: str = WORKER_MODULE,
+        identity: str | None = None,
     ) -> None:
         self.env = env
         self.address = address
@@ -64,6 +74,8 @@ class WorkerProcess:
         self.log_path = log_path
         self.venvs_dir = venvs_dir
         self.startup_timeout = startup_timeout
+        self.module = module
+        self.identity = identity
         self.info: dict[str, Any] = {}
         self.started_seconds = 0.0
         self._process: subprocess.Popen[str] | None = None
@@ -76,8 +88,9 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         python = (ensure_environment(self.env, self.venvs_dir) if self.venvs_dir
                   else ensure_environment(self.env))
-        identity = f"{self.env.name}@{os.getpid()}-{time.monotonic_ns() % 10**9}"
-        args = module_command(python, "toolkit.lab.adk_python.worker", "--address", self.address,
+        identity = (self.identity
+                    or f"{self.env.name}@{os.getpid()}-{time.monotonic_ns() % 10**9}")
+        args = module_command(python, self.module, "--address", self.address,
                               "--task-queue", self.task_queue, "--identity", identity)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         began = time.monotonic()

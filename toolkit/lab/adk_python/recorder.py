@@ -27,7 +27,10 @@ from toolkit.lab.adk_python.scenarios import SCENARIOS, Scenario, Upgrade
 from toolkit.lab.mcp_server import McpServer
 from toolkit.lab.model import SCRIPTED_MODEL_NAME
 
-__all__ = ["activity_sequence", "listings_per_turn", "record_env", "record_upgrade"]
+__all__ = [
+    "activity_sequence", "agent_spec", "listings_per_turn", "record_env", "record_upgrade",
+    "scenario_mcp_server", "send_turns",
+]
 
 
 def activity_sequence(history: dict[str, Any]) -> list[str]:
@@ -77,14 +80,26 @@ def _write(out: Path, history: dict[str, Any], meta: dict[str, Any]) -> Path:
     return out
 
 
-def _spec(scenario: Scenario, url: str) -> dict[str, Any]:
+def agent_spec(scenario: Scenario, url: str) -> dict[str, Any]:
+    """The workflow input of ``scenario`` with its toolsets on the MCP server at ``url``."""
     return {"toolsets": scenario.toolset_specs(url), "model": SCRIPTED_MODEL_NAME,
             "tool_max_attempts": scenario.tool_max_attempts}
 
 
-def _mcp(scenario: Scenario, log: Path) -> McpServer:
+def scenario_mcp_server(scenario: Scenario, log: Path) -> McpServer:
+    """The (unstarted) MCP server of ``scenario``, its request log written to ``log``."""
     return McpServer(list_twice=scenario.list_twice,
                      hide_after_first_call=scenario.hide_after_first_call, request_log=log)
+
+
+async def send_turns(handle: Any, turns: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Send ``turns`` one after the other; stop after the first one that gets no reply."""
+    sent: list[dict[str, Any]] = []
+    for index, text in enumerate(turns):
+        sent.append(await driver.send_turn(handle, text, replies_before=index))
+        if sent[-1]["reply"] is None:
+            break
+    return sent
 
 
 def _versions(info: dict[str, Any]) -> dict[str, Any]:
@@ -99,14 +114,10 @@ async def _run_scenario(
     env = worker.env
     workflow_id = f"lab-adk-{env.name}-{scenario.name}-{uuid.uuid4().hex[:8]}"
     began = time.monotonic()
-    with _mcp(scenario, log_dir / f"{scenario.name}.mcp.jsonl") as mcp:
-        handle = await driver.start_agent(client, _spec(scenario, mcp.url),
+    with scenario_mcp_server(scenario, log_dir / f"{scenario.name}.mcp.jsonl") as mcp:
+        handle = await driver.start_agent(client, agent_spec(scenario, mcp.url),
                                           workflow_id=workflow_id, task_queue=worker.task_queue)
-        turns = []
-        for index, text in enumerate(scenario.turns):
-            turns.append(await driver.send_turn(handle, text, replies_before=index))
-            if turns[-1]["reply"] is None:
-                break
+        turns = await send_turns(handle, scenario.turns)
         status = await driver.finish(handle)
         requests = mcp.requests()
     run_seconds = time.monotonic() - began
@@ -160,10 +171,10 @@ async def record_upgrade(
         def log(kind: str) -> Path:
             return logs / f"{upgrade.name}.{kind}"
 
-        with _mcp(scenario, log("mcp.jsonl")) as mcp:
+        with scenario_mcp_server(scenario, log("mcp.jsonl")) as mcp:
             with WorkerProcess(before, address, task_queue, log("before.worker.log"),
                                venvs_dir=venvs_dir) as old:
-                handle = await driver.start_agent(client, _spec(scenario, mcp.url),
+                handle = await driver.start_agent(client, agent_spec(scenario, mcp.url),
                                                   workflow_id=workflow_id, task_queue=task_queue)
                 turns = [await driver.send_turn(handle, scenario.turns[0], replies_before=0)]
             with WorkerProcess(after, address, task_queue, log("after.worker.log"),
