@@ -31,11 +31,11 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from toolkit.errors import LabError
 from toolkit.lab.gallery.activities import ACTIVITIES
 from toolkit.lab.gallery.case import Case, Query, Settle, Signal, Step, Update
+from toolkit.lab.sandbox import toolkit_sandbox_runner as workflow_runner
 
 __all__ = [
     "SEARCH_ATTRIBUTES",
@@ -90,17 +90,6 @@ _CHILD_CLOSED = (
     EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
     EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
 )
-
-
-def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox used for recording and replay: default restrictions, toolkit passed through.
-
-    The toolkit's gallery modules are plain, state-free definitions; passing them through avoids
-    re-importing pandas and the rest of the toolkit inside every workflow sandbox.
-    """
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("toolkit")
-    )
 
 
 @dataclass

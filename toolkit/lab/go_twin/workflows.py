@@ -15,7 +15,6 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 with workflow.unsafe.imports_passed_through():
     from toolkit.lab.go_twin.session import AgentSession, TurnOutcome
@@ -28,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from toolkit.lab.go_twin.toolsets import Invocation
     from toolkit.lab.go_twin.variants import VARIANTS, WORKFLOW_NAME, Variant
+    from toolkit.lab.sandbox import toolkit_sandbox_runner as workflow_runner
 
 __all__ = ["WORKFLOW_CLASSES", "TwinProgress", "workflow_class", "workflow_runner"]
 
@@ -209,12 +209,3 @@ def workflow_class(variant: Variant | str) -> type:
                        f"known: {sorted(WORKFLOW_CLASSES)}") from None
 
 
-def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox for the twin's workers and replayers, with ``toolkit`` passed through.
-
-    The sandbox re-imports a workflow's module and everything it imports; ``toolkit``'s package
-    init pulls in pandas and numpy, which cannot be loaded twice in one process. The twin's
-    modules keep no global state, so sharing them with the sandbox is safe.
-    """
-    restrictions = SandboxRestrictions.default.with_passthrough_modules("toolkit")
-    return SandboxedWorkflowRunner(restrictions=restrictions)

@@ -23,10 +23,10 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from toolkit.errors import LabError
 from toolkit.lab.samples import workflows as wf
+from toolkit.lab.sandbox import toolkit_sandbox_runner as sandbox_runner
 
 __all__ = [
     "QUICK_SCENARIOS", "SCENARIOS", "record_samples", "record_samples_async", "sandbox_runner",
@@ -171,16 +171,6 @@ async def termination(ctx: Context) -> Histories:
     handle = await _started_and_waiting(ctx, "termination")
     await handle.terminate("terminated by the sample recorder")
     return {"termination": await handle.fetch_history()}
-
-
-def sandbox_runner() -> SandboxedWorkflowRunner:
-    """The workflow runner for the samples (workers and Replayer alike).
-
-    The toolkit passes through the sandbox: re-importing it for every run would import pandas.
-    """
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("toolkit")
-    )
 
 
 def _worker(client: Client, task_queue: str, workflows: list[type], **options: object) -> Worker:
