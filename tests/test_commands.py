@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from toolkit.errors import HistoryFormatError
+from toolkit.histories.enums import COMMAND_EVENT_TYPES
 from toolkit.histories.read import read_history
 from toolkit.replay.commands import COMMAND_KIND, commands
 
@@ -73,3 +74,8 @@ def test_every_corpus_history_keeps_every_command(corpus: Path) -> None:
 def test_not_an_events_frame() -> None:
     with pytest.raises(HistoryFormatError, match="event_type"):
         commands(pd.DataFrame({"event_id": [1]}))
+
+
+def test_command_kinds_cover_exactly_the_command_events() -> None:
+    # The loader's is_command flag and commands() must name the same events.
+    assert set(COMMAND_KIND) == set(COMMAND_EVENT_TYPES)

@@ -24,13 +24,9 @@ from typing import Any
 
 import pandas as pd
 
+from toolkit.histories.enums import screaming_event_type
 from toolkit.replay.core_model import CoreFailure
-from toolkit.replay.divergence_messages import (
-    go_command,
-    go_event,
-    java_command_type,
-    java_event_type,
-)
+from toolkit.replay.divergence_messages import go_command, go_event, java_command_type
 from toolkit.replay.tasks import Task
 
 __all__ = ["Divergence", "aligned_commands", "first_divergence", "go_message", "java_message"]
@@ -198,7 +194,7 @@ def java_message(failure: CoreFailure) -> str:
     if command is None:
         return (
             "[TMPRL1100] No command scheduled that corresponds to event_id: "
-            f"{event['event_id']}\nevent_type: {java_event_type(event['event_type'])}\n..."
+            f"{event['event_id']}\nevent_type: {screaming_event_type(event['event_type'])}\n..."
         )
     java_check = {
         "kind": "eventType",
@@ -209,13 +205,13 @@ def java_message(failure: CoreFailure) -> str:
     }.get(failure.check, failure.check)
     expected, actual = failure.actual, failure.expected  # Java: expected = command, actual = event
     if failure.check == "kind":
-        expected = java_event_type(_event_type_of(command))
-        actual = java_event_type(event["event_type"])
+        expected = screaming_event_type(_event_type_of(command))
+        actual = screaming_event_type(event["event_type"])
     elif failure.check in {"activity_type", "child_workflow_type"}:
         expected, actual = f'name: "{expected}"\n', f'name: "{actual}"\n'
     return (
         f"[TMPRL1100] Command {java_command_type(str(command['kind']))} doesn't match event "
-        f"{java_event_type(event['event_type'])} with EventId={event['event_id']} on check "
+        f"{screaming_event_type(event['event_type'])} with EventId={event['event_id']} on check "
         f"{java_check} with an expected value '{expected}' and an actual value '{actual}'"
     )
 

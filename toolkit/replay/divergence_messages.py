@@ -14,9 +14,10 @@ with ``...`` where the SDK would print more attributes (``go_exact``/``java_exac
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
+
+from toolkit.histories.enums import _screaming
 
 __all__ = [
     "CORE_PREFIX",
@@ -26,7 +27,6 @@ __all__ = [
     "go_command",
     "go_event",
     "java_command_type",
-    "java_event_type",
 ]
 
 CORE_PREFIX = "[TMPRL1100] Nondeterminism error: "
@@ -128,18 +128,9 @@ def core_kind_mismatch(command: Mapping[str, Any], event: Mapping[str, Any]) -> 
     return CORE_PREFIX + text, exact
 
 
-def _screaming(pascal: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", pascal).upper()
-
-
-def java_event_type(event_type: str) -> str:
-    """Java's ``EventType`` name: ``EVENT_TYPE_ACTIVITY_TASK_SCHEDULED``."""
-    return "EVENT_TYPE_" + _screaming(event_type)
-
-
 def java_command_type(kind: str) -> str:
     """Java's ``CommandType`` name: ``COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK``."""
-    return "COMMAND_TYPE_" + _screaming(kind)
+    return "COMMAND_TYPE_" + _screaming(kind)  # the proto enum's spelling, as for event types
 
 
 def _go_fields(row: Mapping[str, Any]) -> str:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from toolkit.histories.enums import _pascal
+
 __all__ = ["parse_nondeterminism", "pascal_case_type"]
 
 _HISTORY_EVENT = r"HistoryEvent\(id: (?P<event_id>\d+), (?:Some\()?(?P<event_type>\w+)\)?\)"
@@ -113,7 +115,7 @@ def pascal_case_type(name: str | None) -> str | None:
         return name
     for prefix in ("EVENT_TYPE_", "COMMAND_TYPE_"):
         if name.startswith(prefix):
-            return "".join(part.capitalize() for part in name[len(prefix) :].split("_"))
+            return _pascal(name[len(prefix) :])
     return name
 
 
