@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -51,11 +50,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from toolkit.errors import LabError
-from toolkit.lab.processes import stop_process_group
+from toolkit.errors import LabError, LocatedError, ToolkitError
+from toolkit.lab.processes import process_env, stop_process_group
 from toolkit.lab.server import free_port
 
-__all__ = ["TOOL_NAMES", "McpServer", "add", "get_weather", "lookup_order"]
+__all__ = [
+    "TOOL_NAMES", "McpServer", "add", "get_weather", "lookup_order", "read_request_log",
+]
 
 HOST = "127.0.0.1"
 MCP_PATH = "/mcp"
@@ -205,6 +206,48 @@ def _main(argv: Sequence[str] | None = None) -> None:
 # --------------------------------------------------------------------------- caller side
 
 
+def read_request_log(path: str | Path, error: type[ToolkitError] = LabError
+                     ) -> list[dict[str, Any]]:
+    """The records of a request log written by ``--request-log`` (JSON lines), oldest first.
+
+    Blank lines are skipped.
+
+    Parameters
+    ----------
+    path
+        The log file (it must exist).
+    error
+        Class of the error raised for a bad line (``LabError`` by default). A
+        :class:`~toolkit.errors.LocatedError` subclass (e.g. ``LogFormatError``) gets the file as
+        ``source`` and ``line N`` as ``position``.
+
+    Raises
+    ------
+    error
+        A line is not a JSON object (the message names the file and the line number).
+    """
+    path = Path(path)
+
+    def bad(number: int, problem: str) -> ToolkitError:
+        expected = "one JSON object per line"
+        if issubclass(error, LocatedError):
+            return error(str(path), problem, position=f"line {number}", expected=expected)
+        return error(f"{path} line {number}: {problem}; expected {expected}")
+
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as problem:
+            raise bad(number, f"not JSON ({problem})") from problem
+        if not isinstance(record, dict):
+            raise bad(number, "not a JSON object")
+        records.append(record)
+    return records
+
+
 class McpServer:
     """The lab's MCP server in a subprocess, started and stopped by this object.
 
@@ -271,13 +314,10 @@ class McpServer:
             args += ["--hide-after-first-call", name]
         if self.list_twice:
             args.append("--list-twice")
-        root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (root, os.environ.get("PYTHONPATH")) if p)}
         with self._stderr_path.open("wb") as stderr:
             self._process = subprocess.Popen(
                 args, stdout=subprocess.DEVNULL, stderr=stderr, stdin=subprocess.DEVNULL,
-                env=env, start_new_session=True,
+                env=process_env(), start_new_session=True,
             )
         self._wait_listening()
         return self
@@ -317,20 +357,7 @@ class McpServer:
         """
         if not self.request_log.exists():
             return []
-        records = []
-        lines = self.request_log.read_text(encoding="utf-8").splitlines()
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as error:
-                raise LabError(f"{self.request_log} line {number}: not JSON ({error}); "
-                               "expected one JSON object per line") from error
-            if not isinstance(record, dict):
-                raise LabError(f"{self.request_log} line {number}: expected a JSON object")
-            records.append(record)
-        return records
+        return read_request_log(self.request_log)
 
     def __enter__(self) -> McpServer:
         return self.start()
