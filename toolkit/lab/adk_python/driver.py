@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -43,6 +44,46 @@ async def _status(handle: WorkflowHandle[Any, Any]) -> WorkflowExecutionStatus |
     return (await handle.describe()).status
 
 
+async def _turn(
+    handle: WorkflowHandle[Any, Any], text: str, replies_before: int, timeout: float, *,
+    stopped: Callable[[WorkflowHandle[Any, Any]], Awaitable[dict[str, Any] | None]],
+    query_timeout: float | None, interval: float, error: str,
+) -> dict[str, Any]:
+    """Signal a turn, then poll until its reply or until ``stopped`` returns the fields to report
+    (``status`` first) instead of a reply; ``LabError(error)`` after ``timeout`` seconds."""
+    began = time.monotonic()
+    await handle.signal("user_turn", text)
+    while time.monotonic() - began < timeout:
+        stop = await stopped(handle)
+        if stop is not None:
+            return {"text": text, "reply": None, "seconds": time.monotonic() - began, **stop}
+        try:
+            replies = await asyncio.wait_for(handle.query("replies", result_type=list[str]),
+                                             query_timeout)
+        except Exception:  # a query can fail while a workflow task retries or fails; poll again
+            replies = []
+        if len(replies) > replies_before:
+            return {"text": text, "reply": replies[replies_before],
+                    "seconds": time.monotonic() - began, "status": "RUNNING"}
+        await asyncio.sleep(interval)
+    raise LabError(error)
+
+
+async def _closed(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
+    status = await _status(handle)
+    return None if status == _OPEN else {"status": status.name if status else None}
+
+
+async def _task_failed(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
+    history = json.loads((await handle.fetch_history()).to_json())
+    failed = [e for e in history["events"] if "workflowTaskFailedEventAttributes" in e]
+    if not failed:
+        return None
+    attributes = failed[0]["workflowTaskFailedEventAttributes"]
+    return {"status": "WORKFLOW_TASK_FAILED", "cause": attributes.get("cause"),
+            "failure": attributes.get("failure", {}).get("message")}
+
+
 async def send_turn(
     handle: WorkflowHandle[Any, Any], text: str, *, replies_before: int, timeout: float = 90.0
 ) -> dict[str, Any]:
@@ -55,22 +96,11 @@ async def send_turn(
     LabError
         When neither happens within ``timeout`` seconds.
     """
-    began = time.monotonic()
-    await handle.signal("user_turn", text)
-    while time.monotonic() - began < timeout:
-        status = await _status(handle)
-        if status != _OPEN:
-            return {"text": text, "reply": None, "seconds": time.monotonic() - began,
-                    "status": status.name if status else None}
-        try:
-            replies = await handle.query("replies", result_type=list[str])
-        except Exception:  # a query can fail while a workflow task retries; poll again
-            replies = []
-        if len(replies) > replies_before:
-            return {"text": text, "reply": replies[replies_before],
-                    "seconds": time.monotonic() - began, "status": "RUNNING"}
-        await asyncio.sleep(0.2)
-    raise LabError(f"workflow {handle.id}: no reply to turn {text!r} within {timeout:.0f} s")
+    return await _turn(
+        handle, text, replies_before, timeout, stopped=_closed, query_timeout=None,
+        interval=0.2,
+        error=f"workflow {handle.id}: no reply to turn {text!r} within {timeout:.0f} s",
+    )
 
 
 async def finish(handle: WorkflowHandle[Any, Any], timeout: float = 60.0) -> str:
@@ -90,26 +120,12 @@ async def send_turn_or_task_failure(
     handle: WorkflowHandle[Any, Any], text: str, replies_before: int, timeout: float = 120.0
 ) -> dict[str, Any]:
     """Signal a turn; wait for its reply or for a ``WorkflowTaskFailed`` event."""
-    began = time.monotonic()
-    await handle.signal("user_turn", text)
-    while time.monotonic() - began < timeout:
-        history = json.loads((await handle.fetch_history()).to_json())
-        failed = [e for e in history["events"] if "workflowTaskFailedEventAttributes" in e]
-        if failed:
-            attributes = failed[0]["workflowTaskFailedEventAttributes"]
-            return {"text": text, "reply": None, "seconds": time.monotonic() - began,
-                    "status": "WORKFLOW_TASK_FAILED", "cause": attributes.get("cause"),
-                    "failure": attributes.get("failure", {}).get("message")}
-        try:
-            replies = await asyncio.wait_for(handle.query("replies", result_type=list[str]), 5)
-        except Exception:  # the query fails while the task fails; poll the history again
-            replies = []
-        if len(replies) > replies_before:
-            return {"text": text, "reply": replies[replies_before],
-                    "seconds": time.monotonic() - began, "status": "RUNNING"}
-        await asyncio.sleep(0.5)
-    raise LabError(f"workflow {handle.id}: neither a reply nor a WorkflowTaskFailed event "
-                   f"within {timeout:.0f} s after turn {text!r}")
+    return await _turn(
+        handle, text, replies_before, timeout, stopped=_task_failed, query_timeout=5,
+        interval=0.5,
+        error=f"workflow {handle.id}: neither a reply nor a WorkflowTaskFailed event "
+              f"within {timeout:.0f} s after turn {text!r}",
+    )
 
 
 def export_history(address: str, workflow_id: str, run_id: str) -> dict[str, Any]:
