@@ -15,16 +15,14 @@ Examples
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import orjson
 import pandas as pd
 
 from toolkit.errors import HistoryFormatError, ToolkitError
+from toolkit.histories.payloads import decode_payload
 
 __all__ = [
     "COMMAND_KIND",
@@ -179,27 +177,6 @@ def _attr(attributes: Any, *path: str) -> Any:
     return value
 
 
-def _payload_value(payload: Any) -> Any:
-    """Decode one proto-JSON payload holding JSON (markers only ever hold JSON); never executes."""
-    if not isinstance(payload, Mapping):
-        return payload
-    data = payload.get("data")
-    if not isinstance(data, str):
-        return data
-    encoding = _attr(payload, "metadata", "encoding")
-    if isinstance(encoding, str) and encoding.startswith(("json", "binary")):
-        # Plain-text encoding: a UI "decoded" download holds the value itself.
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return data
-    try:
-        raw = base64.b64decode(data, validate=True)
-        return orjson.loads(raw)
-    except (binascii.Error, ValueError, orjson.JSONDecodeError):
-        return data
-
-
 def _detail(attributes: Any, key: str) -> Any:
     """First value of marker detail ``key`` (details map name -> Payloads)."""
     details = _attr(attributes, "details")
@@ -208,7 +185,7 @@ def _detail(attributes: Any, key: str) -> Any:
     entry = details.get(key)
     payloads = entry.get("payloads") if isinstance(entry, Mapping) else entry
     if isinstance(payloads, list) and payloads:
-        return _payload_value(payloads[0])
+        return decode_payload(payloads[0])  # marker details hold JSON; never executed
     return None
 
 
