@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 import shutil
 import sys
 from collections.abc import Sequence
@@ -13,18 +12,12 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from toolkit.datasets.arrow import json_text
+from toolkit.datasets.arrow import _missing, json_text
 
 __all__ = ["cell_text", "plain", "print_json", "print_table", "terminal_width"]
 
 _MIN_WIDTH = 6
 _GAP = "  "
-
-
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    return isinstance(value, float) and math.isnan(value)
 
 
 def plain(value: Any) -> Any:

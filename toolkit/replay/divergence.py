@@ -244,8 +244,8 @@ def go_message(recorded: list[Task], replayed: list[Task]) -> str | None:
             assert event is not None and command is not None
             if not _go_match(event, command):
                 return (
-                    "[TMPRL1100] nondeterministic workflow: history event is "
-                    f"{go_event(event)}, replay command is {go_command(command)}"
+                    f"{_GO_PREFIX}history event is {go_event(event)}, "
+                    f"replay command is {go_command(command)}"
                 )
     return None
 
