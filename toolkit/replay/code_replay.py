@@ -13,6 +13,7 @@ answered it with, so the answer also shows *what* the code did (one row per comm
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,14 @@ from toolkit.event_loop import run_sync
 from toolkit.replay.commands import COMMAND_KIND, identity_label
 from toolkit.replay.replayer import to_workflow_histories
 
-__all__ = ["Activation", "CodeReplay", "command_row", "replay_code"]
+__all__ = [
+    "RUST_DEBUG_STRING",
+    "Activation",
+    "CodeReplay",
+    "command_row",
+    "replay_code",
+    "rust_debug_field",
+]
 
 _EVENT_OF_KIND = {kind: event for event, kind in COMMAND_KIND.items()}
 _EVENT_OF_KIND["ProtocolMessage"] = "WorkflowExecutionUpdateAccepted"
@@ -206,11 +214,10 @@ def command_row(command: WorkflowCommand) -> dict[str, Any] | None:
     return _row(simple[variant]) if variant in simple else None
 
 
-# A Rust Debug string literal: "..." with backslash escapes.
-_MESSAGE = re.compile(r'\bmessage: "((?:[^"\\]|\\.)*)"')
-_FAILURE_TYPE = re.compile(r'\br#type: "((?:[^"\\]|\\.)*)"')
+#: A Rust ``Debug`` string literal, ``"..."`` with backslash escapes (group 1: its inside).
+RUST_DEBUG_STRING = r'"((?:[^"\\]|\\.)*)"'
 _ESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]+\}|.)", re.DOTALL)
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
 
 
 def _unescape(text: str) -> str:
@@ -218,13 +225,23 @@ def _unescape(text: str) -> str:
         escape = match.group(1)
         if escape.startswith("u{"):
             return chr(int(escape[2:-1], 16))
-        return _ESCAPES.get(escape, escape)
+        return _ESCAPES.get(escape, "\\" + escape)  # not a Rust escape: kept as it is
 
     return _ESCAPE.sub(one, text)
 
 
-def _first(pattern: re.Pattern[str], text: str) -> str | None:
-    match = pattern.search(text)
+@functools.lru_cache(maxsize=16)
+def _field_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(name)}: " + RUST_DEBUG_STRING)
+
+
+def rust_debug_field(text: str, name: str = "message") -> str | None:
+    """The first ``<name>: "..."`` string of a Rust ``Debug`` rendering, unescaped.
+
+    The Replayer reports a failed workflow task as the ``Debug`` text of sdk-core's failure;
+    ``name`` is e.g. ``message`` or ``r#type``. None when the text has no such field.
+    """
+    match = _field_pattern(name).search(text)
     return _unescape(match.group(1)) if match else None
 
 
@@ -264,9 +281,9 @@ async def replay_code_async(
     outcome = "nondeterminism" if isinstance(failure, NondeterminismError) else "error"
     return CodeReplay(
         outcome,
-        _first(_MESSAGE, text) or text,
+        rust_debug_field(text, "message") or text,
         type(failure).__name__,
-        _first(_FAILURE_TYPE, text) or None,
+        rust_debug_field(text, "r#type") or None,
         text,
         sink,
     )

@@ -26,15 +26,11 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from toolkit.lab.gallery.drive import workflow_runner
+from toolkit.replay.code_replay import RUST_DEBUG_STRING, rust_debug_field
 
 __all__ = ["ReplayOutcome", "core_message", "quiet_runtime", "replay_outcome", "replay_with"]
 
-# A Rust Debug string literal: "..." with backslash escapes.
-_RUST_STRING = r'"((?:[^"\\]|\\.)*)"'
-_MESSAGE = re.compile(r"\bmessage: " + _RUST_STRING)
-_STACK_TRACE = re.compile(r"\bstack_trace: " + _RUST_STRING)
-_RUST_ESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]+\}|.)", re.DOTALL)
-_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+_STACK_TRACE = re.compile(r"\bstack_trace: " + RUST_DEBUG_STRING)
 
 
 _QUIET_RUNTIME: Runtime | None = None
@@ -64,20 +60,10 @@ class ReplayOutcome:
         return asdict(self)
 
 
-def _unescape_rust(text: str) -> str:
-    def one(match: re.Match[str]) -> str:
-        escape = match.group(1)
-        if escape.startswith("u{"):
-            return chr(int(escape[2:-1], 16))
-        return _SIMPLE_ESCAPES.get(escape, "\\" + escape)
-
-    return _RUST_ESCAPE.sub(one, text)
-
-
 def core_message(error_text: str) -> str:
     """The first ``message: "..."`` value of a replayer error text, unescaped; else the text."""
-    match = _MESSAGE.search(error_text)
-    return _unescape_rust(match.group(1)) if match else error_text
+    message = rust_debug_field(error_text, "message")
+    return error_text if message is None else message
 
 
 def replay_outcome(failure: Exception | None) -> ReplayOutcome:
