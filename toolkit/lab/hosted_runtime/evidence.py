@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.errors import LogFormatError
+from toolkit.lab.mcp_server import read_request_log
 from toolkit.logs.detectors import dead_letters, duplicate_tools, retries
 
 __all__ = ["NAIVE_PATTERN", "command_outcomes", "delivery_timeline", "naive_false_positives",
@@ -145,20 +145,7 @@ def read_mcp_requests(path: str | Path) -> pd.DataFrame:
     LogFormatError
         A line is not a JSON object (the message names the file and the line).
     """
-    path = Path(path)
-    records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as error:
-            raise LogFormatError(str(path), f"not JSON ({error})", position=f"line {number}",
-                                 expected="one request record per line") from None
-        if not isinstance(record, dict):
-            raise LogFormatError(str(path), "not a JSON object", position=f"line {number}",
-                                 expected="one request record per line")
-        records.append(record)
+    records = read_request_log(path, error=LogFormatError)
     frame = pd.DataFrame(records, columns=["seq", "time", "method", "path", "query",
                                            "mcp_method", "tool", "rpc_id"])
     frame["time"] = pd.to_datetime(frame["time"], unit="s", utc=True)
