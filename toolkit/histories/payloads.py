@@ -32,6 +32,7 @@ import orjson
 from google.protobuf import json_format, symbol_database
 from temporalio.api.common.v1 import Payload
 
+from toolkit.errors import PayloadError
 from toolkit.event_loop import run_sync
 
 __all__ = [
@@ -200,38 +201,27 @@ def _codec_input(meta_in: Mapping[str, Any], raw: bytes) -> Payload:
     )
 
 
-def _codec_decode_all(payloads: list[Payload], codec: Any) -> list[Payload] | None:
+def _codec_decode_all(payloads: list[Payload], codec: Any) -> list[Payload]:
     """``codec.decode`` over a whole ``Payloads`` list in one call (one event loop, not one per
-    payload). ``None`` when the codec fails or changes the length: the caller then decodes one
-    payload at a time, so that what comes out (values or the codec's error) is what a call per
-    payload gives.
-    """
+    payload); the codec's own error propagates."""
     if not payloads:
         return []
-    try:
-        decoded = run_sync(codec.decode(payloads))
-        if len(decoded) == len(payloads):
-            return list(decoded)
-    except Exception:
-        pass
-    return None
+    decoded = list(run_sync(codec.decode(payloads)))
+    if len(decoded) != len(payloads):
+        raise PayloadError(f"the codec returned {len(decoded)} payloads for {len(payloads)}; "
+                           "expected one decoded payload per payload")
+    return decoded
 
 
 def _decode_list(items: list[Any], codec: Any) -> list[Any]:
     """:func:`decode_payload` of each proto-JSON payload, the codec called once for them all."""
     if codec is None:
         return [decode_payload(p) for p in items]
-    try:
-        prepared = [_prepare(p) for p in items]
-        pending = [i for i, (done, _) in enumerate(prepared) if not done]
-        inputs = [_codec_input(prepared[i][1][0], prepared[i][1][3]) for i in pending]
-    except Exception:  # malformed: one at a time, raising where it always did
-        return [decode_payload(p, codec) for p in items]
-    decoded = _codec_decode_all(inputs, codec)
-    if decoded is None:
-        return [decode_payload(p, codec) for p in items]
+    prepared = [_prepare(p) for p in items]
+    pending = [i for i, (done, _) in enumerate(prepared) if not done]
+    inputs = [_codec_input(prepared[i][1][0], prepared[i][1][3]) for i in pending]
     out = [value for _, value in prepared]
-    for i, payload in zip(pending, decoded, strict=True):
+    for i, payload in zip(pending, _codec_decode_all(inputs, codec), strict=True):
         out[i] = decode_proto_payload(payload)
     return out
 
@@ -269,10 +259,8 @@ def decode_proto_payload(payload: Payload, codec: Any = None) -> Any:
 def decode_proto_payloads(payloads: Any, codec: Any = None) -> list[Any]:
     """Decode a protobuf ``Payloads`` message into a list of values."""
     if codec is not None:
-        decoded = _codec_decode_all(list(payloads.payloads), codec)
-        if decoded is not None:
-            return [decode_proto_payload(p) for p in decoded]
-    return [decode_proto_payload(p, codec) for p in payloads.payloads]
+        return [decode_proto_payload(p) for p in _codec_decode_all(list(payloads.payloads), codec)]
+    return [decode_proto_payload(p) for p in payloads.payloads]
 
 
 def decode_any(raw: Any, codec: Any = None) -> Any:
