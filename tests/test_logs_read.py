@@ -313,3 +313,11 @@ def test_epochs_to_ns_takes_common_columns() -> None:
     assert epochs_to_ns([1727431200123, 1727431200123456789]) == [1727431200123000000,
                                                                   1727431200123456789]
     assert epochs_to_ns([1.0, 2]) is None and epochs_to_ns([True]) is None
+
+
+def test_lone_surrogates_in_text_lines_are_kept_escaped() -> None:
+    # Found by the property test: Python text may hold lone surrogates (surrogateescape decoding),
+    # which UTF-8 (and so Arrow) cannot store; the line must still be one record, not a crash.
+    logs = read_logs(["\ud800", "plain line", "x\udcffy"])
+    assert logs["lines"].sum() == 3
+    assert list(logs["raw"]) == ["\\ud800", "plain line", "x\\udcffy"]

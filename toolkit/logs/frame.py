@@ -198,13 +198,26 @@ def _texts(pieces: list[Any]) -> pd.Series:
         if type(piece) is Repeat:
             piece = pa.array(repeat(piece.value, piece.count), type=pa.large_string())
         elif not isinstance(piece, pa.Array):
-            piece = pa.array(piece, type=pa.large_string())
+            piece = _text_array(piece)
         if len(piece):
             chunks.append(piece)
     column = pa.chunked_array(chunks, type=pa.large_string())
     if column.num_chunks > _MAX_CHUNKS:
         column = pa.chunked_array([column.combine_chunks()])
     return pd.Series(pd.array(column, dtype=_TEXT), copy=False)
+
+
+def _text_array(values: Any) -> pa.Array:
+    """An Arrow string array; lone surrogates (text from ``surrogateescape`` decoding or built in
+    Python) cannot be UTF-8, so they are kept as ``\\udXXX`` escapes rather than failing."""
+    try:
+        return pa.array(values, type=pa.large_string())
+    except UnicodeEncodeError:
+        safe = [
+            v.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(v, str) else v
+            for v in values
+        ]
+        return pa.array(safe, type=pa.large_string())
 
 
 def _integers(pieces: list[Any]) -> np.ndarray:
