@@ -121,54 +121,38 @@ def nondeterminism_in_logs(logs: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- duplicate tools ---------------------------------------------------------------------------
-_DUPLICATE_SHAPES: list[tuple[str, re.Pattern[str]]] = [
-    # Go ADK toolutils.PackTool: fmt.Errorf("duplicate tool: %q", name). The colon matters.
-    ("go_adk", re.compile(r'(?<![\w-])duplicate tool: \\?"(?P<tool>(?:[^"\\]|\\[^"])+)\\?"')),
-    # google-adk >= 2.7 LlmRequest.append_tools: logging.warning("Duplicate tool name %r: ...").
-    ("python_adk", re.compile(
-        r"Duplicate tool name (?P<q>['\"])(?P<tool>.+?)(?P=q): the previously registered tool "
-        r"is shadowed and can no longer be called")),
-    ("gemini", re.compile(r"Duplicate function declaration found: (?P<tool>[^\s,;'\"]+)")),
-    ("pydantic_ai", re.compile(
-        r"(?P<toolset>[^\n]*?) defines a tool whose name conflicts with existing tool from "
-        r"(?P<existing>[^\n]*?): '(?P<tool>[^']+)'")),
-    ("mcp_plugin", re.compile(r"Found multiple MCP tools with the same name: (?P<tool>\S+)")),
-    ("mcp_plugin_legacy", re.compile(r"Unable too many matching mcp tools by name: (?P<tool>\S+)")),
-]
-_DUP_NEEDLES = ("uplicate tool", "Duplicate function declaration", "conflicts with existing tool",
-                "multiple MCP tools", "too many matching mcp tools")
-
-
-def _extract_duplicates(text: str, _: Mapping[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for kind, pattern in _DUPLICATE_SHAPES:
-        for m in pattern.finditer(text):
-            groups = m.groupdict()
-            tool = groups["tool"].replace('\\"', '"')
-            out.append({"kind": kind, "tool": tool, "toolset": groups.get("toolset"),
-                        "existing": groups.get("existing"), "text": m.group(0)})
-    return out
-
-
 def duplicate_tools(logs: pd.DataFrame) -> pd.DataFrame:
-    """Duplicate-tool errors and warnings, one row per occurrence.
+    """Duplicate-tool errors and warnings of every agent framework: one row per failure.
 
-    Shapes: Go ADK ``duplicate tool: "<name>"`` (``kind`` ``go_adk``), Python ADK's ``Duplicate
-    tool name '<name>': the previously registered tool is shadowed ...`` (``python_adk``), Gemini's
-    ``Duplicate function declaration found: <name>`` (``gemini``), pydantic-ai's ``... defines a
-    tool whose name conflicts with existing tool from ...: '<name>'`` (``pydantic_ai``), the
-    Temporal ADK plugin's ``Found multiple MCP tools with the same name: <name>`` (``mcp_plugin``)
-    and its older ``Unable too many matching mcp tools by name: <name>`` (``mcp_plugin_legacy``).
-    ``[mcp] skipping duplicate toolset ...`` is not a duplicate tool and never matches.
+    The shapes (exact, one per framework and message) are the table
+    :data:`toolkit.logs.duplicate_shapes.DUPLICATE_SHAPES`: Go ADK ``duplicate tool: "<name>"``
+    (``skipping duplicate toolset`` never matches), Python ADK's shadow warning, OpenAI Agents'
+    ``Duplicate tool names found across MCP servers: ...``, pydantic-ai's ``... conflicts with
+    existing tool from ...``, the Temporal ADK plugin's call-tool errors, Gemini's ``Duplicate
+    function declaration found``, Gemini CLI's ``... is already registered. Overwriting.``,
+    Goose's and Cline's ``Duplicate tool name: <name>``, Claude's ``tools: Tool names must be
+    unique``, LangChain4j's ``Duplicated definition for tool`` and mcp-go's registration panics.
+
+    A failure is counted once: a retry record (``delivery_attempt=N``, ...) or a dead-letter
+    record that follows it (same correlation id, e.g. ``command_id``, else the same quoted tool)
+    is linked to it (``attempt``, ``retry_line``, ``dead_letter_line``), never counted again,
+    even when it quotes the error.
 
     Returns
     -------
     pandas.DataFrame
-        ``line``, ``ts``, ``level``, ``source``, ``kind``, ``tool``, ``toolset``, ``existing``,
-        ``text``.
+        ``line``, ``ts``, ``level``, ``source``; ``kind`` (the shape), ``framework``,
+        ``behaviour`` (``failed``, ``retried`` or ``shadowed``; ``retried`` also when the record
+        itself shows it was raised in a Temporal workflow task or activity), ``retried_by``
+        (``workflow_task``, ``activity`` or None), ``tool`` (names separated by ``, ``),
+        ``toolset``, ``existing``, ``correlation_id``, ``attempt`` and ``max_attempts`` (Int64,
+        from the linked retry record), ``retry_line``, ``dead_letter_line`` (Int64),
+        ``dead_letter_reason``, ``text`` (the matched text).
     """
-    return _scan(logs, _DUP_NEEDLES, _extract_duplicates,
-                 ["kind", "tool", "toolset", "existing", "text"])
+    from toolkit.logs.duplicates import find_duplicate_tools  # it builds on retries/dead_letters
+
+    _require(logs)
+    return find_duplicate_tools(logs)
 
 
 # -- retries ----------------------------------------------------------------------------------
@@ -178,6 +162,8 @@ _ATTEMPT_SHAPES: list[tuple[str, re.Pattern[str]]] = [
     ("paren_attempt", re.compile(r"\(attempt:? (?P<attempt>\d+)\)", re.IGNORECASE)),
     ("current_retry_count", re.compile(r"\bcurrent_retry_count[=:]\s*\"?(?P<attempt>\d+)")),
     ("Attempt", re.compile(r"\bAttempt[=: ]\s*(?P<attempt>\d+)(?: of (?P<max>\d+))?")),
+    # temporalio (Python) activity logs append the activity info as a dict: {..., 'attempt': 2}.
+    ("activity_info", re.compile(r"'attempt': (?P<attempt>\d+)")),
 ]
 _MAX_SHAPE = re.compile(r"\bmax(?:imum)?_?(?:delivery_)?attempts?[=: ]\s*\"?(?P<max>\d+)",
                         re.IGNORECASE)
@@ -185,7 +171,8 @@ _SUBJECT_KEYS = (("tool", "tool"), ("tool_name", "tool"), ("command", "command")
                  ("command_type", "command"), ("command_name", "command"),
                  ("activity_type", "activity"), ("ActivityType", "activity"),
                  ("activityType", "activity"), ("WorkflowType", "workflow"))
-_SUBJECT_TEXT = re.compile(r"\b(?P<kind>tool|command)[=:] ?\"?(?P<name>[\w.\-/]+)")
+_SUBJECT_TEXT = re.compile(r"\b(?P<kind>tool|command)[=:] ?\"?(?P<name>[\w.\-/]+)"
+                           r"|'activity_type': '(?P<activity>[^']+)'")
 
 
 def _extract_retries(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -205,7 +192,9 @@ def _extract_retries(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any
                 break
         if subject is None:
             sm = _SUBJECT_TEXT.search(text)
-            if sm:
+            if sm and sm.group("activity"):
+                subject, subject_kind = sm.group("activity"), "activity"
+            elif sm:
                 subject, subject_kind = sm.group("name"), sm.group("kind")
         return [{"subject": subject, "subject_kind": subject_kind,
                  "attempt": int(m.group("attempt")),

@@ -1,0 +1,161 @@
+"""Duplicate-tool findings: one row per failure, its redeliveries and dead letter linked to it.
+
+A runtime that retries a failed agent turn logs the failure, then a retry record, and finally a
+dead-letter record, and the retry and dead-letter records often quote the error again (in an
+``error=`` field). Counting every record that quotes the error counts one failure two or three
+times (11 findings for 5 failures on the lab's Go before-log). Here a retry or dead-letter record
+is linked to the failure it follows instead: same correlation id (``command_id``, ...) in the
+same source, else the same quoted tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from toolkit.logs.detectors import _scan, dead_letters, retries
+from toolkit.logs.duplicate_shapes import DUPLICATE_SHAPES, shape_needles
+
+__all__ = ["DUPLICATE_COLUMNS", "find_duplicate_tools"]
+
+DUPLICATE_COLUMNS = ["line", "ts", "level", "source", "kind", "framework", "behaviour",
+                     "retried_by", "tool", "toolset", "existing", "correlation_id", "attempt",
+                     "max_attempts", "retry_line", "dead_letter_line", "dead_letter_reason",
+                     "text"]
+
+# Where Temporal's workers say the failure happened (Python worker, sdk-core, Go SDK).
+_WORKFLOW_TASK_CONTEXT = ("Failed activation on workflow", "Failing workflow task",
+                          "WorkflowTaskFailure")
+_ACTIVITY_CONTEXT = ("Completing activity as failed", "Activity error.")
+# Fields that name the unit a runtime redelivers, most specific first.
+_CORRELATION_KEYS = ("command_id", "message_id", "delivery_id", "task_id", "activity_id",
+                     "run_id", "RunID", "workflow_id", "WorkflowID")
+
+
+def _correlation(fields: Mapping[str, Any]) -> str | None:
+    for key in _CORRELATION_KEYS:
+        value = fields.get(key)
+        if value not in (None, ""):
+            return f"{key}={value}"
+    return None
+
+
+def _tool_names(raw: str) -> str:
+    """``{'a', 'b'}`` (a Python set in older openai-agents) or ``a, b`` -> ``a, b``."""
+    names = [n.strip().strip("'\"") for n in raw.strip("{}").split(",")]
+    return ", ".join(n for n in names if n)
+
+
+def _extract(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    taken: list[tuple[int, int]] = []
+    in_workflow_task = any(marker in text for marker in _WORKFLOW_TASK_CONTEXT)
+    in_activity = any(marker in text for marker in _ACTIVITY_CONTEXT)
+    for shape in DUPLICATE_SHAPES:
+        if shape.needle not in text:
+            continue
+        for m in shape.pattern.finditer(text):
+            if any(m.start() < end and start < m.end() for start, end in taken):
+                continue  # already read by a more specific shape
+            taken.append(m.span())
+            groups = m.groupdict()
+            behaviour, retried_by = shape.behaviour, None
+            if in_workflow_task:  # raised in workflow code: the server retries the task
+                behaviour, retried_by = "retried", "workflow_task"
+            elif in_activity or shape.behaviour == "retried":
+                behaviour, retried_by = "retried", "activity"
+            tool = groups.get("tool")
+            out.append({
+                "kind": shape.kind, "framework": shape.framework, "behaviour": behaviour,
+                "retried_by": retried_by,
+                "tool": _tool_names(tool.replace('\\"', '"')) if tool else None,
+                "toolset": groups.get("toolset"), "existing": groups.get("existing"),
+                "correlation_id": _correlation(fields), "text": m.group(0),
+            })
+    return out
+
+
+def _link(found: pd.DataFrame, logs: pd.DataFrame) -> pd.DataFrame:
+    """Fold retry and dead-letter records into the failures they follow (see the module doc)."""
+    columns = ["line", "attempt", "max_attempts", "reason", "correlation_id", "role"]
+    host = []
+    for role, frame in (("retry", retries(logs)), ("dead_letter", dead_letters(logs))):
+        if frame.empty:
+            continue
+        part = frame.assign(role=role)
+        part = part.reindex(columns=[*columns[:4], "source", "role"])
+        host.append(part)
+    host_rows = pd.concat(host, ignore_index=True) if host else pd.DataFrame(
+        columns=[*columns[:4], "source", "role"])
+    # A record that is both (dead-lettered on its last attempt) is the dead letter.
+    host_rows = host_rows.sort_values("role").drop_duplicates(["source", "line"], keep="first")
+    keys = _keys_by_line(logs, host_rows)
+    findings: list[dict[str, Any]] = []
+    open_by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
+    quoting: dict[tuple[Any, int], list[dict[str, Any]]] = {}
+    for row in found.to_dict("records"):
+        quoting.setdefault((row["source"], row["line"]), []).append(row)
+    host_by_line = {(r["source"], r["line"]): r for r in host_rows.to_dict("records")}
+    for source_line in sorted({*quoting, *host_by_line}, key=lambda sl: (str(sl[0]), sl[1])):
+        quotes, hosted = quoting.get(source_line, []), host_by_line.get(source_line)
+        first = quotes[0] if quotes else {}
+        key = first.get("correlation_id") or keys.get(source_line)
+        # Linked by correlation id, else by the same shape quoting the same tool.
+        lookup = [(source_line[0], key)] if key else []
+        lookup += [(source_line[0], q["kind"], q["tool"]) for q in quotes if q.get("tool")]
+        target = next((open_by_key[k] for k in lookup if k in open_by_key), None)
+        role = hosted["role"] if hosted is not None else None
+        if role == "retry" and target is not None and target["retry_line"] is None:
+            target.update(attempt=hosted["attempt"], max_attempts=hosted["max_attempts"],
+                          retry_line=source_line[1])
+            continue
+        if role == "dead_letter" and target is not None:
+            target.update(dead_letter_line=source_line[1], dead_letter_reason=hosted["reason"])
+            continue
+        # The failure itself, or a host record that is the only one to tell of this failure:
+        # either way it is counted once, here.
+        for quote in quotes:
+            row = {**quote, "attempt": None, "max_attempts": None, "retry_line": None,
+                   "dead_letter_line": None, "dead_letter_reason": None}
+            if role == "retry":
+                row.update(attempt=hosted["attempt"], max_attempts=hosted["max_attempts"],
+                           retry_line=source_line[1])
+            elif role == "dead_letter":
+                row.update(dead_letter_line=source_line[1], dead_letter_reason=hosted["reason"])
+            findings.append(row)
+            if row["behaviour"] != "shadowed":  # a warning is never redelivered
+                for k in lookup:
+                    open_by_key[k] = row
+    return pd.DataFrame(findings, columns=DUPLICATE_COLUMNS)
+
+
+def _keys_by_line(logs: pd.DataFrame, host_rows: pd.DataFrame) -> dict[tuple[Any, int], str]:
+    """Correlation ids of the host records (from their fields)."""
+    wanted = set(zip(host_rows["source"], host_rows["line"], strict=True))
+    if not wanted:
+        return {}
+    keys = {}
+    subset = logs[logs["line"].isin({line for _, line in wanted})]
+    for source, line, fields in subset[["source", "line", "fields"]].itertuples(index=False):
+        if (source, line) in wanted and isinstance(fields, Mapping):
+            key = _correlation(fields)
+            if key:
+                keys[(source, line)] = key
+    return keys
+
+
+def find_duplicate_tools(logs: pd.DataFrame) -> pd.DataFrame:
+    """One row per duplicate-tool failure or warning; see :func:`toolkit.duplicate_tools`."""
+    scan_columns = ["kind", "framework", "behaviour", "retried_by", "tool", "toolset", "existing",
+                    "correlation_id", "text"]
+    found = _scan(logs, shape_needles(), _extract, scan_columns)
+    linked = _link(found, logs)  # in (source, line) order
+    linked["ts"] = pd.to_datetime(linked["ts"], utc=True).astype("datetime64[ns, UTC]")
+    linked["line"] = linked["line"].astype("int64")
+    for column in ("attempt", "max_attempts", "retry_line", "dead_letter_line"):
+        linked[column] = pd.array(linked[column].tolist(), dtype="Int64")
+    for column in ("retried_by", "toolset", "existing", "correlation_id", "dead_letter_reason"):
+        linked[column] = linked[column].astype(object).where(linked[column].notna(), None)
+    return linked
