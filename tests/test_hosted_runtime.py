@@ -190,7 +190,7 @@ def test_delivery_timeline_reads_each_record_once() -> None:
 def test_pattern_comparison_and_request_log(tmp_path: Path) -> None:
     table = pattern_comparison({"before": tk.read_logs(DATA / "before.log"),
                                 "after": tk.read_logs(DATA / "after.log")})
-    assert table.to_dict("index") == {"before": {"naive": 11, "strict": 11, "false_positives": 0},
+    assert table.to_dict("index") == {"before": {"naive": 11, "strict": 5, "false_positives": 0},
                                       "after": {"naive": 2, "strict": 0, "false_positives": 2}}
     requests = read_mcp_requests(DATA / "after.text.mcp.jsonl")
     assert requests["time"].dt.tz is not None

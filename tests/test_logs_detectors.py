@@ -27,6 +27,11 @@ def incident() -> pd.DataFrame:
 def test_strict_duplicate_tool_vs_naive_grep(incident: pd.DataFrame) -> None:
     found = duplicate_tools(incident)
     assert list(found["line"]) == [2, 4, 6, 8, 10]
+    # The retry records (no error quoted) follow each failure of cmd-7: linked, not counted.
+    assert found["retry_line"].tolist() == [3, 5, 7, 9, 11]
+    assert found["attempt"].tolist() == [1, 2, 3, 4, 5]
+    assert found["dead_letter_line"].isna().tolist() == [True] * 4 + [False]
+    assert found["dead_letter_line"].iloc[-1] == 12
     assert set(found["kind"]) == {"go_adk"} and set(found["tool"]) == {"balda.control.shutdown"}
     # The naive grep counts the fix's own "skipping duplicate toolset" line as well.
     naive = incident["raw"].str.contains("duplicate tool", regex=False)
@@ -54,6 +59,8 @@ def test_every_duplicate_shape_and_nothing_else() -> None:
     found = duplicate_tools(read_logs(FIXTURES / "python_shadow.log"))
     assert list(found["kind"]) == ["python_adk", "mcp_plugin", "mcp_plugin_legacy", "gemini",
                                    "pydantic_ai"]
+    assert list(found["behaviour"]) == ["shadowed", "retried", "retried", "failed", "failed"]
+    assert list(found["retried_by"]) == [None, "activity", "activity", None, None]
     assert set(found["tool"]) == {"search"}
     pyd = found[found["kind"] == "pydantic_ai"].iloc[0]
     assert pyd["existing"].endswith("?token=abc')")
@@ -130,7 +137,10 @@ def test_mcp_client_failures() -> None:
 def test_detectors_on_empty_results_keep_columns(incident: pd.DataFrame) -> None:
     quiet = incident.iloc[:1]
     assert list(duplicate_tools(quiet).columns) == [
-        "line", "ts", "level", "source", "kind", "tool", "toolset", "existing", "text"]
+        "line", "ts", "level", "source", "kind", "framework", "behaviour", "retried_by", "tool",
+        "toolset", "existing", "correlation_id", "attempt", "max_attempts", "retry_line",
+        "dead_letter_line", "dead_letter_reason", "text"]
+    assert str(duplicate_tools(quiet)["dead_letter_line"].dtype) == "Int64"
     assert nondeterminism_in_logs(quiet).empty
     assert str(retries(quiet)["ts"].dtype) == "datetime64[ns, UTC]"
 

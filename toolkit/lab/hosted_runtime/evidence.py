@@ -19,7 +19,7 @@ import pandas as pd
 
 from toolkit.errors import LogFormatError
 from toolkit.lab.mcp_server import read_request_log
-from toolkit.logs.detectors import dead_letters, duplicate_tools, retries
+from toolkit.logs.detectors import duplicate_tools, retries
 
 __all__ = ["NAIVE_PATTERN", "command_outcomes", "delivery_timeline", "naive_false_positives",
            "pattern_comparison", "plot_delivery_timeline", "read_mcp_requests",
@@ -32,8 +32,8 @@ NAIVE_PATTERN = "duplicate tool"
 def delivery_timeline(logs: pd.DataFrame) -> pd.DataFrame:
     """Duplicate-tool errors, delivery attempts and dead-letters of a log, in time order.
 
-    Each record appears once, under its most specific reading (a dead-letter or retry record
-    quoting the error in a field is not counted again as an error).
+    Read from :func:`toolkit.duplicate_tools`, which links each failure to its retry and
+    dead-letter records, so each record appears once under its own reading.
 
     Returns
     -------
@@ -42,20 +42,24 @@ def delivery_timeline(logs: pd.DataFrame) -> pd.DataFrame:
         ``retry``, ``dead_letter``), ``attempt`` (Int64, retries only), ``detail`` (tool name,
         retry subject or dead-letter reason).
     """
-    parts = [
-        duplicate_tools(logs).assign(kind="duplicate_tool", detail=lambda d: d["tool"]),
-        retries(logs).assign(kind="retry", detail=lambda d: d["subject"]),
-        dead_letters(logs).assign(kind="dead_letter", detail=lambda d: d["reason"]),
-    ]
-    frame = pd.concat([p.reindex(columns=["line", "ts", "kind", "attempt", "detail"])
-                       for p in parts], ignore_index=True)
-    # One row per record, the most specific reading first: a retry or dead-letter record
-    # that quotes the error in a field is that, not another duplicate-tool error.
-    rank = frame["kind"].map({"dead_letter": 0, "retry": 1, "duplicate_tool": 2})
-    frame = (frame.assign(_rank=rank).sort_values(["line", "_rank"], kind="stable")
-             .drop_duplicates("line").drop(columns="_rank"))
+    found = duplicate_tools(logs)
+    subjects = retries(logs).set_index("line")["subject"]
+    ts_by_line = logs.drop_duplicates("line").set_index("line")["ts"]
+    rows = []
+    for f in found.itertuples(index=False):
+        rows.append({"line": f.line, "kind": "duplicate_tool", "attempt": None, "detail": f.tool})
+        if not pd.isna(f.retry_line):
+            rows.append({"line": int(f.retry_line), "kind": "retry", "attempt": f.attempt,
+                         "detail": subjects.get(int(f.retry_line))})
+        if not pd.isna(f.dead_letter_line):
+            rows.append({"line": int(f.dead_letter_line), "kind": "dead_letter", "attempt": None,
+                         "detail": f.dead_letter_reason})
+    frame = pd.DataFrame(rows, columns=["line", "kind", "attempt", "detail"])
+    frame = frame.drop_duplicates("line")  # a finding read from a retry record is that record
+    frame.insert(1, "ts", frame["line"].map(ts_by_line))
     frame = frame.sort_values(["ts", "line"], kind="stable").reset_index(drop=True)
-    frame["attempt"] = frame["attempt"].astype("Int64")
+    frame["line"] = frame["line"].astype("int64")
+    frame["attempt"] = pd.array(frame["attempt"].tolist(), dtype="Int64")
     start = frame["ts"].min()
     frame.insert(2, "seconds", (frame["ts"] - start).dt.total_seconds())
     return frame
@@ -64,13 +68,16 @@ def delivery_timeline(logs: pd.DataFrame) -> pd.DataFrame:
 def naive_false_positives(logs: pd.DataFrame) -> pd.DataFrame:
     """Records a naive ``str.contains("duplicate tool")`` finds that are not duplicate tools."""
     naive = logs[logs["raw"].fillna("").str.contains(NAIVE_PATTERN, regex=False)]
-    strict_lines = set(duplicate_tools(logs)["line"])
+    found = duplicate_tools(logs)
+    # Records linked to a finding (its retry and dead letter) are the incident, not noise.
+    strict_lines = {*found["line"], *found["retry_line"].dropna().astype(int),
+                    *found["dead_letter_line"].dropna().astype(int)}
     return naive[~naive["line"].isin(strict_lines)][["line", "ts", "level", "message"]]
 
 
 def pattern_comparison(logs_by_name: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per log: records the naive search counts, records the strict detector counts, and the
-    naive search's false positives.
+    """Per log: records the naive search counts, failures the strict detector counts (each once,
+    its retry and dead-letter records linked to it), and the naive search's false positives.
 
     Returns
     -------
@@ -80,7 +87,7 @@ def pattern_comparison(logs_by_name: Mapping[str, pd.DataFrame]) -> pd.DataFrame
     rows = {}
     for name, logs in logs_by_name.items():
         naive = int(logs["raw"].fillna("").str.contains(NAIVE_PATTERN, regex=False).sum())
-        strict = duplicate_tools(logs)["line"].nunique()
+        strict = len(duplicate_tools(logs))  # failures, each counted once
         rows[name] = {"naive": naive, "strict": strict,
                       "false_positives": len(naive_false_positives(logs))}
     return pd.DataFrame.from_dict(rows, orient="index")
