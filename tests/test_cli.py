@@ -126,3 +126,42 @@ def test_activities_of_a_recorded_sample_show_retries(samples: dict[str, Path]) 
     rows = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[2:]}
     assert rows["flaky"] == ["3", "completed"]
     assert rows["always_fails"][1] == "failed"
+
+
+def test_logs_detect_prints_findings_and_exits_1() -> None:
+    before = DATA / "duplicate_tool" / "go" / "before.log"
+    result = run("logs", before, "--detect", "duplicate_tools", "--json")
+    assert result.returncode == 1, result.stderr
+    rows = json.loads(result.stdout)
+    assert [r["attempt"] for r in rows] == [1, 2, 3, 4, 5]
+    assert {r["framework"] for r in rows} == {"adk_go"} and rows[-1]["dead_letter_line"] == 14
+    table = run("logs", before, "--detect", "dead_letters", "--width", "0")
+    assert table.returncode == 1 and "terminal:unclassified" in table.stdout
+    assert "1 dead_letters findings in 14 of 14 records" in table.stderr
+    after = run("logs", DATA / "duplicate_tool" / "go" / "after.log", "--detect",
+                "duplicate_tools")
+    assert after.returncode == 0 and "0 duplicate_tools findings" in after.stderr
+    for name in ("retries", "mcp_client_failures", "nondeterminism"):
+        assert run("logs", LOGS / "temporal_core.log", "--detect", name).returncode in (0, 1)
+    assert run("logs", before, "--detect", "nothing").returncode == 2
+
+
+def test_logs_detect_choices_are_the_library_detectors() -> None:
+    from toolkit.cli import DETECTORS
+    from toolkit.cli.commands import DETECT_COLUMNS
+    from toolkit.logs.detectors import LOG_DETECTORS
+
+    assert set(DETECTORS) == set(LOG_DETECTORS) == set(DETECT_COLUMNS)
+
+
+def test_logs_grep_searches_fields_and_says_where() -> None:
+    """In JSON lines the quotes inside the error field are escaped in the raw line: only the
+    decoded field matches, and the table shows the field, not just "agent run failed"."""
+    before = DATA / "duplicate_tool" / "go" / "before.jsonl"
+    result = run("logs", before, "--grep", 'duplicate tool: "get_weather"', "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert len(rows) == 11
+    assert {r["matched"] for r in rows} == {'error: agent run: duplicate tool: "get_weather"'}
+    table = run("logs", before, "--grep", "deadlettered", "--width", "0")
+    assert "message: command deadlettered (terminal:unclassified)" in table.stdout

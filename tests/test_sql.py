@@ -131,3 +131,24 @@ def test_errors_name_the_problem(agents: pd.DataFrame, tmp_path: Path) -> None:
         sql("select 1", t=42)
     with pytest.raises(ToolkitError, match="not a toolkit dataset"):
         sql("select 1", dataset=tmp_path)
+
+
+def test_log_detectors_are_tables_built_when_named() -> None:
+    before = tk.read_logs(ROOT / "data" / "duplicate_tool" / "go" / "before.log")
+    out = sql("select d.line, d.attempt, r.attempt as retry_attempt, d.dead_letter_line "
+              "from duplicate_tools d left join retries r on r.line = d.retry_line "
+              "order by d.line", logs=before)
+    assert out["line"].tolist() == [4, 6, 8, 10, 12]
+    assert out["attempt"].tolist() == out["retry_attempt"].tolist() == [1, 2, 3, 4, 5]
+    assert out["dead_letter_line"].isna().sum() == 4
+    dead = sql("select subject, reason from dead_letters", logs=before)
+    assert dead.to_dict("records") == [{"subject": "cmd-2",
+                                        "reason": "terminal:unclassified"}]
+    core = tk.read_logs(LOGS / "temporal_core.log")
+    assert sql("select sdk from nondeterminism", logs=core)["sdk"].tolist() == ["core"]
+    assert sql("select sdk from nondeterminism_errors", logs=core)["sdk"].tolist() == ["core"]
+    with pytest.raises(ToolkitError, match="tables registered: logs"):
+        sql("select * from duplicate_tools_typo", logs=before)
+    # A table passed explicitly wins over the detector.
+    mine = pd.DataFrame({"line": [1]})
+    assert sql("select count(*) n from retries", logs=before, retries=mine)["n"].iloc[0] == 1

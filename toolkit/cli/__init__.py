@@ -7,6 +7,7 @@
     toolkit turns agent.json                    an agent's turns and model steps
     toolkit diff v1.json v2.json                where replay of v1 fails against v2's code
     toolkit logs worker.log --level warning --grep "duplicate tool"
+    toolkit logs worker.log --detect duplicate_tools   one row per failure (exit 1 if any)
     toolkit sql "select ... from activities" exports/     (a dataset, Parquet or histories)
     toolkit export exports/ --to histories.parquet
 
@@ -22,9 +23,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-__all__ = ["EXIT_USAGE", "build_parser", "main"]
+__all__ = ["DETECTORS", "EXIT_USAGE", "build_parser", "main"]
 
 EXIT_USAGE = 2
+
+#: ``toolkit logs --detect`` choices: the keys of ``toolkit.logs.detectors.LOG_DETECTORS`` (kept
+#: here so that building the parser imports no analysis module).
+DETECTORS = ("duplicate_tools", "retries", "dead_letters", "mcp_client_failures",
+             "nondeterminism")
 
 
 def _common() -> argparse.ArgumentParser:
@@ -75,8 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--level", choices=("debug", "info", "warning", "error", "critical"),
                       help="only records at this level or above")
     logs.add_argument("--format", help="only records of this format (zap_json, slog_text, ...)")
-    logs.add_argument("--grep", help="only records whose message or line matches this regex")
+    logs.add_argument("--grep", help="only records whose message, a field value or the line "
+                      "matches this regex (column 'matched' says where)")
     logs.add_argument("-i", "--ignore-case", action="store_true", help="--grep ignores case")
+    logs.add_argument("--detect", choices=DETECTORS,
+                      help="print a detector's findings instead of records (exit 1 if any)")
     _table_options(logs)
 
     query = sub.add_parser("sql", parents=[common], help="DuckDB SQL over histories or a dataset")

@@ -28,6 +28,15 @@ ACTIVITY_COLUMNS = ("activity_type", "activity_id", "attempt", "outcome", "retry
 TURN_COLUMNS = ("turn", "trigger", "step", "model_activity", "listings_before", "tool_calls",
                 "listings_after", "sequence")  # fmt: skip
 LOG_COLUMNS = ("line", "ts", "level", "logger", "message")
+#: What ``toolkit logs --detect NAME`` prints by default (``--json`` prints every column).
+DETECT_COLUMNS = {
+    "duplicate_tools": ("line", "ts", "framework", "behaviour", "retried_by", "tool", "attempt",
+                        "retry_line", "dead_letter_line"),
+    "retries": ("line", "ts", "subject", "subject_kind", "attempt", "max_attempts", "pattern"),
+    "dead_letters": ("line", "ts", "subject", "reason"),
+    "mcp_client_failures": ("line", "ts", "kind", "server", "tool"),
+    "nondeterminism": ("line", "ts", "sdk", "kind", "event_id", "expected", "actual", "run_id"),
+}
 
 
 def _emit(frame: pd.DataFrame, columns: tuple[str, ...], args: argparse.Namespace) -> None:
@@ -106,8 +115,10 @@ def diff(args: argparse.Namespace) -> int:
 
 
 def logs(args: argparse.Namespace) -> int:
-    """``toolkit logs FILE``: log records, filtered by level, format and a pattern."""
+    """``toolkit logs FILE``: log records filtered by level, format and a pattern, or (with
+    ``--detect NAME``) a detector's findings over the records left by those filters."""
     import toolkit as tk
+    from toolkit.logs.search import grep_records
 
     frame = tk.read_logs(args.file)
     total = len(frame)
@@ -116,17 +127,31 @@ def logs(args: argparse.Namespace) -> int:
         frame = frame[frame["level"].isin(wanted)]
     if args.format:
         frame = frame[frame["format"] == args.format]
+    columns = LOG_COLUMNS
     if args.grep:
         try:
             pattern = re.compile(args.grep, re.IGNORECASE if args.ignore_case else 0)
         except re.error as exc:
             raise ToolkitError(f"--grep {args.grep!r}: not a regular expression ({exc})") from None
-        text = frame["message"].fillna("").astype(str) + "\n" + frame["raw"].fillna("").astype(str)
-        frame = frame[[bool(pattern.search(t)) for t in text]]
-    _emit(frame, LOG_COLUMNS, args)
+        frame = grep_records(frame, pattern)
+        columns = (*LOG_COLUMNS, "matched")
+    if args.detect:
+        return _detect(frame, total, args)
+    _emit(frame, columns, args)
     if not args.json:
         print(f"{len(frame)} of {total} records", file=sys.stderr)
     return EXIT_OK
+
+
+def _detect(frame: pd.DataFrame, total: int, args: argparse.Namespace) -> int:
+    from toolkit.logs.detectors import LOG_DETECTORS
+
+    found = LOG_DETECTORS[args.detect](frame)
+    _emit(found, DETECT_COLUMNS[args.detect], args)
+    if not args.json:
+        print(f"{len(found)} {args.detect} findings in {len(frame)} of {total} records",
+              file=sys.stderr)
+    return EXIT_FINDINGS if len(found) else EXIT_OK
 
 
 def _tables_for(source: str | None, logs_file: str | None) -> dict[str, Any]:

@@ -21,7 +21,11 @@ Every keyword argument is registered under its own name. Some names bring others
     only when none does).
     A table passed explicitly (``activities=my_frame``) wins over the derived one.
 ``logs=`` (a frame from :func:`toolkit.read_logs`)
-    registered as ``logs``; its ``fields`` dict becomes JSON text.
+    registered as ``logs``; its ``fields`` dict becomes JSON text. Also exposes the log
+    detectors, each built only when its name appears in the query: ``duplicate_tools``,
+    ``retries``, ``dead_letters``, ``mcp_client_failures`` (``toolkit.<name>(logs)``) and
+    ``nondeterminism`` (the ``[TMPRL1100]`` lines); with no ``events=``, the logs' findings are
+    also ``nondeterminism_errors``.
 ``dataset=`` (a directory written by :func:`toolkit.write_dataset`)
     registers each of its tables (``events``, ``activities``, ``workflow_tasks``, ``runs``) as a
     view over its Parquet files, partition columns ``namespace``, ``date`` and
@@ -51,7 +55,7 @@ from toolkit.datasets.arrow import to_arrow
 from toolkit.datasets.layout import is_dataset, register_dataset
 from toolkit.errors import ToolkitError
 
-__all__ = ["DERIVED_FROM_EVENTS", "sql"]
+__all__ = ["DERIVED_FROM_EVENTS", "DERIVED_FROM_LOGS", "sql"]
 
 
 def _derived() -> dict[str, Callable[[pd.DataFrame], pd.DataFrame]]:
@@ -75,6 +79,21 @@ def _derived() -> dict[str, Callable[[pd.DataFrame], pd.DataFrame]]:
         "nondeterminism_errors": nondeterminism_errors,
     }
 
+
+def _derived_from_logs(*, with_events: bool) -> dict[str, Callable[[pd.DataFrame], pd.DataFrame]]:
+    from toolkit.logs.detectors import LOG_DETECTORS
+
+    tables = dict(LOG_DETECTORS)
+    if not with_events:  # else the name belongs to the events' WorkflowTaskFailed table
+        tables["nondeterminism_errors"] = LOG_DETECTORS["nondeterminism"]
+    return tables
+
+
+#: Tables registered automatically next to ``logs=`` (``nondeterminism_errors`` too when no
+#: ``events=`` is given).
+DERIVED_FROM_LOGS: tuple[str, ...] = (
+    "duplicate_tools", "retries", "dead_letters", "mcp_client_failures", "nondeterminism",
+)  # fmt: skip
 
 #: Tables registered automatically next to ``events=``.
 DERIVED_FROM_EVENTS: tuple[str, ...] = (
@@ -132,7 +151,8 @@ def sql(
         A dataset directory written by :func:`toolkit.write_dataset`; its tables are registered
         under their names (explicit keyword tables win).
     **tables
-        ``name=DataFrame`` or ``name=path``; ``events=`` also exposes the derived tables.
+        ``name=DataFrame`` or ``name=path``; ``events=`` and ``logs=`` also expose the tables
+        derived from them.
 
     Returns
     -------
@@ -164,6 +184,12 @@ def sql(
             for name, build in _derived().items():
                 if name not in tables and _mentioned(query, name):
                     connection.register(name, to_arrow(build(events)))
+                    names.append(name)
+        logs = tables.get("logs")
+        if isinstance(logs, pd.DataFrame):
+            for name, build in _derived_from_logs(with_events=events is not None).items():
+                if name not in tables and name not in names and _mentioned(query, name):
+                    connection.register(name, to_arrow(build(logs)))
                     names.append(name)
         try:
             return connection.execute(query).df()

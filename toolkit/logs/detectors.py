@@ -20,6 +20,7 @@ from toolkit.errors import LogFormatError
 from toolkit.replay.messages import parse_nondeterminism
 
 __all__ = [
+    "LOG_DETECTORS",
     "dead_letters",
     "duplicate_tools",
     "mcp_client_failures",
@@ -96,12 +97,15 @@ _ND_COLUMNS = ["sdk", "kind", "event_id", "event_type", "command_type", "expecte
                "check", "run_id", "text"]
 
 
-def _extract_nondeterminism(text: str, _: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _extract_nondeterminism(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
     parsed = parse_nondeterminism(text)
     if parsed is None:
         return []
     parsed = dict(parsed)
     parsed["text"] = parsed.pop("message")
+    if parsed.get("run_id") is None:  # core's `run_id=` was read into the record's fields
+        run_id = fields.get("run_id") or fields.get("RunID") or fields.get("workflow_run_id")
+        parsed["run_id"] = run_id if isinstance(run_id, str) and run_id else None
     return [parsed]
 
 
@@ -303,3 +307,14 @@ def mcp_client_failures(logs: pd.DataFrame) -> pd.DataFrame:
     needles = ("Failed to get tools from MCP server", "Session terminated", "Client closed",
                "Unable to find matching mcp tool")
     return _scan(logs, needles, _extract_mcp, ["kind", "server", "tool", "text"])
+
+
+#: The detectors by the name the CLI (``toolkit logs --detect NAME``) and ``toolkit.sql``
+#: (a table of that name next to ``logs=``) use.
+LOG_DETECTORS: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
+    "duplicate_tools": duplicate_tools,
+    "retries": retries,
+    "dead_letters": dead_letters,
+    "mcp_client_failures": mcp_client_failures,
+    "nondeterminism": nondeterminism_in_logs,
+}
