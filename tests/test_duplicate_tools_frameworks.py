@@ -130,3 +130,25 @@ def test_a_retry_record_alone_is_one_finding() -> None:
     assert found["line"].tolist() == [1, 2]
     assert found["attempt"].tolist() == [1, 2]
     assert found["dead_letter_line"].tolist()[-1] == 3
+
+
+def test_every_detector_over_the_public_corpus(corpus: Path) -> None:
+    """Every public log: no duplicate tool, dead letter, MCP failure or nondeterminism is in
+    them, and the only retries are the Go SDK's ``Attempt=1`` activity lines (containerd's
+    ``ContainerMetadata{...,Attempt:7,}`` restart counters in the journald file are not)."""
+    from toolkit.logs.detectors import LOG_DETECTORS
+
+    counts: dict[str, int] = dict.fromkeys(LOG_DETECTORS, 0)
+    retried: set[str] = set()
+    paths = sorted(p for p in (corpus / "logs").iterdir() if p.is_file())
+    assert len(paths) >= 30
+    for path in paths:
+        logs = tk.read_logs(path, year=2026)
+        for name, detect in LOG_DETECTORS.items():
+            found = len(detect(logs))
+            counts[name] += found
+            if name == "retries" and found:
+                retried.add(path.name)
+    assert counts == {"duplicate_tools": 0, "retries": 3, "dead_letters": 0,
+                      "mcp_client_failures": 0, "nondeterminism": 0}
+    assert retried == {"temporalio__sdk-go__integration-test.log"}

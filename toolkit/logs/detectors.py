@@ -165,7 +165,9 @@ _ATTEMPT_SHAPES: list[tuple[str, re.Pattern[str]]] = [
     ("attempt_of", re.compile(r"\battempt:? (?P<attempt>\d+) ?/ ?(?P<max>\d+)", re.IGNORECASE)),
     ("paren_attempt", re.compile(r"\(attempt:? (?P<attempt>\d+)\)", re.IGNORECASE)),
     ("current_retry_count", re.compile(r"\bcurrent_retry_count[=:]\s*\"?(?P<attempt>\d+)")),
-    ("Attempt", re.compile(r"\bAttempt[=: ]\s*(?P<attempt>\d+)(?: of (?P<max>\d+))?")),
+    # Not a Go struct's field (containerd's ContainerMetadata{Name:x,Attempt:7,} counts
+    # container restarts, not deliveries).
+    ("Attempt", re.compile(r"(?<![,{])\bAttempt[=: ]\s*(?P<attempt>\d+)(?: of (?P<max>\d+))?")),
     # temporalio (Python) activity logs append the activity info as a dict: {..., 'attempt': 2}.
     ("activity_info", re.compile(r"'attempt': (?P<attempt>\d+)")),
 ]
