@@ -151,7 +151,8 @@ def find_duplicate_tools(logs: pd.DataFrame) -> pd.DataFrame:
     scan_columns = ["kind", "framework", "behaviour", "retried_by", "tool", "toolset", "existing",
                     "correlation_id", "text"]
     found = _scan(logs, shape_needles(), _extract, scan_columns)
-    linked = _link(found, logs)  # in (source, line) order
+    # Nothing to link to when nothing matched: skip the retry and dead-letter scans.
+    linked = _link(found, logs) if len(found) else found.reindex(columns=DUPLICATE_COLUMNS)
     linked["ts"] = pd.to_datetime(linked["ts"], utc=True).astype("datetime64[ns, UTC]")
     linked["line"] = linked["line"].astype("int64")
     for column in ("attempt", "max_attempts", "retry_line", "dead_letter_line"):
