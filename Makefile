@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_read_history.py
 	$(PY) benchmarks/bench_read_logs.py
 	$(PY) benchmarks/bench_datasets.py
+	$(PY) benchmarks/bench_detectors.py
 
 clean:
 	rm -rf build .pytest_cache
