@@ -77,20 +77,22 @@ def _extract(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _host_records(logs: pd.DataFrame) -> pd.DataFrame:
+    """The runtime's retry and dead-letter records: ``source``, ``line``, ``role``, ``attempt``,
+    ``max_attempts``, ``reason``; a record that is both (dead-lettered on its last attempt) is
+    the dead letter."""
+    columns = ["source", "line", "role", "attempt", "max_attempts", "reason"]
+    parts = [frame.assign(role=role).reindex(columns=columns)
+             for role, frame in (("dead_letter", dead_letters(logs)), ("retry", retries(logs)))
+             if not frame.empty]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True).drop_duplicates(["source", "line"], keep="first")
+
+
 def _link(found: pd.DataFrame, logs: pd.DataFrame) -> pd.DataFrame:
     """Fold retry and dead-letter records into the failures they follow (see the module doc)."""
-    columns = ["line", "attempt", "max_attempts", "reason", "correlation_id", "role"]
-    host = []
-    for role, frame in (("retry", retries(logs)), ("dead_letter", dead_letters(logs))):
-        if frame.empty:
-            continue
-        part = frame.assign(role=role)
-        part = part.reindex(columns=[*columns[:4], "source", "role"])
-        host.append(part)
-    host_rows = pd.concat(host, ignore_index=True) if host else pd.DataFrame(
-        columns=[*columns[:4], "source", "role"])
-    # A record that is both (dead-lettered on its last attempt) is the dead letter.
-    host_rows = host_rows.sort_values("role").drop_duplicates(["source", "line"], keep="first")
+    host_rows = _host_records(logs)
     keys = _keys_by_line(logs, host_rows)
     findings: list[dict[str, Any]] = []
     open_by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
