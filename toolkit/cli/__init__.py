@@ -9,6 +9,7 @@
     toolkit logs worker.log --level warning --grep "duplicate tool"
     toolkit logs worker.log --detect duplicate_tools   one row per failure (exit 1 if any)
     toolkit sql "select ... from activities" exports/     (a dataset, Parquet or histories)
+    toolkit sql "select * from duplicate_tools" --logs worker.log   (detector tables)
     toolkit export exports/ --to histories.parquet
 
 Every command takes ``--json`` (machine-readable output: every column, values as JSON) and
@@ -92,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("query", help="the SQL (tables: events, activities, runs, logs, ...)")
     query.add_argument("source", nargs="?",
                        help="a dataset folder, a Parquet file (table 'data') or history files")
-    query.add_argument("--logs", help="a log file, registered as table 'logs'")
+    query.add_argument("--logs", help="a log file, registered as table 'logs' (and its detector "
+                       "tables duplicate_tools, retries, dead_letters, ...)")
     _table_options(query)
 
     export = sub.add_parser("export", parents=[common],

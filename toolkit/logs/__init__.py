@@ -1,6 +1,7 @@
 """Worker and agent logs: ``read_logs`` and the detectors built on it."""
 
 from toolkit.logs.detectors import (
+    LOG_DETECTORS,
     dead_letters,
     duplicate_tools,
     mcp_client_failures,
@@ -10,6 +11,7 @@ from toolkit.logs.detectors import (
 from toolkit.logs.read import read_logs
 
 __all__ = [
+    "LOG_DETECTORS",
     "dead_letters",
     "duplicate_tools",
     "mcp_client_failures",
