@@ -77,7 +77,8 @@ EXPECTED: dict[str, tuple[int, dict[str, int], int]] = {
 
 
 def test_every_fixture_is_listed() -> None:
-    assert sorted(p.name for p in FIXTURES.iterdir()) == sorted(EXPECTED)
+    # (Subfolders hold fixtures of one concern, tested where that concern is.)
+    assert sorted(p.name for p in FIXTURES.iterdir() if p.is_file()) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
