@@ -139,7 +139,7 @@ def test_detectors_on_empty_results_keep_columns(incident: pd.DataFrame) -> None
     assert list(duplicate_tools(quiet).columns) == [
         "line", "ts", "level", "source", "kind", "framework", "behaviour", "retried_by", "tool",
         "toolset", "existing", "correlation_id", "attempt", "max_attempts", "retry_line",
-        "dead_letter_line", "dead_letter_reason", "text"]
+        "dead_letter_line", "dead_letter_reason", "echo_lines", "text"]
     assert str(duplicate_tools(quiet)["dead_letter_line"].dtype) == "Int64"
     assert nondeterminism_in_logs(quiet).empty
     assert str(retries(quiet)["ts"].dtype) == "datetime64[ns, UTC]"

@@ -169,7 +169,9 @@ def duplicate_tools(logs: pd.DataFrame) -> pd.DataFrame:
         (``workflow_task``, ``activity`` or None), ``tool`` (names separated by ``, ``),
         ``toolset``, ``existing``, ``correlation_id``, ``attempt`` and ``max_attempts`` (Int64,
         from the linked retry record), ``retry_line``, ``dead_letter_line`` (Int64),
-        ``dead_letter_reason``, ``text`` (the matched text).
+        ``dead_letter_reason``, ``echo_lines`` (records outside a Temporal activity that re-log
+        the activity's failure once it gave up: the agent runner's "node failed" lines),
+        ``text`` (the matched text).
     """
     from toolkit.logs.duplicates import find_duplicate_tools  # it builds on retries/dead_letters
 

@@ -23,7 +23,7 @@ __all__ = ["DUPLICATE_COLUMNS", "find_duplicate_tools"]
 DUPLICATE_COLUMNS = ["line", "ts", "level", "source", "kind", "framework", "behaviour",
                      "retried_by", "tool", "toolset", "existing", "correlation_id", "attempt",
                      "max_attempts", "retry_line", "dead_letter_line", "dead_letter_reason",
-                     "text"]
+                     "echo_lines", "text"]
 
 # Where Temporal's workers say the failure happened (Python worker, sdk-core, Go SDK).
 _WORKFLOW_TASK_CONTEXT = ("Failed activation on workflow", "Failing workflow task",
@@ -73,6 +73,7 @@ def _extract(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "tool": _tool_names(tool.replace('\\"', '"')) if tool else None,
                 "toolset": groups.get("toolset"), "existing": groups.get("existing"),
                 "correlation_id": _correlation(fields), "text": m.group(0),
+                "in_activity": in_activity,
             })
     return out
 
@@ -116,11 +117,13 @@ def _link(found: pd.DataFrame, logs: pd.DataFrame) -> pd.DataFrame:
         if role == "dead_letter" and target is not None:
             target.update(dead_letter_line=source_line[1], dead_letter_reason=hosted["reason"])
             continue
+        if role is None and quotes and _echo(quotes, open_by_key, source_line):
+            continue
         # The failure itself, or a host record that is the only one to tell of this failure:
         # either way it is counted once, here.
         for quote in quotes:
             row = {**quote, "attempt": None, "max_attempts": None, "retry_line": None,
-                   "dead_letter_line": None, "dead_letter_reason": None}
+                   "dead_letter_line": None, "dead_letter_reason": None, "echo_lines": []}
             if role == "retry":
                 row.update(attempt=hosted["attempt"], max_attempts=hosted["max_attempts"],
                            retry_line=source_line[1])
@@ -131,6 +134,21 @@ def _link(found: pd.DataFrame, logs: pd.DataFrame) -> pd.DataFrame:
                 for k in lookup:
                     open_by_key[k] = row
     return pd.DataFrame(findings, columns=DUPLICATE_COLUMNS)
+
+
+def _echo(quotes: list[dict[str, Any]], open_by_key: dict[tuple[Any, ...], dict[str, Any]],
+          source_line: tuple[Any, int]) -> bool:
+    """Whether these quotes re-log an activity's failure from outside the activity (the
+    workflow or agent runner reporting the same error once the activity gave up): if so, the
+    lines are added to that finding's ``echo_lines`` instead of counting a new failure."""
+    if any(q["in_activity"] for q in quotes):
+        return False
+    targets = [open_by_key.get((source_line[0], q["kind"], q["tool"])) for q in quotes]
+    if not all(t is not None and t["in_activity"] for t in targets):
+        return False
+    for target in {id(t): t for t in targets}.values():
+        target["echo_lines"].append(source_line[1])
+    return True
 
 
 def _keys_by_line(logs: pd.DataFrame, host_rows: pd.DataFrame) -> dict[tuple[Any, int], str]:
@@ -151,7 +169,7 @@ def _keys_by_line(logs: pd.DataFrame, host_rows: pd.DataFrame) -> dict[tuple[Any
 def find_duplicate_tools(logs: pd.DataFrame) -> pd.DataFrame:
     """One row per duplicate-tool failure or warning; see :func:`toolkit.duplicate_tools`."""
     scan_columns = ["kind", "framework", "behaviour", "retried_by", "tool", "toolset", "existing",
-                    "correlation_id", "text"]
+                    "correlation_id", "text", "in_activity"]
     found = _scan(logs, shape_needles(), _extract, scan_columns)
     # Nothing to link to when nothing matched: skip the retry and dead-letter scans.
     linked = _link(found, logs) if len(found) else found.reindex(columns=DUPLICATE_COLUMNS)
