@@ -12,8 +12,11 @@ Presets
     temporalio's Python ADK plugin: ``invoke_model`` / ``invoke_model_streaming``,
     ``<toolset>-list-tools``, ``<toolset>-call-tool``.
 ``openai_agents``
-    temporalio's OpenAI Agents plugin: ``invoke_model_activity``, MCP ``<server>-list-tools``,
-    ``<server>-call-tool`` (session/prompt activities are "other").
+    temporalio's OpenAI Agents plugin (``temporalio.contrib.openai_agents``, and the package
+    ``temporalio-openai-agents``): ``invoke_model_activity[_streaming]``; MCP servers
+    ``<server>-stateless-list-tools`` / ``<server>-stateless-call-tool-v2`` (stateful: the same
+    with ``-stateful``; ``-call-tool`` is the older spelling the worker still registers); session
+    and prompt activities are "other". Verified on ``data/openai_agents``.
 ``pydantic_ai``
     pydantic-ai's Temporal integration: ``agent__<name>__model_request[_stream]``,
     ``agent__<name>__...__get_tools``, ``agent__<name>__...__call_tool``.
@@ -88,7 +91,8 @@ PRESETS: dict[str, Roles] = {
         "python_adk", r"invoke_model(_streaming)?", r".+-list-tools", r".+-call-tool"
     ),
     "openai_agents": Roles(
-        "openai_agents", r"invoke_model_activity", r".+-list-tools", r".+-call-tool"
+        "openai_agents", r"invoke_model_activity(_streaming)?", r".+-list-tools",
+        r".+-call-tool(-v2)?"
     ),
     "pydantic_ai": Roles(
         "pydantic_ai",

@@ -21,7 +21,8 @@ from toolkit.lab.adk_python.scenarios import WORKFLOW_TYPE
 from toolkit.lab.server import find_temporal_binary
 
 __all__ = [
-    "export_history", "finish", "send_turn", "send_turn_or_task_failure", "start_agent",
+    "export_history", "finish", "send_turn", "send_turn_or_stop", "send_turn_or_task_failure",
+    "start_agent",
 ]
 
 RUN_TIMEOUT = timedelta(minutes=5)
@@ -31,11 +32,15 @@ _OPEN = WorkflowExecutionStatus.RUNNING
 
 
 async def start_agent(
-    client: Client, spec: dict[str, Any], *, workflow_id: str, task_queue: str
+    client: Client, spec: dict[str, Any], *, workflow_id: str, task_queue: str,
+    workflow_type: str = WORKFLOW_TYPE,
 ) -> WorkflowHandle[Any, Any]:
-    """Start the agent workflow with input ``spec`` (an ``AgentSpec`` as a dict)."""
+    """Start the agent workflow with input ``spec`` (an ``AgentSpec`` as a dict).
+
+    ``workflow_type``: the ADK agent by default; other frameworks' recorders name theirs (every
+    lab agent workflow has the same ``user_turn`` / ``finish`` signals and ``replies`` query)."""
     return await client.start_workflow(
-        WORKFLOW_TYPE, spec, id=workflow_id, task_queue=task_queue,
+        workflow_type, spec, id=workflow_id, task_queue=task_queue,
         execution_timeout=RUN_TIMEOUT,
     )
 
@@ -125,6 +130,23 @@ async def send_turn_or_task_failure(
         interval=0.5,
         error=f"workflow {handle.id}: neither a reply nor a WorkflowTaskFailed event "
               f"within {timeout:.0f} s after turn {text!r}",
+    )
+
+
+async def _closed_or_task_failed(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
+    return await _closed(handle) or await _task_failed(handle)
+
+
+async def send_turn_or_stop(
+    handle: WorkflowHandle[Any, Any], text: str, replies_before: int, timeout: float = 120.0
+) -> dict[str, Any]:
+    """Signal a turn; wait for its reply, for the run to close or for a ``WorkflowTaskFailed``
+    event (``status`` says which: ``RUNNING``, the closed status, ``WORKFLOW_TASK_FAILED``)."""
+    return await _turn(
+        handle, text, replies_before, timeout, stopped=_closed_or_task_failed, query_timeout=5,
+        interval=0.5,
+        error=f"workflow {handle.id}: no reply, close or WorkflowTaskFailed event within "
+              f"{timeout:.0f} s after turn {text!r}",
     )
 
 

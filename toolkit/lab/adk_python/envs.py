@@ -15,16 +15,30 @@ import sys
 import venv
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from toolkit.errors import LabError
 from toolkit.lab.processes import REPO_ROOT, process_env
 
 __all__ = [
-    "ENVIRONMENTS", "MAIN_ENV", "AdkEnvironment", "ensure_environment", "environment",
-    "module_command", "process_env",
+    "ENVIRONMENTS", "MAIN_ENV", "AdkEnvironment", "VersionEnvironment", "ensure_environment",
+    "environment", "module_command", "process_env",
 ]
 
 VENVS_DIR = REPO_ROOT / "data" / "venvs"
+
+
+class VersionEnvironment(Protocol):
+    """What building and running a version environment needs (every framework's recorder)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def requirements(self) -> tuple[str, ...]: ...
+    @property
+    def main(self) -> bool: ...
+    def venv_dir(self, venvs_dir: Path = ...) -> Path: ...
+    def python(self, venvs_dir: Path = ...) -> Path: ...
 
 
 @dataclass(frozen=True)
@@ -105,7 +119,7 @@ def environment(name: str) -> AdkEnvironment:
                    + ", ".join(e.name for e in ENVIRONMENTS))
 
 
-def ensure_environment(env: AdkEnvironment, venvs_dir: Path = VENVS_DIR) -> Path:
+def ensure_environment(env: VersionEnvironment, venvs_dir: Path = VENVS_DIR) -> Path:
     """Build ``env``'s virtual environment from its pinned requirements if needed.
 
     A ``.installed`` stamp holding the requirements marks a finished build; a changed pin list

@@ -12,12 +12,13 @@ import csv
 import json
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from toolkit.errors import LabError
 from toolkit.lab.adk_python.envs import (
-    AdkEnvironment,
+    VersionEnvironment,
     ensure_environment,
     module_command,
     process_env,
@@ -34,11 +35,17 @@ def history_files(adk_dir: Path) -> list[Path]:
     return sorted(p for p in adk_dir.glob("*/*.json") if not p.name.endswith(".meta.json"))
 
 
+REPLAY_MODULE = "toolkit.lab.adk_python.replay"
+
+
 def replay_in(
-    env: AdkEnvironment, histories: list[Path], *, venvs_dir: Path | None = None,
-    timeout: float = 900.0,
+    env: VersionEnvironment, histories: list[Path], *, venvs_dir: Path | None = None,
+    timeout: float = 900.0, module: str = REPLAY_MODULE,
 ) -> list[dict[str, Any]]:
     """Replay ``histories`` with ``env``'s workflow code in a subprocess; one dict per history.
+
+    ``module`` is the replay entry point run in ``env`` (another framework's recorder passes its
+    own; it takes ``--out RESULTS.jsonl HISTORY ...`` like :mod:`.replay`).
 
     Raises
     ------
@@ -48,7 +55,7 @@ def replay_in(
     python = ensure_environment(env, venvs_dir) if venvs_dir else ensure_environment(env)
     with tempfile.TemporaryDirectory(prefix="toolkit-replay-") as tmp:
         out = Path(tmp) / "results.jsonl"
-        command = module_command(python, "toolkit.lab.adk_python.replay", "--out", str(out),
+        command = module_command(python, module, "--out", str(out),
                                  *(str(h) for h in histories))
         done = subprocess.run(command, capture_output=True, text=True, env=process_env(),
                               timeout=timeout, check=False)
@@ -69,16 +76,19 @@ def _recorded_env(history: Path) -> str:
 
 
 def build_matrix(
-    adk_dir: Path, envs: list[AdkEnvironment], *, venvs_dir: Path | None = None
+    adk_dir: Path, envs: Sequence[VersionEnvironment], *, venvs_dir: Path | None = None,
+    module: str = REPLAY_MODULE,
 ) -> Path:
-    """Replay every history under ``adk_dir`` in every env of ``envs``; write the CSV there."""
+    """Replay every history under ``adk_dir`` in every env of ``envs``; write the CSV there.
+
+    ``module``: the replay entry point (see :func:`replay_in`)."""
     histories = history_files(adk_dir)
     if not histories:
         raise LabError(f"no recorded histories under {adk_dir}; expected <env>/<scenario>.json")
     rows = []
     for env in envs:
-        for history, result in zip(histories, replay_in(env, histories, venvs_dir=venvs_dir),
-                                   strict=True):
+        results = replay_in(env, histories, venvs_dir=venvs_dir, module=module)
+        for history, result in zip(histories, results, strict=True):
             rows.append({
                 "history": history.relative_to(adk_dir).as_posix(),
                 "recorded_env": _recorded_env(history), "replayer_env": env.name,

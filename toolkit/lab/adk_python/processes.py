@@ -14,7 +14,7 @@ from typing import Any
 
 from toolkit.errors import LabError
 from toolkit.lab.adk_python.envs import (
-    AdkEnvironment,
+    VersionEnvironment,
     ensure_environment,
     module_command,
     process_env,
@@ -58,7 +58,7 @@ class WorkerProcess:
 
     def __init__(
         self,
-        env: AdkEnvironment,
+        env: VersionEnvironment,
         address: str,
         task_queue: str,
         log_path: Path,

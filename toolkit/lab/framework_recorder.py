@@ -1,0 +1,261 @@
+"""Recording agent frameworks other than ADK on the dev server, with the ADK recorder's tools.
+
+The OpenAI Agents and pydantic-ai recorders differ only in their workflow, worker, scenarios and
+environments; what they share lives here: a :class:`Framework` names those parts, and
+:func:`record_env` / :func:`record_upgrade` run scenarios with a worker process of one version
+environment, a real MCP server per run, and the ADK recorder's driver (turns as signals, replies
+by query, the history exported with the CLI). Outputs have the layout of ``data/adk``:
+``<out>/<env>/<scenario>.json`` and ``.meta.json``, logs under ``<env>/logs/``.
+
+A turn may end in a reply, in a closed run (e.g. a failed activity failing the workflow) or in a
+``WorkflowTaskFailed`` event (an error raised in workflow code, retried by the server forever);
+in the last case the history is exported while the run is open and the run is then terminated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from temporalio.client import Client, WorkflowHandle
+
+from toolkit.lab.adk_python import driver
+from toolkit.lab.adk_python.envs import VersionEnvironment
+from toolkit.lab.adk_python.matrix import build_matrix
+from toolkit.lab.adk_python.processes import WorkerProcess
+from toolkit.lab.adk_python.recorder import _request_summary, activity_sequence
+from toolkit.lab.mcp_server import McpServer
+
+__all__ = ["Framework", "Scenario", "listings_per_turn", "record_all", "record_env",
+           "record_upgrade"]
+
+
+class Scenario(Protocol):
+    """What the recorder needs of a framework's scenario."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def turns(self) -> tuple[str, ...]: ...
+    @property
+    def list_twice(self) -> bool: ...
+
+
+class Upgrade(Protocol):
+    """A rolling upgrade between two environments (names) of one framework."""
+
+    @property
+    def before(self) -> str: ...
+    @property
+    def after(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def scenario(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Framework:
+    """The parts of one framework's recorder.
+
+    Attributes
+    ----------
+    name
+        Directory under ``data/`` and the prefix of workflow ids and task queues.
+    workflow_type
+        The agent workflow's type name.
+    worker_module, replay_module
+        Entry points run in a version environment (see :mod:`toolkit.lab.adk_python.processes`
+        and :func:`toolkit.lab.adk_python.matrix.replay_in`).
+    listing
+        Regular expression (full match) for the activity types that list tools; the metadata's
+        ``listings_per_turn`` counts them between ``user_turn`` signals.
+    spec
+        The workflow input for a scenario whose MCP server is at a URL.
+    environment
+        Looks an environment up by name (for upgrades).
+    version_keys
+        Keys of the worker's ready line copied into the metadata.
+    """
+
+    name: str
+    workflow_type: str
+    worker_module: str
+    replay_module: str
+    listing: str
+    spec: Callable[[Any, str], dict[str, Any]]
+    environment: Callable[[str], Any]
+    version_keys: tuple[str, ...]
+
+
+def listings_per_turn(history: dict[str, Any], listing: str) -> list[int]:
+    """Listing activities (type matching ``listing`` in full) scheduled after each ``user_turn``
+    signal, before the next."""
+    pattern = re.compile(listing)
+    counts: list[int] = []
+    for event in history["events"]:
+        signal = event.get("workflowExecutionSignaledEventAttributes")
+        if signal and signal.get("signalName") == "user_turn":
+            counts.append(0)
+        scheduled = event.get("activityTaskScheduledEventAttributes")
+        if scheduled and counts and pattern.fullmatch(scheduled["activityType"]["name"]):
+            counts[-1] += 1
+    return counts
+
+
+def _versions(framework: Framework, info: dict[str, Any]) -> dict[str, Any]:
+    return {key: info.get(key) for key in framework.version_keys}
+
+
+async def _turns(handle: WorkflowHandle[Any, Any], turns: Sequence[str],
+                 first: int = 0) -> list[dict[str, Any]]:
+    """Send ``turns`` one after the other; stop after the first one that gets no reply."""
+    sent: list[dict[str, Any]] = []
+    for index, text in enumerate(turns, start=first):
+        sent.append(await driver.send_turn_or_stop(handle, text, index))
+        if sent[-1]["reply"] is None:
+            break
+    return sent
+
+
+async def _close(address: str, handle: WorkflowHandle[Any, Any],
+                 turns: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """Finish the run (or, when a workflow task failed, export it open and terminate it)."""
+    stuck = turns[-1]["status"] == "WORKFLOW_TASK_FAILED"
+    status = "RUNNING" if stuck else turns[-1]["status"]
+    if status == "RUNNING" and not stuck:
+        status = await driver.finish(handle)
+    history = driver.export_history(address, handle.id, handle.result_run_id or "")
+    if stuck:
+        await handle.terminate("lab: recording done (the workflow task keeps failing)")
+    return status, history
+
+
+async def _run_scenario(framework: Framework, client: Client, address: str,
+                        worker: WorkerProcess, scenario: Any, out_dir: Path,
+                        log_dir: Path) -> Path:
+    env = worker.env
+    workflow_id = f"lab-{framework.name}-{env.name}-{scenario.name}-{uuid.uuid4().hex[:8]}"
+    began = time.monotonic()
+    with McpServer(list_twice=scenario.list_twice,
+                   request_log=log_dir / f"{scenario.name}.mcp.jsonl") as mcp:
+        handle = await driver.start_agent(
+            client, framework.spec(scenario, mcp.url), workflow_id=workflow_id,
+            task_queue=worker.task_queue, workflow_type=framework.workflow_type)
+        turns = await _turns(handle, scenario.turns)
+        status, history = await _close(address, handle, turns)
+        requests = mcp.requests()
+    meta = {
+        "scenario": scenario.name, "description": scenario.description, "env": env.name,
+        **_versions(framework, worker.info), "workflow_id": workflow_id,
+        "run_id": handle.result_run_id, "task_queue": worker.task_queue, "status": status,
+        "turns": turns,
+        "timings": {"worker_start_seconds": round(worker.started_seconds, 3),
+                    "run_seconds": round(time.monotonic() - began, 3)},
+        "mcp_requests": _request_summary(requests),
+    }
+    return _write(out_dir / env.name / f"{scenario.name}.json", history, meta,
+                  framework.listing)
+
+
+def _write(out: Path, history: dict[str, Any], meta: dict[str, Any], listing: str) -> Path:
+    """The history as exported, and its metadata with the activity sequence and listings."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
+    meta = {**meta, "activities": activity_sequence(history),
+            "listings_per_turn": listings_per_turn(history, listing),
+            "events": len(history["events"])}
+    out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return out
+
+
+async def record_env(framework: Framework, env: VersionEnvironment, address: str,
+                     out_dir: Path, scenarios: Sequence[Any], *,
+                     venvs_dir: Path | None = None, log_dir: Path | None = None) -> list[Path]:
+    """Record ``scenarios`` with one worker of ``env``; return the history paths."""
+    with tempfile.TemporaryDirectory(prefix=f"toolkit-{framework.name}-") as tmp:
+        logs = log_dir or Path(tmp)
+        task_queue = f"lab-{framework.name}-{env.name}-{uuid.uuid4().hex[:8]}"
+        client = await Client.connect(address)
+        with WorkerProcess(env, address, task_queue, logs / "worker.log", venvs_dir=venvs_dir,
+                           module=framework.worker_module) as worker:
+            return [await _run_scenario(framework, client, address, worker, s, out_dir, logs)
+                    for s in scenarios]
+
+
+async def record_upgrade(framework: Framework, upgrade: Upgrade, address: str, out_dir: Path,
+                         *, venvs_dir: Path | None = None,
+                         log_dir: Path | None = None) -> Path:
+    """Turn 1 on a worker of ``upgrade.before``, the other turns on a fresh ``upgrade.after``."""
+    before, after = framework.environment(upgrade.before), framework.environment(upgrade.after)
+    scenario = upgrade.scenario
+    workflow_id = f"lab-{framework.name}-{before.name}-{upgrade.name}-{uuid.uuid4().hex[:8]}"
+    task_queue = f"lab-{framework.name}-upgrade-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix=f"toolkit-{framework.name}-") as tmp:
+        logs = Path(log_dir or tmp)
+        client = await Client.connect(address)
+        began = time.monotonic()
+
+        def log(kind: str) -> Path:  # not with_suffix: the upgrade name holds version dots
+            return logs / f"{upgrade.name}.{kind}"
+
+        with McpServer(list_twice=scenario.list_twice, request_log=log("mcp.jsonl")) as mcp:
+            with WorkerProcess(before, address, task_queue, log("before.worker.log"),
+                               venvs_dir=venvs_dir, module=framework.worker_module) as old:
+                handle = await driver.start_agent(
+                    client, framework.spec(scenario, mcp.url), workflow_id=workflow_id,
+                    task_queue=task_queue, workflow_type=framework.workflow_type)
+                turns = await _turns(handle, scenario.turns[:1])
+            with WorkerProcess(after, address, task_queue, log("after.worker.log"),
+                               venvs_dir=venvs_dir, module=framework.worker_module) as new:
+                turns += await _turns(handle, scenario.turns[1:], first=1)
+                status, history = await _close(address, handle, turns)
+            requests = mcp.requests()
+    meta = {
+        "scenario": "rolling_upgrade", "description": f"turn 1 on {before.name}, the next on a "
+        f"fresh {after.name} worker", "env": before.name, "env_after": after.name,
+        **_versions(framework, old.info), "versions_after": _versions(framework, new.info),
+        "workflow_id": workflow_id, "run_id": handle.result_run_id, "task_queue": task_queue,
+        "status": status, "turns": turns,
+        "timings": {"worker_start_seconds": round(old.started_seconds, 3),
+                    "worker_after_start_seconds": round(new.started_seconds, 3),
+                    "run_seconds": round(time.monotonic() - began, 3)},
+        "mcp_requests": _request_summary(requests),
+    }
+    return _write(out_dir / before.name / f"{upgrade.name}.json", history, meta,
+                  framework.listing)
+
+
+def record_all(framework: Framework, data_dir: Path, address: str,
+               environments: Sequence[VersionEnvironment], scenarios: Sequence[Any],
+               upgrades: Sequence[Upgrade]) -> list[Path]:
+    """Record every scenario in every environment, the upgrades whose two environments are
+    selected, then replay every history in every environment (``replay_matrix.csv``).
+
+    Histories go to ``data_dir/<framework.name>/<env>/``, environments are built under
+    ``data_dir/venvs/<env>`` when missing. Returns the history files, then the matrix CSV.
+    """
+    out_dir, venvs_dir = Path(data_dir) / framework.name, Path(data_dir) / "venvs"
+    names = {env.name for env in environments}
+    paths: list[Path] = []
+    for env in environments:
+        paths += asyncio.run(record_env(framework, env, address, out_dir, scenarios,
+                                        venvs_dir=venvs_dir, log_dir=out_dir / env.name / "logs"))
+    for upgrade in upgrades:
+        if {upgrade.before, upgrade.after} <= names:
+            paths.append(asyncio.run(record_upgrade(
+                framework, upgrade, address, out_dir, venvs_dir=venvs_dir,
+                log_dir=out_dir / upgrade.before / "logs")))
+    paths.append(build_matrix(out_dir, list(environments), venvs_dir=venvs_dir,
+                              module=framework.replay_module))
+    return paths

@@ -1,0 +1,68 @@
+"""Where temporalio's OpenAI Agents integration lives in an environment, and its versions.
+
+temporalio 1.30-1.34 ship it as ``temporalio.contrib.openai_agents``; the package
+``temporalio-openai-agents`` (1.0.0+) installs ``temporalio.openai_agents`` and temporalio 1.35
+keeps the old module as a re-export. Worker, workflow and replay code take the integration's
+names from here so the same code runs in every environment of :mod:`.envs`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from importlib import metadata
+from types import ModuleType
+from typing import Any
+
+__all__ = ["PASSTHROUGH_MODULES", "integration", "integration_name", "versions"]
+
+_CANDIDATES = ("temporalio.openai_agents", "temporalio.contrib.openai_agents")
+
+# The sandbox would otherwise re-import the lab's modules for every run; the integration adds
+# openai, agents and mcp itself.
+PASSTHROUGH_MODULES: tuple[str, ...] = ("toolkit",)
+
+
+def integration() -> ModuleType:
+    """The integration module of this environment (newest location first)."""
+    errors = []
+    for name in _CANDIDATES:
+        try:
+            return importlib.import_module(name)
+        except ImportError as error:
+            errors.append(f"{name}: {error}")
+    from toolkit.errors import LabError
+
+    raise LabError("temporalio's OpenAI Agents integration is not importable ("
+                   + "; ".join(errors) + ")")
+
+
+def integration_name(name: str) -> Any:
+    """One public name of the integration (``OpenAIAgentsPlugin`` ...) or of its ``workflow``
+    module (``workflow.stateless_mcp_server``)."""
+    value: Any = integration()
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def versions() -> dict[str, str | None]:
+    """Versions that matter for a recording, as seen by this interpreter."""
+    module = integration().__name__
+    dist = "temporalio-openai-agents" if module == "temporalio.openai_agents" else "temporalio"
+    return {
+        "openai_agents": _version("openai-agents"),
+        "temporalio": _version("temporalio"),
+        "integration_module": module,
+        "integration": f"{dist} {_version(dist)}",
+        "openai": _version("openai"),
+        "mcp": _version("mcp"),
+        "python": ".".join(str(p) for p in sys.version_info[:3]),
+    }

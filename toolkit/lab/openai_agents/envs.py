@@ -1,0 +1,100 @@
+"""Version environments of the OpenAI Agents recorder: one virtual environment per release.
+
+Where temporalio's OpenAI Agents integration lives, and which ``openai-agents`` it accepts (read
+from the packages' metadata on PyPI):
+
+==========================  ===========================================  ====================
+integration                 module                                       openai-agents
+==========================  ===========================================  ====================
+temporalio 1.30 - 1.31      ``temporalio.contrib.openai_agents``         >=0.17.5
+temporalio 1.32 - 1.34      ``temporalio.contrib.openai_agents``         >=0.19.2,<0.20
+temporalio-openai-agents    ``temporalio.openai_agents`` (temporalio     1.0.0: >=0.20,<0.21;
+1.0.0 / 1.1.0               1.35 re-exports it under ``contrib``)        1.1.0: >=0.22,<0.23
+==========================  ===========================================  ====================
+
+The project's own environment has no openai-agents, so every release is a virtual environment
+under ``data/venvs/<name>`` (gitignored), built from the exact pins below; the project is put on
+``PYTHONPATH`` of every process started there (see :mod:`toolkit.lab.adk_python.envs`).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolkit.errors import LabError
+from toolkit.lab.adk_python.envs import VENVS_DIR
+
+__all__ = ["ENVIRONMENTS", "AgentsEnvironment", "environment"]
+
+
+@dataclass(frozen=True)
+class AgentsEnvironment:
+    """An openai-agents release with the integration that accepts it.
+
+    Attributes
+    ----------
+    name : str
+        ``oa-<openai-agents version>``; also the directory name under ``data/openai_agents/``.
+    openai_agents, temporalio : str
+        Pinned versions.
+    integration : str
+        ``temporalio`` (the ``contrib`` module) or ``temporalio-openai-agents <version>``.
+    requirements : tuple of str
+        What ``pip install`` gets (exact pins).
+    """
+
+    name: str
+    openai_agents: str
+    temporalio: str
+    integration: str
+    requirements: tuple[str, ...]
+    main: bool = False
+
+    def venv_dir(self, venvs_dir: Path = VENVS_DIR) -> Path:
+        return Path(sys.prefix) if self.main else venvs_dir / self.name
+
+    def python(self, venvs_dir: Path = VENVS_DIR) -> Path:
+        """The interpreter of this environment."""
+        return self.venv_dir(venvs_dir) / "bin" / "python"
+
+
+def _contrib(openai_agents: str, temporalio: str) -> AgentsEnvironment:
+    return AgentsEnvironment(
+        f"oa-{openai_agents}", openai_agents, temporalio, "temporalio",
+        (f"temporalio[openai-agents,pydantic,opentelemetry]=={temporalio}",
+         f"openai-agents=={openai_agents}"),
+    )
+
+
+def _standalone(openai_agents: str, integration: str) -> AgentsEnvironment:
+    return AgentsEnvironment(
+        f"oa-{openai_agents}", openai_agents, "1.35.0", f"temporalio-openai-agents {integration}",
+        ("temporalio[pydantic,opentelemetry]==1.35.0",
+         f"temporalio-openai-agents=={integration}", f"openai-agents=={openai_agents}"),
+    )
+
+
+ENVIRONMENTS: tuple[AgentsEnvironment, ...] = (
+    _contrib("0.17.8", "1.30.0"),
+    _contrib("0.19.4", "1.34.0"),
+    _standalone("0.20.0", "1.0.0"),
+    _standalone("0.22.3", "1.1.0"),
+)
+"""Every environment the recorder records, oldest openai-agents first."""
+
+
+def environment(name: str) -> AgentsEnvironment:
+    """The environment called ``name`` (``oa-0.19.4`` ...).
+
+    Raises
+    ------
+    LabError
+        For an unknown name (the message lists the known ones).
+    """
+    for env in ENVIRONMENTS:
+        if env.name == name:
+            return env
+    raise LabError(f"unknown OpenAI Agents environment {name!r}; expected one of "
+                   + ", ".join(e.name for e in ENVIRONMENTS))

@@ -1,0 +1,106 @@
+"""The lab's scripted model as an OpenAI Agents ``Model``: no key, no network.
+
+The integration's ``invoke_model_activity`` asks the worker's ``ModelProvider`` for the model
+named on the agent; :class:`ScriptedModelProvider` answers every name with a model whose replies
+come from :func:`toolkit.lab.model.script_reply` (the same script as the ADK recorder). The
+Responses-API input items are translated to the script's google-genai-shaped contents: user
+messages, function calls and their outputs (named through their ``call_id``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolkit.lab.model import script_reply
+
+__all__ = ["as_contents", "scripted_provider"]
+
+
+def _text(content: Any) -> str:
+    """Text of a message's ``content`` (a string or a list of ``input_text`` parts)."""
+    if isinstance(content, str):
+        return content
+    texts = [part.get("text") for part in content or [] if isinstance(part, Mapping)]
+    return " ".join(str(t) for t in texts if t)
+
+
+def as_contents(items: str | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Responses-API input items as the scripted model's contents (see ``script_reply``).
+
+    Examples
+    --------
+    >>> as_contents("hi")
+    [{'role': 'user', 'parts': [{'text': 'hi'}]}]
+    >>> as_contents([{"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{}"},
+    ...              {"type": "function_call_output", "call_id": "c1", "output": "5"}])[-1]
+    {'role': 'user', 'parts': [{'function_response': {'name': 'add', 'response': {'result': '5'}}}]}
+    """
+    if isinstance(items, str):
+        return [{"role": "user", "parts": [{"text": items}]}]
+    names: dict[str, str] = {}
+    contents: list[dict[str, Any]] = []
+    for item in items:
+        kind = item.get("type")
+        if kind == "function_call":
+            names[str(item.get("call_id"))] = str(item.get("name"))
+            call = {"name": item.get("name"), "args": json.loads(item.get("arguments") or "{}")}
+            contents.append({"role": "model", "parts": [{"function_call": call}]})
+        elif kind == "function_call_output":
+            response = {"name": names.get(str(item.get("call_id"))),
+                        "response": {"result": _text(item.get("output"))}}
+            contents.append({"role": "user", "parts": [{"function_response": response}]})
+        elif "role" in item:
+            role = "user" if item["role"] == "user" else "model"
+            contents.append({"role": role, "parts": [{"text": _text(item.get("content"))}]})
+    return contents
+
+
+@functools.cache
+def _classes() -> tuple[type, type]:
+    """The ``Model`` and ``ModelProvider`` subclasses (import openai-agents on first use)."""
+    from agents import Model, ModelProvider, ModelResponse, Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    class ScriptedModel(Model):  # type: ignore[misc]
+        """Answers with :func:`toolkit.lab.model.script_reply`."""
+
+        async def get_response(self, system_instructions: Any, input: Any, model_settings: Any,
+                               tools: Any, *args: Any, **kwargs: Any) -> Any:
+            contents = as_contents([i if isinstance(i, Mapping) else dict(i) for i in input]
+                                   if not isinstance(input, str) else input)
+            reply = script_reply(contents, [tool.name for tool in tools])
+            step = len(contents)  # deterministic ids: the same request gives the same reply
+            if "function_call" in reply:
+                call = reply["function_call"]
+                output: Any = ResponseFunctionToolCall(
+                    type="function_call", call_id=f"call_{step}", id=f"fc_{step}",
+                    name=call["name"], arguments=json.dumps(call["args"]))
+            else:
+                output = ResponseOutputMessage(
+                    id=f"msg_{step}", type="message", role="assistant", status="completed",
+                    content=[ResponseOutputText(type="output_text", text=reply["text"],
+                                                annotations=[])])
+            return ModelResponse(output=[output], usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError("the lab's scripted model does not stream")
+
+    class ScriptedModelProvider(ModelProvider):  # type: ignore[misc]
+        """Every model name resolves to the scripted model."""
+
+        def get_model(self, model_name: str | None) -> Any:
+            return ScriptedModel()
+
+    return ScriptedModel, ScriptedModelProvider
+
+
+def scripted_provider() -> Any:
+    """A ``ModelProvider`` for the integration's plugin (``model_provider=``)."""
+    return _classes()[1]()

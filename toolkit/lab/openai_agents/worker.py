@@ -1,0 +1,94 @@
+"""Worker process of the OpenAI Agents recorder.
+
+``python -m toolkit.lab.openai_agents.worker --address HOST:PORT --task-queue QUEUE``
+
+Runs inside one environment of :mod:`.envs`: builds the integration's ``OpenAIAgentsPlugin`` with
+the scripted model provider and one ``StatelessMCPServerProvider`` per server name the scenarios
+use (the factory connects to the URL the workflow passes as ``factory_argument``), and polls the
+task queue. When it polls it prints one JSON line with ``"ready": true`` and its versions;
+SIGTERM or SIGINT shut it down gracefully.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from toolkit.lab.openai_agents.compat import PASSTHROUGH_MODULES, integration_name, versions
+from toolkit.lab.openai_agents.model import scripted_provider
+from toolkit.lab.openai_agents.scenarios import SERVER_NAMES
+
+__all__ = ["build_plugin", "sandbox_runner"]
+
+
+def _server_factory(url: Any) -> Any:
+    """A fresh openai-agents streamable-HTTP MCP client for ``url``."""
+    from agents.mcp import MCPServerStreamableHttp
+
+    return MCPServerStreamableHttp(params={"url": str(url)}, name="lab-mcp")
+
+
+def build_plugin() -> Any:
+    """The ``OpenAIAgentsPlugin`` with the scripted model and the lab's MCP servers."""
+    # Traces would go to OpenAI's API, which the lab never calls.
+    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    from agents import set_tracing_disabled
+
+    set_tracing_disabled(True)
+    provider = integration_name("StatelessMCPServerProvider")
+    with warnings.catch_warnings():  # deprecated in favour of MCP v2 servers from 1.0.0 on
+        warnings.simplefilter("ignore", DeprecationWarning)
+        servers = [provider(name, _server_factory) for name in SERVER_NAMES]
+    return integration_name("OpenAIAgentsPlugin")(
+        model_provider=scripted_provider(), mcp_server_providers=servers)
+
+
+def sandbox_runner() -> Any:
+    """The default sandbox plus the lab's pass-through modules (the plugin adds its own)."""
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+    runner = SandboxedWorkflowRunner()
+    return dataclasses.replace(
+        runner, restrictions=runner.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES))
+
+
+async def run_worker(address: str, task_queue: str, identity: str) -> None:
+    """Poll ``task_queue`` until SIGTERM/SIGINT."""
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    from toolkit.lab.openai_agents.workflow import LabOpenAIAgentWorkflow
+
+    client = await Client.connect(address, plugins=[build_plugin()])
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    worker = Worker(client, task_queue=task_queue, workflows=[LabOpenAIAgentWorkflow],
+                    workflow_runner=sandbox_runner(), identity=identity)
+    async with worker:
+        print(json.dumps({"ready": True, "identity": identity, **versions()}), flush=True)
+        await stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="OpenAI Agents lab worker (one environment).")
+    parser.add_argument("--address", required=True, help="Temporal frontend, host:port")
+    parser.add_argument("--task-queue", required=True)
+    parser.add_argument("--identity", default=None)
+    args = parser.parse_args(argv)
+    identity = args.identity or f"lab-openai-agents-worker@{versions()['openai_agents']}"
+    asyncio.run(run_worker(args.address, args.task_queue, identity))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""The durable OpenAI Agents workflow of the recorder.
+
+One ``Agent`` whose model is named by the input (the integration runs every model call as its
+``invoke_model_activity``; the worker's model provider resolves the name to the scripted model)
+and whose ``mcp_servers`` are the integration's stateless MCP servers, each pointing at an MCP
+endpoint passed as ``factory_argument`` (so the history shows which endpoint each activity used).
+Turns arrive as ``user_turn`` signals and run one at a time with ``Runner.run`` on the
+conversation so far; replies are read with the ``replies`` query; ``finish`` ends the run.
+
+The same code runs with every release of :mod:`.envs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from agents import Agent, Runner
+
+    from toolkit.lab.openai_agents.compat import integration_name
+    from toolkit.lab.openai_agents.scenarios import WORKFLOW_TYPE
+
+__all__ = ["AgentSpec", "LabOpenAIAgentWorkflow", "ServerSpec"]
+
+
+@dataclass
+class ServerSpec:
+    """One stateless MCP server: its name (activity prefix) and the MCP endpoint URL."""
+
+    name: str
+    url: str
+
+
+@dataclass
+class AgentSpec:
+    """Workflow input: the MCP servers in order, the tool-list cache, the model name, and the
+    retry bound of the MCP activities (0 keeps the integration's default)."""
+
+    servers: list[ServerSpec] = field(default_factory=list)
+    cache_tools_list: bool = False
+    model: str = "lab-scripted-model"
+    tool_max_attempts: int = 0
+
+
+def _activity_config(max_attempts: int) -> dict[str, Any]:
+    # A plain dict: ActivityConfig is a TypedDict whose name old releases may lack.
+    config: dict[str, Any] = {"start_to_close_timeout": timedelta(seconds=30)}
+    if max_attempts:
+        config["retry_policy"] = RetryPolicy(
+            maximum_attempts=max_attempts, initial_interval=timedelta(milliseconds=500))
+    return config
+
+
+@workflow.defn(name=WORKFLOW_TYPE)
+class LabOpenAIAgentWorkflow:
+    """An OpenAI agent that answers one signalled user turn at a time."""
+
+    def __init__(self) -> None:
+        self._inbox: list[str] = []
+        self._replies: list[str] = []
+        self._finished = False
+
+    @workflow.signal
+    def user_turn(self, text: str) -> None:
+        self._inbox.append(text)
+
+    @workflow.signal
+    def finish(self) -> None:
+        self._finished = True
+
+    @workflow.query
+    def replies(self) -> list[str]:
+        return list(self._replies)
+
+    @workflow.run
+    async def run(self, spec: AgentSpec) -> list[str]:
+        server = integration_name("workflow.stateless_mcp_server")
+        config = _activity_config(spec.tool_max_attempts)
+        agent: Any = Agent(
+            name="lab_agent",
+            instructions="Answer the user; call a tool when the user asks for one.",
+            model=spec.model,
+            mcp_servers=[server(s.name, config=config, cache_tools_list=spec.cache_tools_list,
+                                factory_argument=s.url) for s in spec.servers],
+        )
+        conversation: list[Any] = []
+        while True:
+            await workflow.wait_condition(lambda: bool(self._inbox) or self._finished)
+            if not self._inbox:
+                return list(self._replies)
+            conversation.append({"role": "user", "content": self._inbox.pop(0)})
+            result = await Runner.run(agent, conversation)
+            conversation = result.to_input_list()
+            self._replies.append(str(result.final_output))
