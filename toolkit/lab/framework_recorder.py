@@ -7,6 +7,11 @@ environment, a real MCP server per run, and the ADK recorder's driver (turns as 
 by query, the history exported with the CLI). Outputs have the layout of ``data/adk``:
 ``<out>/<env>/<scenario>.json`` and ``.meta.json``, logs under ``<env>/logs/``.
 
+A framework whose toolsets are built when the worker starts (pydantic-ai: an agent's MCP toolsets
+are fixed when it is wrapped for Temporal) sets :attr:`Framework.mcp_env`: one plain and one
+list-twice MCP server then run for the whole environment, their URLs reach the worker in those
+two environment variables, and each run keeps its slice of their request log.
+
 A turn may end in a reply, in a closed run (e.g. a failed activity failing the workflow) or in a
 ``WorkflowTaskFailed`` event (an error raised in workflow code, retried by the server forever);
 in the last case the history is exported while the run is open and the run is then terminated.
@@ -15,12 +20,13 @@ in the last case the history is exported while the run is open and the run is th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -86,6 +92,10 @@ class Framework:
         Looks an environment up by name (for upgrades).
     version_keys
         Keys of the worker's ready line copied into the metadata.
+    mcp_env
+        Names of the environment variables from which the worker builds its toolsets at start:
+        the plain MCP server's URL and the list-twice one's (None: every run gets its own MCP
+        server, whose URL is in the workflow input).
     """
 
     name: str
@@ -96,6 +106,7 @@ class Framework:
     spec: Callable[[Any, str], dict[str, Any]]
     environment: Callable[[str], Any]
     version_keys: tuple[str, ...]
+    mcp_env: tuple[str, str] | None = None
 
 
 def listings_per_turn(history: dict[str, Any], listing: str) -> list[int]:
@@ -141,20 +152,56 @@ async def _close(address: str, handle: WorkflowHandle[Any, Any],
     return status, history
 
 
+class _McpServers:
+    """The MCP servers of one environment's runs: shared ones (fixed-MCP frameworks) or one per
+    run; :meth:`run` yields the server of a scenario and collects its requests."""
+
+    def __init__(self, shared: dict[bool, McpServer] | None, log_dir: Path,
+                 names: tuple[str, str] | None = None) -> None:
+        self.shared, self.log_dir, self.names = shared, log_dir, names
+        self.requests: list[dict[str, Any]] = []
+
+    @contextlib.contextmanager
+    def run(self, name: str, list_twice: bool) -> Iterator[McpServer]:
+        if self.shared is None:
+            with McpServer(list_twice=list_twice,
+                           request_log=self.log_dir / f"{name}.mcp.jsonl") as server:
+                yield server
+                self.requests = server.requests()
+            return
+        server = self.shared[list_twice]
+        before = len(server.requests())
+        yield server
+        self.requests = server.requests()[before:]
+
+    def worker_env(self) -> dict[str, str] | None:
+        if self.shared is None or self.names is None:
+            return None
+        return {self.names[0]: self.shared[False].url, self.names[1]: self.shared[True].url}
+
+
+@contextlib.contextmanager
+def _mcp_servers(framework: Framework, log_dir: Path, prefix: str = "") -> Iterator[_McpServers]:
+    if framework.mcp_env is None:
+        yield _McpServers(None, log_dir)
+        return
+    with McpServer(request_log=log_dir / f"{prefix}mcp.jsonl") as plain, \
+            McpServer(list_twice=True, request_log=log_dir / f"{prefix}mcp_twice.jsonl") as twice:
+        yield _McpServers({False: plain, True: twice}, log_dir, framework.mcp_env)
+
+
 async def _run_scenario(framework: Framework, client: Client, address: str,
                         worker: WorkerProcess, scenario: Any, out_dir: Path,
-                        log_dir: Path) -> Path:
+                        servers: _McpServers) -> Path:
     env = worker.env
     workflow_id = f"lab-{framework.name}-{env.name}-{scenario.name}-{uuid.uuid4().hex[:8]}"
     began = time.monotonic()
-    with McpServer(list_twice=scenario.list_twice,
-                   request_log=log_dir / f"{scenario.name}.mcp.jsonl") as mcp:
+    with servers.run(scenario.name, scenario.list_twice) as mcp:
         handle = await driver.start_agent(
             client, framework.spec(scenario, mcp.url), workflow_id=workflow_id,
             task_queue=worker.task_queue, workflow_type=framework.workflow_type)
         turns = await _turns(handle, scenario.turns)
         status, history = await _close(address, handle, turns)
-        requests = mcp.requests()
     meta = {
         "scenario": scenario.name, "description": scenario.description, "env": env.name,
         **_versions(framework, worker.info), "workflow_id": workflow_id,
@@ -162,7 +209,7 @@ async def _run_scenario(framework: Framework, client: Client, address: str,
         "turns": turns,
         "timings": {"worker_start_seconds": round(worker.started_seconds, 3),
                     "run_seconds": round(time.monotonic() - began, 3)},
-        "mcp_requests": _request_summary(requests),
+        "mcp_requests": _request_summary(servers.requests),
     }
     return _write(out_dir / env.name / f"{scenario.name}.json", history, meta,
                   framework.listing)
@@ -187,9 +234,11 @@ async def record_env(framework: Framework, env: VersionEnvironment, address: str
         logs = log_dir or Path(tmp)
         task_queue = f"lab-{framework.name}-{env.name}-{uuid.uuid4().hex[:8]}"
         client = await Client.connect(address)
-        with WorkerProcess(env, address, task_queue, logs / "worker.log", venvs_dir=venvs_dir,
-                           module=framework.worker_module) as worker:
-            return [await _run_scenario(framework, client, address, worker, s, out_dir, logs)
+        with _mcp_servers(framework, logs) as servers, \
+                WorkerProcess(env, address, task_queue, logs / "worker.log",
+                              venvs_dir=venvs_dir, module=framework.worker_module,
+                              extra_env=servers.worker_env()) as worker:
+            return [await _run_scenario(framework, client, address, worker, s, out_dir, servers)
                     for s in scenarios]
 
 
@@ -209,18 +258,21 @@ async def record_upgrade(framework: Framework, upgrade: Upgrade, address: str, o
         def log(kind: str) -> Path:  # not with_suffix: the upgrade name holds version dots
             return logs / f"{upgrade.name}.{kind}"
 
-        with McpServer(list_twice=scenario.list_twice, request_log=log("mcp.jsonl")) as mcp:
+        with _mcp_servers(framework, logs, f"{upgrade.name}.") as servers, \
+                servers.run(upgrade.name, scenario.list_twice) as mcp:
             with WorkerProcess(before, address, task_queue, log("before.worker.log"),
-                               venvs_dir=venvs_dir, module=framework.worker_module) as old:
+                               venvs_dir=venvs_dir, module=framework.worker_module,
+                               extra_env=servers.worker_env()) as old:
                 handle = await driver.start_agent(
                     client, framework.spec(scenario, mcp.url), workflow_id=workflow_id,
                     task_queue=task_queue, workflow_type=framework.workflow_type)
                 turns = await _turns(handle, scenario.turns[:1])
             with WorkerProcess(after, address, task_queue, log("after.worker.log"),
-                               venvs_dir=venvs_dir, module=framework.worker_module) as new:
+                               venvs_dir=venvs_dir, module=framework.worker_module,
+                               extra_env=servers.worker_env()) as new:
                 turns += await _turns(handle, scenario.turns[1:], first=1)
                 status, history = await _close(address, handle, turns)
-            requests = mcp.requests()
+        requests = servers.requests
     meta = {
         "scenario": "rolling_upgrade", "description": f"turn 1 on {before.name}, the next on a "
         f"fresh {after.name} worker", "env": before.name, "env_after": after.name,

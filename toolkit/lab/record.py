@@ -12,6 +12,8 @@ part               what it writes
 ``gallery``        the gallery of workflow code changes, replayed both ways: ``data/gallery/``
 ``duplicate_tool`` the hosted-runtime reconstruction of the duplicate-tool incident:
                    ``data/duplicate_tool/``
+``openai_agents``  OpenAI Agents on temporalio's integration across openai-agents releases (each
+                   in its own virtual environment) and its replay matrix: ``data/openai_agents/``
 =================  ============================================================================
 
 Usage: ``python -m toolkit.lab.record --data data [--only adk go_twin ...]``. Minutes are fine:
@@ -55,11 +57,18 @@ def _duplicate_tool(data: Path, address: str) -> object:
     return record_lab(data, address)
 
 
+def _openai_agents(data: Path, address: str) -> object:
+    from toolkit.lab.openai_agents import record_all
+
+    return record_all(data, address)
+
+
 PARTS: dict[str, Callable[[Path, str], object]] = {
     "go_twin": _go_twin,
     "gallery": _gallery,
     "duplicate_tool": _duplicate_tool,
     "adk": _adk,
+    "openai_agents": _openai_agents,
 }
 
 

@@ -47,6 +47,9 @@ class WorkerProcess:
         ready line (``{"ready": true, ...}``) on stdout.
     identity
         Worker identity; by default ``<env name>@<pid>-<ns>``.
+    extra_env
+        Environment variables added for the worker (e.g. where its MCP servers are, for a
+        framework that builds its toolsets when the worker starts).
 
     Attributes
     ----------
@@ -67,6 +70,7 @@ class WorkerProcess:
         startup_timeout: float = 120.0,
         module: str = WORKER_MODULE,
         identity: str | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> None:
         self.env = env
         self.address = address
@@ -76,6 +80,7 @@ class WorkerProcess:
         self.startup_timeout = startup_timeout
         self.module = module
         self.identity = identity
+        self.extra_env = extra_env
         self.info: dict[str, Any] = {}
         self.started_seconds = 0.0
         self._process: subprocess.Popen[str] | None = None
@@ -99,7 +104,7 @@ class WorkerProcess:
         with self.log_path.open("a", encoding="utf-8") as log:
             self._process = subprocess.Popen(
                 args, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
-                env=process_env(), start_new_session=True,
+                env=process_env(self.extra_env), start_new_session=True,
             )
         self.info = self._read_ready_line()
         self.started_seconds = time.monotonic() - began

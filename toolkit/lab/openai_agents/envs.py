@@ -60,11 +60,11 @@ class AgentsEnvironment:
         return self.venv_dir(venvs_dir) / "bin" / "python"
 
 
-def _contrib(openai_agents: str, temporalio: str) -> AgentsEnvironment:
+def _contrib(openai_agents: str, temporalio: str, *extra: str) -> AgentsEnvironment:
     return AgentsEnvironment(
         f"oa-{openai_agents}", openai_agents, temporalio, "temporalio",
         (f"temporalio[openai-agents,pydantic,opentelemetry]=={temporalio}",
-         f"openai-agents=={openai_agents}"),
+         f"openai-agents=={openai_agents}", *extra),
     )
 
 
@@ -77,7 +77,9 @@ def _standalone(openai_agents: str, integration: str) -> AgentsEnvironment:
 
 
 ENVIRONMENTS: tuple[AgentsEnvironment, ...] = (
-    _contrib("0.17.8", "1.30.0"),
+    # openai >= 2.45 made InputTokensDetails.cache_write_tokens required, which openai-agents
+    # 0.17 does not set (every run fails its first workflow task): the openai of its time.
+    _contrib("0.17.8", "1.30.0", "openai==2.36.0"),
     _contrib("0.19.4", "1.34.0"),
     _standalone("0.20.0", "1.0.0"),
     _standalone("0.22.3", "1.1.0"),
