@@ -91,8 +91,10 @@ PRESETS: dict[str, Roles] = {
         "python_adk", r"invoke_model(_streaming)?", r".+-list-tools", r".+-call-tool"
     ),
     "openai_agents": Roles(
-        "openai_agents", r"invoke_model_activity(_streaming)?", r".+-list-tools",
-        r".+-call-tool(-v2)?"
+        "openai_agents",
+        r"invoke_model_activity(_streaming)?",
+        r".+-(stateless|stateful)-list-tools",
+        r".+-(stateless|stateful)-call-tool(-v2)?",
     ),
     "pydantic_ai": Roles(
         "pydantic_ai",
@@ -103,14 +105,23 @@ PRESETS: dict[str, Roles] = {
 }
 
 
+# Where two presets recognise the same names, the narrower wins: every OpenAI Agents MCP activity
+# (``<server>-stateless-list-tools``) also ends like a Python ADK one (``<toolset>-list-tools``).
+_NARROWER_FIRST = ("openai_agents", "pydantic_ai", "go_googleadk", "python_adk")
+
+
 def detect_roles(activity_types: Iterable[str]) -> Roles | None:
-    """The preset whose model pattern matches the most of ``activity_types`` (None if none)."""
+    """The preset whose model pattern matches the most of ``activity_types``; without any model
+    activity (a run that failed before its first model call), the one whose listing and tool-call
+    patterns match the most. Ties go to the narrower preset. None if nothing matches."""
     names = [name for name in activity_types if isinstance(name, str)]
-    best, best_count = None, 0
-    for roles in PRESETS.values():
-        count = sum(roles.role_of(name) == "model" for name in names)
-        if count > best_count:
-            best, best_count = roles, count
+    best, best_score = None, (0, 0)
+    for key in _NARROWER_FIRST:
+        roles = PRESETS[key]
+        found = [roles.role_of(name) for name in names]
+        score = (found.count("model"), found.count("listing") + found.count("tool_call"))
+        if score > best_score:
+            best, best_score = roles, score
     return best
 
 

@@ -78,11 +78,13 @@ across MCP servers are refused inside workflow code): the recorder waits for eit
 
 @dataclass(frozen=True)
 class Upgrade:
-    """Rolling upgrade: turn 1 on a worker of ``before``, turn 2 on a fresh one of ``after``."""
+    """Rolling upgrade: the first ``split`` turns on a worker of ``before``, the others on a
+    fresh worker of ``after``."""
 
     before: str
     after: str
     scenario: Scenario = SCENARIOS[0]
+    split: int = 1
 
     @property
     def name(self) -> str:
@@ -90,6 +92,8 @@ class Upgrade:
 
 
 UPGRADES: tuple[Upgrade, ...] = (
+    # Every release lists alike (2 + 1 without the cache): the oldest to the newest, across the
+    # move from temporalio's contrib module to temporalio-openai-agents, as the control.
     Upgrade("oa-0.17.8", "oa-0.22.3"),
 )
 
