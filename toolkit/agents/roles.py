@@ -19,7 +19,9 @@ Presets
     and prompt activities are "other". Verified on ``data/openai_agents``.
 ``pydantic_ai``
     pydantic-ai's Temporal integration: ``agent__<name>__model_request[_stream]``,
-    ``agent__<name>__...__get_tools``, ``agent__<name>__...__call_tool``.
+    ``agent__<name>__mcp_server__<toolset id>__get_tools`` / ``__call_tool`` (function toolsets:
+    ``__toolset__<id>__call_tool``; ``__get_instructions`` and ``__event_stream_handler`` are
+    "other"). Verified on ``data/pydantic_ai`` (pydantic-ai 2.2.0 ... 2.68.0).
 """
 
 from __future__ import annotations

@@ -68,6 +68,9 @@ class Upgrade(Protocol):
     def name(self) -> str: ...
     @property
     def scenario(self) -> Any: ...
+    @property
+    def split(self) -> int:
+        """Turns sent to the ``before`` worker (the rest go to the ``after`` worker)."""
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,8 @@ async def record_env(framework: Framework, env: VersionEnvironment, address: str
 async def record_upgrade(framework: Framework, upgrade: Upgrade, address: str, out_dir: Path,
                          *, venvs_dir: Path | None = None,
                          log_dir: Path | None = None) -> Path:
-    """Turn 1 on a worker of ``upgrade.before``, the other turns on a fresh ``upgrade.after``."""
+    """The first ``upgrade.split`` turns on a worker of ``upgrade.before``, the others on a fresh
+    worker of ``upgrade.after``."""
     before, after = framework.environment(upgrade.before), framework.environment(upgrade.after)
     scenario = upgrade.scenario
     workflow_id = f"lab-{framework.name}-{before.name}-{upgrade.name}-{uuid.uuid4().hex[:8]}"
@@ -266,16 +270,17 @@ async def record_upgrade(framework: Framework, upgrade: Upgrade, address: str, o
                 handle = await driver.start_agent(
                     client, framework.spec(scenario, mcp.url), workflow_id=workflow_id,
                     task_queue=task_queue, workflow_type=framework.workflow_type)
-                turns = await _turns(handle, scenario.turns[:1])
+                turns = await _turns(handle, scenario.turns[:upgrade.split])
             with WorkerProcess(after, address, task_queue, log("after.worker.log"),
                                venvs_dir=venvs_dir, module=framework.worker_module,
                                extra_env=servers.worker_env()) as new:
-                turns += await _turns(handle, scenario.turns[1:], first=1)
+                turns += await _turns(handle, scenario.turns[upgrade.split:],
+                                      first=upgrade.split)
                 status, history = await _close(address, handle, turns)
         requests = servers.requests
     meta = {
-        "scenario": "rolling_upgrade", "description": f"turn 1 on {before.name}, the next on a "
-        f"fresh {after.name} worker", "env": before.name, "env_after": after.name,
+        "scenario": "rolling_upgrade", "description": f"{upgrade.split} turn(s) on {before.name}, "
+        f"the next on a fresh {after.name} worker", "env": before.name, "env_after": after.name,
         **_versions(framework, old.info), "versions_after": _versions(framework, new.info),
         "workflow_id": workflow_id, "run_id": handle.result_run_id, "task_queue": task_queue,
         "status": status, "turns": turns,

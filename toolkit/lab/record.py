@@ -14,6 +14,8 @@ part               what it writes
                    ``data/duplicate_tool/``
 ``openai_agents``  OpenAI Agents on temporalio's integration across openai-agents releases (each
                    in its own virtual environment) and its replay matrix: ``data/openai_agents/``
+``pydantic_ai``    pydantic-ai's Temporal integration across pydantic-ai releases, and its replay
+                   matrix: ``data/pydantic_ai/``
 =================  ============================================================================
 
 Usage: ``python -m toolkit.lab.record --data data [--only adk go_twin ...]``. Minutes are fine:
@@ -63,12 +65,19 @@ def _openai_agents(data: Path, address: str) -> object:
     return record_all(data, address)
 
 
+def _pydantic_ai(data: Path, address: str) -> object:
+    from toolkit.lab.pydantic_ai import record_all
+
+    return record_all(data, address)
+
+
 PARTS: dict[str, Callable[[Path, str], object]] = {
     "go_twin": _go_twin,
     "gallery": _gallery,
     "duplicate_tool": _duplicate_tool,
     "adk": _adk,
     "openai_agents": _openai_agents,
+    "pydantic_ai": _pydantic_ai,
 }
 
 
