@@ -23,10 +23,12 @@ from toolkit.lab.adk_python.matrix import MATRIX_NAME, history_files, read_matri
 from toolkit.lab.adk_python.scenarios import TOKEN_QUERY
 from toolkit.lab.openai_agents.envs import ENVIRONMENTS, environment
 from toolkit.lab.openai_agents.scenarios import SCENARIOS, UPGRADES
+from toolkit.replay.divergence import first_divergence
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "openai_agents"
 LIST, MODEL = "weather-stateless-list-tools", "invoke_model_activity"
 CALL = "weather-stateless-call-tool-v2"
+V2_LIST, V2_CALL = "temporalio.mcp.weather.list-tools", "temporalio.mcp.weather.call-tool"
 DUPLICATE = (
     "Duplicate tool names found across MCP servers: add, get_weather, lookup_order. Pass "
     "`include_server_in_tool_names=True` to `MCPUtil.get_all_function_tools()` or set "
@@ -49,7 +51,11 @@ def _attributes(history: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_every_scenario_is_recorded_with_the_pinned_versions(env: Any) -> None:
+    recorded = {p.name for p in (DATA / env.name).glob("*.meta.json")}
     for scenario in SCENARIOS:
+        if scenario.mcp_v2 and not env.mcp_v2:  # the contrib integration has no MCP v2 servers
+            assert f"{scenario.name}.meta.json" not in recorded
+            continue
         history, meta = _load(env.name, scenario.name)
         assert (meta["scenario"], meta["env"]) == (scenario.name, env.name)
         assert (meta["openai_agents"], meta["temporalio"]) == (env.openai_agents, env.temporalio)
@@ -71,18 +77,31 @@ def test_every_release_lists_once_per_model_step_unless_cached(env: Any) -> None
     assert cached["listings_per_turn"] == [1, 0]
 
 
+@pytest.mark.parametrize("env", [e for e in ENVIRONMENTS if e.mcp_v2], ids=lambda e: e.name)
+def test_mcp_v2_servers_list_once_per_workflow_by_default(env: Any) -> None:
+    _, meta = _load(env.name, "mcp_v2")
+    assert meta["status"] == "COMPLETED" and meta["temporalio_mcp"] == "0.2.0"
+    assert meta["activities"] == [V2_LIST, MODEL, V2_CALL, MODEL, MODEL]
+    assert meta["listings_per_turn"] == [1, 0]
+
+
+def _cases(env: Any) -> list[tuple[str, list[int], list[str], str]]:
+    cases = [("two_turns", [1, 1, 1], ["L M C", "L M", "L M"], CALL),
+             ("two_turns_cached", [1, 0, 0], ["L M C", "M", "M"], CALL)]
+    if env.mcp_v2:
+        cases.append(("mcp_v2", [1, 0, 0], ["L M C", "M", "M"], V2_CALL))
+    return cases
+
+
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_the_preset_reads_turns_steps_listings_and_calls(env: Any) -> None:
-    for name, listed, sequences in (
-        ("two_turns", [1, 1, 1], ["L M C", "L M", "L M"]),
-        ("two_turns_cached", [1, 0, 0], ["L M C", "M", "M"]),
-    ):
+    for name, listed, sequences, call in _cases(env):
         path = DATA / env.name / f"{name}.json"
         steps = agent_steps(read_history(path))
         assert steps[["turn", "step"]].values.tolist() == [[1, 1], [1, 2], [2, 1]]
         assert steps["listings_before"].tolist() == listed
         assert steps["tool_calls"].tolist() == [1, 0, 0]
-        assert steps["tool_call_activities"].iloc[0] == [CALL]
+        assert steps["tool_call_activities"].iloc[0] == [call]
         assert steps["sequence"].tolist() == sequences and steps["other"].sum() == 0
         turns = listings_per_turn(path)
         assert turns["listings"].tolist() == _load(env.name, name)[1]["listings_per_turn"]
@@ -151,10 +170,25 @@ def test_matrix_breaks_only_when_the_contrib_integration_replays_newer_histories
         (h, e.name) for h in histories for e in ENVIRONMENTS)
     for row in rows:
         contrib = environment(row["replayer_env"]).integration == "temporalio"
-        if contrib and _written_by_standalone(row):
+        if contrib and row["history"].endswith("/mcp_v2.json"):
+            # The workflow code of the contrib integration has no MCP v2 server to build.
+            assert (row["outcome"], row["error_type"]) == ("error", "RuntimeError"), row
+            assert "temporal_mcp_server" in row["message"]
+        elif contrib and _written_by_standalone(row):
             # Not a nondeterminism error: the listing result the new stack recorded (mcp 2)
             # decodes to dicts in the old one (mcp 1), and openai-agents reads tool.name.
             assert (row["outcome"], row["error_type"]) == ("error", "RuntimeError"), row
             assert "'dict' object has no attribute 'name'" in row["message"]
         else:
             assert row["outcome"] == "ok", row
+
+
+def test_moving_to_mcp_v2_servers_breaks_running_workflows() -> None:
+    # Same listings (the cache on), other activity names: sdk-core's model of the new code's
+    # commands against the old history.
+    env = next(e for e in ENVIRONMENTS if e.mcp_v2)
+    found = first_divergence(DATA / env.name / "two_turns_cached.json",
+                             DATA / env.name / "mcp_v2.json")
+    assert found is not None and found.core_message == (
+        "[TMPRL1100] Nondeterminism error: Activity type of scheduled event "
+        f"'{LIST}' does not match activity type of activity command '{V2_LIST}'")

@@ -15,8 +15,9 @@ Presets
     temporalio's OpenAI Agents plugin (``temporalio.contrib.openai_agents``, and the package
     ``temporalio-openai-agents``): ``invoke_model_activity[_streaming]``; MCP servers
     ``<server>-stateless-list-tools`` / ``<server>-stateless-call-tool-v2`` (stateful: the same
-    with ``-stateful``; ``-call-tool`` is the older spelling the worker still registers); session
-    and prompt activities are "other". Verified on ``data/openai_agents``.
+    with ``-stateful``; ``-call-tool`` is the older spelling the worker still registers), and the
+    MCP v2 servers of ``temporalio-mcp`` ``temporalio.mcp.<server>.list-tools`` / ``.call-tool``;
+    session and prompt activities are "other". Verified on ``data/openai_agents``.
 ``pydantic_ai``
     pydantic-ai's Temporal integration: ``agent__<name>__model_request[_stream]``,
     ``agent__<name>__mcp_server__<toolset id>__get_tools`` / ``__call_tool`` (function toolsets:
@@ -95,8 +96,8 @@ PRESETS: dict[str, Roles] = {
     "openai_agents": Roles(
         "openai_agents",
         r"invoke_model_activity(_streaming)?",
-        r".+-(stateless|stateful)-list-tools",
-        r".+-(stateless|stateful)-call-tool(-v2)?",
+        r".+-(stateless|stateful)-list-tools|temporalio\.mcp\..+\.list-tools",
+        r".+-(stateless|stateful)-call-tool(-v2)?|temporalio\.mcp\..+\.call-tool",
     ),
     "pydantic_ai": Roles(
         "pydantic_ai",

@@ -95,6 +95,8 @@ class Framework:
         Looks an environment up by name (for upgrades).
     version_keys
         Keys of the worker's ready line copied into the metadata.
+    applies
+        Whether a scenario is recorded in an environment (all of them when None).
     mcp_env
         Names of the environment variables from which the worker builds its toolsets at start:
         the plain MCP server's URL and the list-twice one's (None: every run gets its own MCP
@@ -109,6 +111,7 @@ class Framework:
     spec: Callable[[Any, str], dict[str, Any]]
     environment: Callable[[str], Any]
     version_keys: tuple[str, ...]
+    applies: Callable[[Any, Any], bool] | None = None
     mcp_env: tuple[str, str] | None = None
 
 
@@ -306,7 +309,8 @@ def record_all(framework: Framework, data_dir: Path, address: str,
     names = {env.name for env in environments}
     paths: list[Path] = []
     for env in environments:
-        paths += asyncio.run(record_env(framework, env, address, out_dir, scenarios,
+        chosen = [s for s in scenarios if framework.applies is None or framework.applies(env, s)]
+        paths += asyncio.run(record_env(framework, env, address, out_dir, chosen,
                                         venvs_dir=venvs_dir, log_dir=out_dir / env.name / "logs"))
     for upgrade in upgrades:
         if {upgrade.before, upgrade.after} <= names:

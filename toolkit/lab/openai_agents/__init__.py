@@ -20,7 +20,8 @@ def spec(scenario: Any, url: str) -> dict[str, Any]:
     from toolkit.lab.model import SCRIPTED_MODEL_NAME
 
     return {"servers": scenario.server_specs(url), "cache_tools_list": scenario.cache_tools_list,
-            "model": SCRIPTED_MODEL_NAME, "tool_max_attempts": scenario.tool_max_attempts}
+            "mcp_v2": scenario.mcp_v2, "model": SCRIPTED_MODEL_NAME,
+            "tool_max_attempts": scenario.tool_max_attempts}
 
 
 def _framework() -> Any:
@@ -32,9 +33,11 @@ def _framework() -> Any:
         name="openai_agents", workflow_type=WORKFLOW_TYPE,
         worker_module="toolkit.lab.openai_agents.worker",
         replay_module="toolkit.lab.openai_agents.replay",
-        listing=r".+-list-tools", spec=spec, environment=environment,
+        listing=r".+-list-tools|temporalio\.mcp\..+\.list-tools", spec=spec,
+        environment=environment,
         version_keys=("openai_agents", "temporalio", "integration_module", "integration",
-                      "openai", "mcp", "python"),
+                      "openai", "mcp", "temporalio_mcp", "python"),
+        applies=lambda env, scenario: env.mcp_v2 or not scenario.mcp_v2,
     )
 
 

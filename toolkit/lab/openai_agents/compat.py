@@ -14,7 +14,7 @@ from importlib import metadata
 from types import ModuleType
 from typing import Any
 
-__all__ = ["PASSTHROUGH_MODULES", "integration", "integration_name", "versions"]
+__all__ = ["PASSTHROUGH_MODULES", "has_mcp_v2", "integration", "integration_name", "versions"]
 
 _CANDIDATES = ("temporalio.openai_agents", "temporalio.contrib.openai_agents")
 
@@ -46,6 +46,18 @@ def integration_name(name: str) -> Any:
     return value
 
 
+def has_mcp_v2() -> bool:
+    """Whether the integration has MCP v2 servers (``workflow.temporal_mcp_server``, activities
+    ``temporalio.mcp.<server>.<operation>`` from ``temporalio-mcp``)."""
+    if not hasattr(integration_name("workflow"), "temporal_mcp_server"):
+        return False
+    try:
+        importlib.import_module("temporalio.mcp")
+    except ImportError:
+        return False
+    return True
+
+
 def _version(distribution: str) -> str | None:
     try:
         return metadata.version(distribution)
@@ -63,6 +75,7 @@ def versions() -> dict[str, str | None]:
         "integration_module": module,
         "integration": f"{dist} {_version(dist)}",
         "openai": _version("openai"),
+        "temporalio_mcp": _version("temporalio-mcp"),
         "mcp": _version("mcp"),
         "python": ".".join(str(p) for p in sys.version_info[:3]),
     }

@@ -41,6 +41,8 @@ class AgentsEnvironment:
         Pinned versions.
     integration : str
         ``temporalio`` (the ``contrib`` module) or ``temporalio-openai-agents <version>``.
+    mcp_v2 : bool
+        The integration has MCP v2 servers (``temporal_mcp_server``; ``temporalio-mcp``).
     requirements : tuple of str
         What ``pip install`` gets (exact pins).
     """
@@ -50,6 +52,7 @@ class AgentsEnvironment:
     temporalio: str
     integration: str
     requirements: tuple[str, ...]
+    mcp_v2: bool = False
     main: bool = False
 
     def venv_dir(self, venvs_dir: Path = VENVS_DIR) -> Path:
@@ -72,7 +75,9 @@ def _standalone(openai_agents: str, integration: str) -> AgentsEnvironment:
     return AgentsEnvironment(
         f"oa-{openai_agents}", openai_agents, "1.35.0", f"temporalio-openai-agents {integration}",
         ("temporalio[pydantic,opentelemetry]==1.35.0",
-         f"temporalio-openai-agents=={integration}", f"openai-agents=={openai_agents}"),
+         f"temporalio-openai-agents[mcp]=={integration}", f"openai-agents=={openai_agents}",
+         "temporalio-mcp==0.2.0"),
+        mcp_v2=True,
     )
 
 

@@ -42,6 +42,9 @@ class Scenario:
         The MCP server lists every tool twice.
     tool_max_attempts
         Retry bound of the MCP activities (0: the integration's default, unbounded).
+    mcp_v2
+        MCP v2 servers (``temporal_mcp_server``: activities ``temporalio.mcp.<server>.*``),
+        recorded only where the integration has them (``temporalio-openai-agents``).
     """
 
     name: str
@@ -51,6 +54,7 @@ class Scenario:
     cache_tools_list: bool = False
     list_twice: bool = False
     tool_max_attempts: int = 0
+    mcp_v2: bool = False
 
     def server_specs(self, url: str) -> list[dict[str, str]]:
         """Workflow-input servers for an MCP server at ``url``."""
@@ -68,6 +72,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              servers=(("weather", ""), ("weather", ""))),
     Scenario("list_twice", "one MCP server listing every tool twice (MCP activities bounded to "
              "3 attempts)", turns=(TOOL_TURN,), list_twice=True, tool_max_attempts=3),
+    Scenario("mcp_v2", "two_turns with the MCP v2 server that replaces the stateless one "
+             "(temporal_mcp_server, its default cache_tools_list=True)", cache_tools_list=True,
+             mcp_v2=True),
 )
 """Scenarios recorded in every environment."""
 

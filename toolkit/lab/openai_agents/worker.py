@@ -4,9 +4,10 @@
 
 Runs inside one environment of :mod:`.envs`: builds the integration's ``OpenAIAgentsPlugin`` with
 the scripted model provider and one ``StatelessMCPServerProvider`` per server name the scenarios
-use (the factory connects to the URL the workflow passes as ``factory_argument``), and polls the
-task queue. When it polls it prints one JSON line with ``"ready": true`` and its versions;
-SIGTERM or SIGINT shut it down gracefully.
+use (the factory connects to the URL the workflow passes as ``factory_argument``) and, where the
+integration has MCP v2 servers (``temporalio-openai-agents`` with ``temporalio-mcp``), the same
+factories as ``mcp_servers``; then polls the task queue. When it polls it prints one JSON line
+with ``"ready": true`` and its versions; SIGTERM or SIGINT shut it down gracefully.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from toolkit.lab.openai_agents.compat import PASSTHROUGH_MODULES, integration_name, versions
+from toolkit.lab.openai_agents.compat import (
+    PASSTHROUGH_MODULES,
+    has_mcp_v2,
+    integration_name,
+    versions,
+)
 from toolkit.lab.openai_agents.model import scripted_provider
 from toolkit.lab.openai_agents.scenarios import SERVER_NAMES
 
@@ -47,8 +53,13 @@ def build_plugin() -> Any:
     with warnings.catch_warnings():  # deprecated in favour of MCP v2 servers from 1.0.0 on
         warnings.simplefilter("ignore", DeprecationWarning)
         servers = [provider(name, _server_factory) for name in SERVER_NAMES]
-    return integration_name("OpenAIAgentsPlugin")(
-        model_provider=scripted_provider(), mcp_server_providers=servers)
+    v2: dict[str, Any] = {}
+    if has_mcp_v2():
+        v2["mcp_servers"] = {name: _server_factory for name in SERVER_NAMES}
+    with warnings.catch_warnings():  # mcp_server_providers is deprecated alongside mcp_servers
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return integration_name("OpenAIAgentsPlugin")(
+            model_provider=scripted_provider(), mcp_server_providers=servers, **v2)
 
 
 def sandbox_runner() -> Any:

@@ -38,11 +38,13 @@ class ServerSpec:
 
 @dataclass
 class AgentSpec:
-    """Workflow input: the MCP servers in order, the tool-list cache, the model name, and the
-    retry bound of the MCP activities (0 keeps the integration's default)."""
+    """Workflow input: the MCP servers in order, the tool-list cache, whether they are MCP v2
+    servers (``temporal_mcp_server``) rather than stateless ones, the model name, and the retry
+    bound of the MCP activities (0 keeps the integration's default)."""
 
     servers: list[ServerSpec] = field(default_factory=list)
     cache_tools_list: bool = False
+    mcp_v2: bool = False
     model: str = "lab-scripted-model"
     tool_max_attempts: int = 0
 
@@ -79,14 +81,20 @@ class LabOpenAIAgentWorkflow:
 
     @workflow.run
     async def run(self, spec: AgentSpec) -> list[str]:
-        server = integration_name("workflow.stateless_mcp_server")
         config = _activity_config(spec.tool_max_attempts)
+        if spec.mcp_v2:
+            v2 = integration_name("workflow.temporal_mcp_server")
+            servers = [v2(s.name, activity_config=config, cache_tools_list=spec.cache_tools_list,
+                          factory_argument=s.url) for s in spec.servers]
+        else:
+            stateless = integration_name("workflow.stateless_mcp_server")
+            servers = [stateless(s.name, config=config, cache_tools_list=spec.cache_tools_list,
+                                 factory_argument=s.url) for s in spec.servers]
         agent: Any = Agent(
             name="lab_agent",
             instructions="Answer the user; call a tool when the user asks for one.",
             model=spec.model,
-            mcp_servers=[server(s.name, config=config, cache_tools_list=spec.cache_tools_list,
-                                factory_argument=s.url) for s in spec.servers],
+            mcp_servers=servers,
         )
         conversation: list[Any] = []
         while True:
