@@ -14,13 +14,13 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from toolkit.lab.adk_python.compat import versions
 
-__all__ = ["classify", "replay_files"]
+__all__ = ["classify", "main_for", "replay_files", "replay_with"]
 
 
 def classify(failure: BaseException | None) -> dict[str, str]:
@@ -33,15 +33,11 @@ def classify(failure: BaseException | None) -> dict[str, str]:
     return {"outcome": kind, "error_type": type(failure).__name__, "message": str(failure)}
 
 
-async def _replay(paths: Sequence[Path]) -> list[dict[str, Any]]:
+async def replay_with(replayer: Any, paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """Replay each history file with ``replayer`` (a temporalio ``Replayer``), in order; one
+    ``{"history", "outcome", "error_type", "message"}`` per file (see :func:`classify`)."""
     from temporalio.client import WorkflowHistory
-    from temporalio.worker import Replayer
 
-    from toolkit.lab.adk_python.worker import build_plugin, sandbox_runner
-    from toolkit.lab.adk_python.workflow import LabAdkAgentWorkflow
-
-    replayer = Replayer(workflows=[LabAdkAgentWorkflow], plugins=[build_plugin()],
-                        workflow_runner=sandbox_runner())
     rows = []
     for path in paths:
         try:
@@ -54,22 +50,42 @@ async def _replay(paths: Sequence[Path]) -> list[dict[str, Any]]:
     return rows
 
 
+async def _replay(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    from temporalio.worker import Replayer
+
+    from toolkit.lab.adk_python.worker import build_plugin, sandbox_runner
+    from toolkit.lab.adk_python.workflow import LabAdkAgentWorkflow
+
+    replayer = Replayer(workflows=[LabAdkAgentWorkflow], plugins=[build_plugin()],
+                        workflow_runner=sandbox_runner())
+    return await replay_with(replayer, paths)
+
+
 def replay_files(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """Replay each history file with this interpreter's workflow code."""
     return asyncio.run(_replay(paths))
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main_for(
+    replay: Callable[[Sequence[Path]], list[dict[str, Any]]],
+    env_versions: Callable[[], dict[str, Any]], argv: Sequence[str] | None = None,
+) -> None:
+    """The replay entry point of a framework: ``--out RESULTS.jsonl HISTORY ...``, one JSON line
+    per history with the replaying environment's versions."""
     parser = argparse.ArgumentParser(description="Replay histories with this environment.")
     parser.add_argument("--out", type=Path, required=True, help="JSON-lines results file")
     parser.add_argument("histories", nargs="+", type=Path)
     args = parser.parse_args(argv)
-    env_versions = versions()
-    rows = replay_files(args.histories)
+    replaying = env_versions()
+    rows = replay(args.histories)
     with args.out.open("w", encoding="utf-8") as out:
         for row in rows:
-            out.write(json.dumps({**row, "replayer": env_versions}) + "\n")
+            out.write(json.dumps({**row, "replayer": replaying}) + "\n")
     sys.exit(0)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    main_for(replay_files, versions, argv)
 
 
 if __name__ == "__main__":
