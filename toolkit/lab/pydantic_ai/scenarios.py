@@ -58,9 +58,10 @@ SCENARIOS: tuple[Scenario, ...] = (
 )
 """Scenarios recorded in every environment.
 
-The same ``MCPToolset`` twice in one agent cannot be recorded: both copies register the same
-activities, and the worker refuses to start (pydantic-ai 2.68 with temporalio 1.35: ``ValueError:
-More than one activity named agent__<agent>__mcp_server__weather__get_instructions``)."""
+The same ``MCPToolset`` twice in one agent cannot be recorded: in every release here the
+``TemporalAgent`` defines its ``get_tools`` / ``get_instructions`` / ``call_tool`` activities twice
+and the worker refuses to start (2.68.0 with temporalio 1.35: ``ValueError: More than one activity
+named agent__<agent>__mcp_server__weather__get_instructions``)."""
 
 
 LATER_TURN = "And what about tomorrow?"
