@@ -51,7 +51,7 @@ def _names(agent: str) -> tuple[str, str, str]:
 
 
 def _caches_per_process(env: Any) -> bool:
-    """pydantic-ai before 2.40 keeps the cached tool list on the agent's Temporal toolset object,
+    """pydantic-ai 2.2.0 keeps the cached tool list on the agent's Temporal toolset object,
     shared by every workflow of the worker process (later runs schedule no listing)."""
     return tuple(int(p) for p in env.pydantic_ai.split(".")[:2]) < (2, 40)
 
@@ -159,11 +159,11 @@ def _agent(history: Path) -> str:
 def _expected_outcome(row: dict[str, str], envs: dict[str, Any], cached: set[str]) -> str:
     """What replaying ``row["history"]`` with ``row["replayer_env"]`` gives.
 
-    Before 2.40 the cached tool list lives on the agent's Temporal toolset object, which every
+    In 2.2.0 the cached tool list lives on the agent's Temporal toolset object, which every
     workflow of the process shares: once any run of an agent (``cache_tools`` on) has listed, no
     later run in that process schedules the listing, so a replay process fails every later
     history of that agent (``cached`` holds the agents listed so far, in replay order). From
-    2.40 each run lists once; histories whose second turn reused the cache then fail.
+    2.40.0 on each run lists once; histories whose second turn reused the cache then fail.
     """
     history = DATA / row["history"]
     _, meta = _load(*row["history"].removesuffix(".json").split("/"))

@@ -69,10 +69,11 @@ LATER_TURN = "And what about tomorrow?"
 UPGRADE_SCENARIO = Scenario(
     "two_turns", "the two_turns agent with a third, plain turn",
     turns=(TOOL_TURN, PLAIN_TURN, LATER_TURN))
-"""The upgrades' conversation. pydantic-ai before 2.40 keeps the cached tool list (``cache_tools``,
-the default) on the agent's Temporal toolset object, which every workflow of the worker process
-shares: the first run lists, later runs and turns do not. From 2.40 every run lists once. A new
-worker can replay the first turn of an old history but not the second."""
+"""The upgrades' conversation. pydantic-ai 2.2.0 keeps the cached tool list (``cache_tools``, the
+default) on the agent's Temporal toolset object, which every workflow of the worker process
+shares: the first run lists, later runs and turns do not (by the source, that cache is gone from
+2.3.0 on). 2.40.0 and 2.68.0 list once per run. A new worker can replay the first turn of an old
+history but not the second."""
 
 
 @dataclass(frozen=True)
