@@ -6,6 +6,7 @@ the shape the named upstream source prints (its source is given next to the expe
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -178,3 +179,23 @@ def test_fixtures_read_whole() -> None:
         logs = tk.read_logs(path)
         assert logs["lines"].sum() == len(path.read_text(encoding="utf-8").splitlines()), path
         assert logs["parse_error"].isna().all(), path
+
+
+OPENAI_LOGS = sorted(
+    (Path(__file__).parent.parent / "data" / "openai_agents").glob("*/logs/worker.log"))
+
+
+@pytest.mark.parametrize("path", OPENAI_LOGS, ids=lambda p: p.parent.parent.name)
+def test_openai_agents_worker_log_one_finding_per_failed_activation(path: Path) -> None:
+    # The real worker log of the lab's OpenAI Agents recordings: sdk-core's WARN line and the
+    # Python worker's traceback quote the same failure, and bare traceback lines join several
+    # runs' failures into one record. Independent count: the worker's "Failed activation" lines.
+    text = path.read_text(encoding="utf-8")
+    failed = r"Failed activation on workflow \S+ with ID \S+ and run ID (\S+)"
+    expected = pd.Series(re.findall(failed, text)).value_counts().sort_index()
+    found = tk.duplicate_tools(tk.read_logs(path))
+    assert set(found["framework"]) == {"openai_agents"}
+    assert set(found["retried_by"]) == {"workflow_task"}
+    per_run = found["correlation_id"].str.removeprefix("run_id=").value_counts().sort_index()
+    assert len(expected) == 2
+    assert per_run.to_dict() == expected.to_dict()

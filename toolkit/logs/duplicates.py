@@ -10,6 +10,7 @@ same source, else the same quoted tool.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,10 @@ _ACTIVITY_CONTEXT = ("Completing activity as failed", "Activity error.")
 _CORRELATION_KEYS = ("command_id", "message_id", "delivery_id", "task_id", "activity_id",
                      "run_id", "RunID", "workflow_id", "WorkflowID")
 
+# ``run ID x``, ``run_id=x``, ``RunID: x``; sdk-core colours its key=value pairs with ANSI codes.
+_RUN_MENTION = re.compile(
+    r"\brun(?:[ _]?id)(?:\x1b\[[0-9;]*m|[\s=:\"'])*([0-9A-Za-z][0-9A-Za-z-]{7,})", re.I)
+
 
 def _correlation(fields: Mapping[str, Any]) -> str | None:
     for key in _CORRELATION_KEYS:
@@ -48,9 +53,30 @@ def _tool_names(raw: str) -> str:
     return ", ".join(n for n in names if n)
 
 
+def _correlation_of(fields: Mapping[str, Any], run: str | None) -> str | None:
+    """The record's correlation id, unless the quote sits under another run's failure."""
+    own = fields.get("run_id") or fields.get("RunID")
+    if run and run != own:
+        return f"run_id={run}"
+    return _correlation(fields) or (run and f"run_id={run}")
+
+
+def _run_mentioned_before(text: str, end: int, fields: Mapping[str, Any]) -> str | None:
+    """The last run id the text names before ``end`` (core's ``run_id=``, Python's ``run ID``),
+    else the record's own ``run_id`` field."""
+    found = fields.get("run_id") or fields.get("RunID")
+    for m in _RUN_MENTION.finditer(text, 0, end):
+        found = m.group(1)
+    return found
+
+
 def _extract(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     taken: list[tuple[int, int]] = []
+    # One failure is often quoted several times in one record (sdk-core's WARN line, then the
+    # worker's traceback with the exception line); a record can also hold the failures of
+    # several runs when bare traceback lines were joined to it. One finding per run and tool.
+    seen: set[tuple[Any, ...]] = set()
     in_workflow_task = any(marker in text for marker in _WORKFLOW_TASK_CONTEXT)
     in_activity = any(marker in text for marker in _ACTIVITY_CONTEXT)
     for shape in DUPLICATE_SHAPES:
@@ -61,6 +87,11 @@ def _extract(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
                 continue  # already read by a more specific shape
             taken.append(m.span())
             groups = m.groupdict()
+            run = _run_mentioned_before(text, m.start(), fields)
+            key = (shape.kind, groups.get("tool"), groups.get("toolset"), run)
+            if key in seen:
+                continue
+            seen.add(key)
             behaviour, retried_by = shape.behaviour, None
             if in_workflow_task:  # raised in workflow code: the server retries the task
                 behaviour, retried_by = "retried", "workflow_task"
@@ -72,7 +103,8 @@ def _extract(text: str, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "retried_by": retried_by,
                 "tool": _tool_names(tool.replace('\\"', '"')) if tool else None,
                 "toolset": groups.get("toolset"), "existing": groups.get("existing"),
-                "correlation_id": _correlation(fields), "text": m.group(0),
+                "correlation_id": _correlation_of(fields, run),
+                "text": m.group(0),
                 "in_activity": in_activity,
             })
     return out
