@@ -40,6 +40,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "HistoryBatch": "toolkit.histories.batch",
     "read_histories": "toolkit.histories.batch",
+    "iter_histories": "toolkit.histories.batch",
     "read_history": "toolkit.histories.read",
     "fetch_history": "toolkit.histories.fetch",
     "fetch_histories": "toolkit.histories.fetch",
@@ -119,7 +120,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit.agents.turns import activity_spans, agent_steps, listings_per_turn
     from toolkit.datasets.query import sql
     from toolkit.datasets.writer import DatasetWrite, write_dataset
-    from toolkit.histories.batch import HistoryBatch, read_histories
+    from toolkit.histories.batch import HistoryBatch, iter_histories, read_histories
     from toolkit.histories.fetch import fetch_histories, fetch_history
     from toolkit.histories.read import read_history
     from toolkit.histories.tables import (

@@ -57,7 +57,7 @@ extra                   object (Mapping)       every other event field (taskId, 
 ======================  =====================  ================================================
 """
 
-from toolkit.histories.batch import HistoryBatch, read_histories
+from toolkit.histories.batch import HistoryBatch, iter_histories, read_histories
 from toolkit.histories.events import COLUMNS
 from toolkit.histories.fetch import fetch_histories, fetch_history
 from toolkit.histories.read import read_history
@@ -68,6 +68,7 @@ __all__ = [
     "HistoryBatch",
     "fetch_histories",
     "fetch_history",
+    "iter_histories",
     "read_histories",
     "read_history",
     "to_history",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -12,10 +12,21 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from toolkit.errors import HistoryFormatError, ToolkitError
-from toolkit.histories.events import empty_events_frame
-from toolkit.histories.read import read_history
+from toolkit.gc_pause import paused_gc
+from toolkit.histories.events import HistoryParts, frame_from_parts
+from toolkit.histories.pool import decode_chunks
+from toolkit.histories.read import read_history_parts
 
-__all__ = ["HistoryBatch", "find_history_files", "read_histories"]
+__all__ = [
+    "HistoryBatch",
+    "decode_files",
+    "error_frame",
+    "find_history_files",
+    "iter_histories",
+    "read_histories",
+]
+
+_DEFAULT_CHUNK = 500
 
 #: File name endings taken when a directory is given (Cloud export files have no suffix and
 #: are taken from ``export/`` trees whatever their name).
@@ -60,9 +71,15 @@ def read_histories(
     errors: str = "collect",
     dedupe: bool = True,
     progress: bool | None = None,
+    chunksize: int | None = None,
+    workers: int | None = None,
     **read_options: Any,
-) -> HistoryBatch:
-    """Read many history files into one events frame.
+) -> HistoryBatch | Iterator[HistoryBatch]:
+    """Read many history files into one events frame (or one frame per chunk of files).
+
+    The files of a chunk are decoded into columns and made one frame together, which is the
+    frame reading each file with :func:`toolkit.read_history` and concatenating would give,
+    column for column and dtype for dtype.
 
     Parameters
     ----------
@@ -75,60 +92,142 @@ def read_histories(
         others are read; ``"raise"``: the first failure raises.
     dedupe
         Drop repeated copies of a run (Cloud exports deliver at least once): histories with the
-        same ``run_id``, number of events and last event id are kept once.
+        same ``run_id``, number of events and last event id are kept once (across chunks too).
     progress
         Show a progress bar; by default only for more than 20 files.
+    chunksize
+        Return an iterator of :class:`HistoryBatch`, one per ``chunksize`` files, for folders
+        larger than memory (memory is bounded by the chunk, not the folder); same as
+        :func:`iter_histories`.
+    workers
+        Processes decoding files in parallel (``None``: one per core). With several, each
+        process decodes whole chunks (``chunksize``, else 500 files) and hands back frames
+        whose ``attributes``/``extra``/payload cells are still undecoded.
     **read_options
         Passed to :func:`toolkit.read_history` (``codec``, ``decode_payloads``, ...).
 
     Returns
     -------
-    HistoryBatch
+    HistoryBatch or iterator of HistoryBatch
         ``events``: the events frame of all files (``source`` tells them apart);
         ``errors``: one row per failed file with ``source``, ``error_type``, ``message``,
         ``position``.
     """
+    batches = iter_histories(
+        paths,
+        chunksize=chunksize or _DEFAULT_CHUNK,
+        errors=errors,
+        dedupe=dedupe,
+        progress=progress,
+        workers=workers,
+        **read_options,
+    )
+    if chunksize is not None:
+        return batches
+    frames, failures = [], []
+    for batch in batches:
+        frames.append(batch.events)
+        failures.append(batch.errors)
+    events = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    failed = failures[0] if len(failures) == 1 else pd.concat(failures, ignore_index=True)
+    return HistoryBatch(events, failed)
+
+
+def iter_histories(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    chunksize: int = 1000,
+    errors: str = "collect",
+    dedupe: bool = True,
+    progress: bool | None = None,
+    workers: int | None = None,
+    **read_options: Any,
+) -> Iterator[HistoryBatch]:
+    """Yield one :class:`HistoryBatch` per ``chunksize`` files (see :func:`read_histories`).
+
+    Files are found (and a folder naming none is reported) when this is called, before the
+    first chunk is read.
+    """
     if errors not in ("collect", "raise"):
         raise ValueError("errors must be 'collect' or 'raise'")
+    if chunksize < 1:
+        raise ValueError("chunksize must be at least 1")
     files = find_history_files(paths)
     if not files:
         raise HistoryFormatError(str(paths), "no history files found", expected="files or a glob")
     show = len(files) > 20 if progress is None else progress
-    frames: list[pd.DataFrame] = []
+    chunks = [files[i : i + chunksize] for i in range(0, len(files), chunksize)]
+    return _batches(chunks, errors, dedupe, show, workers, read_options)
+
+
+def _batches(
+    chunks: list[list[Path]],
+    errors: str,
+    dedupe: bool,
+    show: bool,
+    workers: int | None,
+    read_options: dict[str, Any],
+) -> Iterator[HistoryBatch]:
+    seen: set[tuple[Any, int, int]] = set()
+    decoded = decode_chunks(chunks, errors == "raise", read_options, workers)
+    with tqdm(total=sum(map(len, chunks)), disable=not show, desc="histories", unit="file") as bar:
+        for chunk, (events, failures) in zip(chunks, decoded, strict=True):
+            if dedupe and not events.empty:
+                events = _dedupe_runs(events, seen)
+            bar.update(len(chunk))
+            yield HistoryBatch(events, error_frame(failures))
+
+
+def error_frame(failures: list[dict[str, Any]]) -> pd.DataFrame:
+    """The error table: one row per unreadable file."""
+    return pd.DataFrame(failures, columns=list(ERROR_COLUMNS)).astype(ERROR_COLUMNS)
+
+
+def error_row(source: Any, exc: ToolkitError) -> dict[str, Any]:
+    """One row of the error table for ``exc``."""
+    return {
+        "source": str(source),
+        "error_type": type(exc).__name__,
+        "message": str(exc),
+        "position": getattr(exc, "position", None),
+    }
+
+
+def decode_files(
+    files: list[Path], raise_errors: bool, read_options: dict[str, Any]
+) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Decode ``files`` into one events frame (built once) and the error rows of the others."""
+    parts: list[HistoryParts] = []
     failures: list[dict[str, Any]] = []
-    for path in tqdm(files, disable=not show, desc="histories", unit="file"):
-        try:
-            frames.append(read_history(path, **read_options))
-        except ToolkitError as exc:
-            if errors == "raise":
-                raise
-            failures.append(
-                {
-                    "source": str(path),
-                    "error_type": type(exc).__name__,
-                    "message": str(exc),
-                    "position": getattr(exc, "position", None),
-                }
-            )
-    events = pd.concat(frames, ignore_index=True) if frames else empty_events_frame()
-    if dedupe and not events.empty:
-        events = _dedupe_runs(events)
-    error_frame = pd.DataFrame(failures, columns=list(ERROR_COLUMNS)).astype(ERROR_COLUMNS)
-    return HistoryBatch(events, error_frame)
+    with paused_gc():
+        for path in files:
+            try:
+                parts += read_history_parts(path, **read_options)
+            except ToolkitError as exc:
+                if raise_errors:
+                    raise
+                failures.append(error_row(path, exc))
+        return frame_from_parts(parts), failures
 
 
-def _dedupe_runs(events: pd.DataFrame) -> pd.DataFrame:
+def _dedupe_runs(events: pd.DataFrame, seen: set[tuple[Any, int, int]]) -> pd.DataFrame:
+    """Drop histories whose (run id, events, last event id) was met before (in ``seen``)."""
     sizes = (
         events.groupby(["source", "history"], sort=False, dropna=False)
         .agg(run_id=("run_id", "first"), events=("event_id", "size"), last=("event_id", "max"))
         .reset_index()
     )
     with_run = sizes[sizes["run_id"].notna()]
-    keep = with_run.drop_duplicates(["run_id", "events", "last"])
-    dropped = with_run.drop(keep.index)
-    if dropped.empty:
+    keys = zip(with_run["run_id"], with_run["events"], with_run["last"], strict=True)
+    dropped = []
+    for row, key in zip(with_run.index, keys, strict=True):
+        if key in seen:
+            dropped.append(row)
+        seen.add(key)
+    if not dropped:
         return events
-    drop_keys = set(zip(dropped["source"], dropped["history"], strict=True))
+    gone = with_run.loc[dropped]
+    drop_keys = set(zip(gone["source"], gone["history"], strict=True))
     mask = [
         (s, h) not in drop_keys for s, h in zip(events["source"], events["history"], strict=True)
     ]

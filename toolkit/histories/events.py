@@ -8,6 +8,7 @@ columns, and wraps everything in one DataFrame with the documented dtypes, built
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,14 @@ from toolkit.histories.dialects import RawHistory, check_proto_events
 from toolkit.histories.links import copy_from_linked, fill_update_names, workflow_task_ordinals
 from toolkit.histories.wire import WireError
 
-__all__ = ["COLUMNS", "build_events_frame", "empty_events_frame"]
+__all__ = [
+    "COLUMNS",
+    "HistoryParts",
+    "build_events_frame",
+    "empty_events_frame",
+    "frame_from_parts",
+    "history_parts",
+]
 
 #: Column name -> dtype, in frame order. Documented in ``toolkit/histories/__init__.py``.
 COLUMNS: dict[str, str] = {
@@ -73,6 +81,34 @@ def empty_events_frame() -> pd.DataFrame:
     return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in COLUMNS.items()})
 
 
+@dataclass
+class HistoryParts:
+    """One history's columns before they become rows of a frame (see :func:`frame_from_parts`).
+
+    Many histories' parts are concatenated column by column into one frame, so a batch of
+    files costs one DataFrame, not one per file.
+
+    Attributes
+    ----------
+    columns : dict
+        ``EVENT_COLUMNS`` -> numpy array, in event id order.
+    times : numpy.ndarray
+        ``datetime64[ns]`` event times (UTC; NaT where absent).
+    task : numpy.ndarray
+        ``float64`` workflow task ordinals (NaN where none).
+    facts : tuple
+        ``(source, history, namespace, workflow_id, run_id, workflow_type)``.
+    """
+
+    columns: dict[str, np.ndarray]
+    times: np.ndarray
+    task: np.ndarray
+    facts: tuple[Any, ...]
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+
 def build_events_frame(
     histories: list[RawHistory],
     source_name: str,
@@ -82,18 +118,28 @@ def build_events_frame(
 ) -> pd.DataFrame:
     """Build the events frame for all ``histories`` of one source (the caller pauses the
     cyclic collector: :func:`toolkit.gc_pause.paused_gc`)."""
-    frames = [
-        _history_frame(history, number, source_name, codec, decode_payloads)
+    return frame_from_parts(
+        history_parts(histories, source_name, codec=codec, decode_payloads=decode_payloads)
+    )
+
+
+def history_parts(
+    histories: list[RawHistory],
+    source_name: str,
+    *,
+    codec: Any = None,
+    decode_payloads: bool = True,
+) -> list[HistoryParts]:
+    """The columns of every history of one source, ready for :func:`frame_from_parts`."""
+    return [
+        _history_parts(history, number, source_name, codec, decode_payloads)
         for number, history in enumerate(histories)
     ]
-    if not frames:
-        return empty_events_frame()
-    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
-def _history_frame(
+def _history_parts(
     history: RawHistory, number: int, source_name: str, codec: Any, decode: bool
-) -> pd.DataFrame:
+) -> HistoryParts:
     built = _columns(history, source_name, codec, decode)
     c = built.columns
     n = len(c["event_id"])
@@ -107,39 +153,50 @@ def _history_frame(
         times, completed_by = times[order], completed_by[order]
     task = _link(c, completed_by)
     run_id, workflow_type = _run_facts(c, built, order, history)
-    facts = {
-        "source": source_name,
-        "history": number,
-        "namespace": history.namespace,
-        "workflow_id": history.workflow_id,
-        "run_id": run_id,
-        "workflow_type": workflow_type,
-    }
+    facts = (source_name, number, history.namespace, history.workflow_id, run_id, workflow_type)
+    return HistoryParts(c, times, task, facts)
+
+
+def frame_from_parts(parts: list[HistoryParts]) -> pd.DataFrame:
+    """One events frame from the parts of any number of histories (of any number of sources),
+    built once: each column is one concatenation, whatever the number of histories."""
+    if not parts:
+        return empty_events_frame()
+    counts = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    facts = dict(zip(_HISTORY_LEVEL, zip(*(p.facts for p in parts), strict=True), strict=True))
+
+    def joined(values: list[np.ndarray]) -> np.ndarray:
+        return values[0] if len(values) == 1 else np.concatenate(values)
+
     data: dict[str, Any] = {}
     for name, dtype in COLUMNS.items():
         if name in facts:
-            data[name] = pd.Series(_constant(n, facts[name], dtype), dtype=dtype, copy=False)
+            data[name] = pd.Series(_repeated(facts[name], counts, dtype), dtype=dtype, copy=False)
         elif name == "event_time":
-            data[name] = times
+            times = joined([p.times for p in parts])
+            data[name] = pd.DatetimeIndex(times).tz_localize("UTC").array
         elif name == "workflow_task":
+            task = joined([p.task for p in parts])
             missing = np.isnan(task)
             data[name] = pd.arrays.IntegerArray(
                 np.where(missing, 0, task).astype(np.int64), missing
             )
         elif dtype == "Int64":
-            data[name] = pd.arrays.IntegerArray(c[name], c[name] == 0)
+            values = joined([p.columns[name] for p in parts])
+            data[name] = pd.arrays.IntegerArray(values, values == 0)
         else:
             # Explicit dtype: pandas 3 would otherwise infer (and convert to) its str dtype.
-            data[name] = pd.Series(c[name], dtype=dtype, copy=False)
+            values = joined([p.columns[name] for p in parts])
+            data[name] = pd.Series(values, dtype=dtype, copy=False)
     return pd.DataFrame(data, copy=False)
 
 
-def _constant(n: int, value: Any, dtype: str) -> np.ndarray:
-    # ``fill`` stores the one object n times; ``np.full`` would convert a str to a numpy string
-    # and back, making n copies of it.
-    array = np.empty(n, dtype=dtype)
-    array.fill(value)
-    return array
+def _repeated(values: tuple[Any, ...], counts: np.ndarray, dtype: str) -> np.ndarray:
+    # Filling an object array stores each str once per row by reference; ``np.array`` of str
+    # would convert them to a numpy string type and back, making a copy per row.
+    one = np.empty(len(values), dtype=dtype)
+    one[:] = values
+    return np.repeat(one, counts)
 
 
 def _columns(history: RawHistory, source_name: str, codec: Any, decode: bool) -> EventColumns:
@@ -153,12 +210,12 @@ def _columns(history: RawHistory, source_name: str, codec: Any, decode: bool) ->
     return proto_columns(history, codec, decode)
 
 
-def _times(values: Any, count: int) -> Any:
-    """Event times as a ``datetime64[ns, UTC]`` array."""
+def _times(values: Any, count: int) -> np.ndarray:
+    """Event times as a ``datetime64[ns]`` array (UTC wall time; NaT where absent)."""
     if isinstance(values, np.ndarray) and values.dtype.kind == "M":
-        return pd.DatetimeIndex(values).tz_localize("UTC").array
+        return values.astype("datetime64[ns]", copy=False)
     if not count:
-        return pd.array([], dtype="datetime64[ns, UTC]")
+        return np.empty(0, dtype="datetime64[ns]")
     try:
         # The common case (ISO-8601 text, None for absent): Arrow's parser runs in C.
         # (The system allocator: Arrow's default pool returns and re-faults pages between
@@ -166,7 +223,7 @@ def _times(values: Any, count: int) -> Any:
         pool = pa.system_memory_pool()
         text = pa.array(values, pa.string(), memory_pool=pool)
         parsed = pc.cast(text, pa.timestamp("ns", "UTC"), memory_pool=pool)
-        return pd.DatetimeIndex(parsed.to_numpy(zero_copy_only=False)).tz_localize("UTC").array
+        return parsed.to_numpy(zero_copy_only=False).astype("datetime64[ns]", copy=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         pass  # epoch numbers (old files), unusual spellings: let pandas handle them below
     texts = [v if isinstance(v, str) else None for v in values]
@@ -176,7 +233,7 @@ def _times(values: Any, count: int) -> Any:
         numbers = [int(v) if isinstance(v, (int, float)) else None for v in values]
         epoch = pd.to_datetime(pd.Series(numbers, dtype="Int64"), utc=True, unit="ns")
         parsed = parsed.fillna(epoch.dt.as_unit("ns"))
-    return parsed.array
+    return parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
 
 
 def _run_facts(

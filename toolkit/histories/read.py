@@ -9,10 +9,10 @@ import pandas as pd
 from toolkit.errors import HistoryFormatError
 from toolkit.gc_pause import paused_gc
 from toolkit.histories.dialects import split_histories
-from toolkit.histories.events import build_events_frame
+from toolkit.histories.events import HistoryParts, frame_from_parts, history_parts
 from toolkit.histories.sources import open_source
 
-__all__ = ["read_history"]
+__all__ = ["read_history", "read_history_parts"]
 
 
 def read_history(
@@ -55,16 +55,39 @@ def read_history(
         Empty, truncated or damaged input, or content that is not a history; the message names
         the source and the position and says what was expected.
     """
-    opened = open_source(source, name=name)
     with paused_gc():  # ~10 objects per event, none in a cycle
-        histories = split_histories(opened)
-        frame = build_events_frame(
-            histories, opened.name, codec=codec, decode_payloads=decode_payloads
+        parts = read_history_parts(
+            source,
+            codec=codec,
+            decode_payloads=decode_payloads,
+            allow_empty=allow_empty,
+            name=name,
         )
-    if frame.empty and not allow_empty:
+        return frame_from_parts(parts)
+
+
+def read_history_parts(
+    source: Any,
+    *,
+    codec: Any = None,
+    decode_payloads: bool = True,
+    allow_empty: bool = False,
+    name: str | None = None,
+) -> list[HistoryParts]:
+    """What :func:`read_history` reads, as columns not yet made a frame.
+
+    :func:`toolkit.histories.events.frame_from_parts` turns the parts of one source, or of a
+    whole batch of sources, into one frame (:func:`toolkit.read_histories` builds one frame
+    per batch, not one per file). Parameters and errors are those of :func:`read_history`.
+    """
+    opened = open_source(source, name=name)
+    with paused_gc():
+        histories = split_histories(opened)
+        parts = history_parts(histories, opened.name, codec=codec, decode_payloads=decode_payloads)
+    if not any(len(part) for part in parts) and not allow_empty:
         raise HistoryFormatError(
             opened.name,
             "the history holds no events",
             expected="at least one event (pass allow_empty=True to accept an empty history)",
         )
-    return frame
+    return parts

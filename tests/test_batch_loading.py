@@ -1,0 +1,124 @@
+"""Batch loading builds one frame per chunk of files: the same frame as file by file.
+
+Every file in data/ and in the corpus's histories is read both ways (``read_history`` per file
+and concatenated, against ``read_histories`` in chunks, in this process and in a process pool);
+the frames must agree value for value and dtype for dtype, and so must the error tables.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import toolkit as tk
+from toolkit.histories.batch import find_history_files
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def every_file(corpus: Path) -> list[Path]:
+    files = find_history_files([ROOT / "data", corpus / "histories"])
+    assert len(files) > 300
+    return files
+
+
+@pytest.fixture(scope="module")
+def file_by_file(every_file: list[Path]) -> tuple[pd.DataFrame, list[tuple[str, str, str]]]:
+    frames, failures = [], []
+    for path in every_file:
+        try:
+            frames.append(tk.read_history(path))
+        except tk.ToolkitError as exc:
+            failures.append((str(path), type(exc).__name__, str(exc)))
+    assert failures, "the corpus holds unreadable files; they must be reported"
+    return pd.concat(frames, ignore_index=True), failures
+
+
+Expected = tuple[pd.DataFrame, list[tuple[str, str, str]]]
+
+
+def _same(batch: tk.HistoryBatch, expected: Expected) -> None:
+    events, failures = expected
+    assert list(batch.events.columns) == list(events.columns)
+    assert list(batch.events.dtypes) == list(events.dtypes)
+    for column in events.columns:  # column by column, so a failure names the column
+        pd.testing.assert_series_equal(batch.events[column], events[column], check_exact=True)
+    found = list(batch.errors[["source", "error_type", "message"]].itertuples(index=False))
+    assert [tuple(row) for row in found] == failures
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_chunked_batches_equal_file_by_file(
+    every_file: list[Path], file_by_file: tuple[pd.DataFrame, list[tuple[str, str, str]]],
+    workers: int,
+) -> None:  # fmt: skip
+    chunks = list(tk.read_histories(every_file, dedupe=False, chunksize=90, workers=workers))
+    assert len(chunks) == -(-len(every_file) // 90)
+    assert all(len(c.events) for c in chunks)
+    joined = tk.HistoryBatch(
+        pd.concat([c.events for c in chunks], ignore_index=True),
+        pd.concat([c.errors for c in chunks], ignore_index=True),
+    )
+    _same(joined, file_by_file)
+
+
+def test_one_frame_equals_file_by_file(
+    every_file: list[Path], file_by_file: tuple[pd.DataFrame, list[tuple[str, str, str]]]
+) -> None:
+    _same(tk.read_histories(every_file, dedupe=False, workers=1), file_by_file)
+
+
+def _fleet(tmp_path: Path, bad: bytes) -> list[Path]:
+    """Twelve copies of a recorded history (half gzipped) with one damaged file in the middle."""
+    template = next((ROOT / "data" / "go_twin").rglob("one_call_then_plain.json"), None)
+    if template is None:
+        pytest.skip("data/go_twin not recorded (make record)")
+    text = template.read_text()
+    run_id = tk.read_history(template)["run_id"].iloc[0]
+    files = []
+    for index in range(12):
+        body = text.replace(run_id, f"00000000-0000-4000-8000-{index:012d}").encode()
+        path = tmp_path / f"run-{index:02d}.json"
+        if index % 2:
+            path = path.with_suffix(".json.gz")
+            body = gzip.compress(body)
+        path.write_bytes(body)
+        files.append(path)
+    files[5].write_bytes(bad)
+    return files
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("bad", [b'{"events": [{"eventId": "1", ', b"\x1f\x8b\x08\x00garbage"])
+def test_a_damaged_file_is_reported_and_never_poisons_its_chunk(
+    tmp_path: Path, bad: bytes, workers: int
+) -> None:
+    files = _fleet(tmp_path, bad)
+    chunks = list(tk.read_histories(tmp_path, chunksize=4, workers=workers))
+    assert [len(c.errors) for c in chunks] == [0, 1, 0]
+    failure = chunks[1].errors.iloc[0]
+    assert failure["source"] == str(files[5]) and failure["error_type"] == "HistoryFormatError"
+    assert failure["position"] is not None or "gzip" in failure["message"]
+    per_file = [len(tk.read_history(f)) for f in files if f != files[5]]
+    assert sum(len(c.events) for c in chunks) == sum(per_file)
+    assert chunks[1].events["source"].nunique() == 3
+    with pytest.raises(tk.HistoryFormatError, match="run-05"):
+        list(tk.read_histories(tmp_path, chunksize=4, workers=workers, errors="raise"))
+
+
+def test_duplicates_are_dropped_across_chunks(tmp_path: Path) -> None:
+    files = _fleet(tmp_path, b"")
+    files[5].unlink()
+    for path in files[:3]:  # Cloud exports deliver at least once: the same run in a later file
+        shutil.copy(path, tmp_path / f"zz-again-{path.name}")
+    whole = tk.read_histories(tmp_path, workers=1)
+    chunks = list(tk.read_histories(tmp_path, chunksize=5, workers=1))
+    assert whole.events["run_id"].nunique() == 11
+    assert whole.events.groupby("run_id")["source"].nunique().max() == 1
+    joined = pd.concat([c.events for c in chunks], ignore_index=True)
+    pd.testing.assert_frame_equal(joined, whole.events)

@@ -1,0 +1,156 @@
+"""Decoding chunks of history files in worker processes, frames coming back still lazy.
+
+A worker decodes a whole chunk of files into one events frame and sends it back. The frame's
+``attributes``, ``extra`` and payload cells normally pickle as their decoded values (see
+:mod:`toolkit.histories.lazy`), which would make the parent pay for decoding every event twice
+over; between processes of this pool they travel as what they are (the raw JSON they will decode
+from), so the parent receives what an in-process read gives, at the cost of copying bytes.
+
+Processes come from the ``forkserver`` start method (no fork of a threaded Jupyter kernel) and
+import the toolkit once per worker; a pool pays off from a few hundred files on. A script run
+as a file without the ``if __name__ == "__main__":`` guard decodes in its own process instead
+(its workers would otherwise run the script again).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing.reduction import ForkingPickler
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from toolkit.histories.dialects import RawHistory
+from toolkit.histories.lazy import LazyAttributes, LazyExtra, LazyPayloads
+
+__all__ = ["decode_chunks", "resolve_workers", "run_chunks"]
+
+
+def resolve_workers(workers: int | None) -> int:
+    """``None`` -> the usable cores; otherwise at least 1."""
+    if workers is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not on Linux
+            return max(1, os.cpu_count() or 1)
+    if workers < 1:
+        raise ValueError("workers must be at least 1 (or None for one per core)")
+    return workers
+
+
+def run_chunks(
+    function: Callable[..., Any],
+    chunks: list[Any],
+    args: tuple[Any, ...],
+    workers: int | None,
+) -> Iterator[Any]:
+    """``function(chunk, *args)`` for each chunk, in order; in worker processes when
+    ``workers`` asks for more than one and there is more than one chunk.
+
+    At most ``workers + 1`` chunks are in flight, so memory is bounded by the chunk size.
+    """
+    count = min(resolve_workers(workers), len(chunks))
+    if count <= 1 or not _main_can_be_imported():
+        for chunk in chunks:
+            yield function(chunk, *args)
+        return
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["toolkit.histories.batch", "toolkit.datasets.writer"])
+    with ProcessPoolExecutor(count, mp_context=context) as pool:
+        pending: list[Future[Any]] = []
+        queued = iter(chunks)
+        for chunk in queued:
+            pending.append(pool.submit(function, chunk, *args))
+            if len(pending) > count:
+                break
+        while pending:
+            result = pending.pop(0).result()
+            for chunk in queued:
+                pending.append(pool.submit(function, chunk, *args))
+                break
+            yield result
+
+
+def _main_can_be_imported() -> bool:
+    """Whether worker processes may import ``__main__``: Jupyter, a REPL and ``python -c`` have
+    no main file; a script must keep its work under ``if __name__ == "__main__":`` (the rule of
+    every ``forkserver``/``spawn`` pool), else its workers would run the script again."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is None or getattr(main, "__spec__", None) is not None:
+        return True  # interactive, or run as a module (``python -m``), imported by name
+    try:
+        source = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return re.search(r"__name__\s*==\s*['\"]__main__['\"]", source) is not None
+
+
+def decode_chunks(
+    chunks: list[list[Path]], raise_errors: bool, read_options: dict[str, Any], workers: int | None
+) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
+    """``(events frame, error rows)`` of each chunk of files, in order (see
+    :func:`toolkit.histories.batch.decode_files`)."""
+    from toolkit.histories.batch import decode_files
+
+    if resolve_workers(workers) <= 1 or len(chunks) <= 1:
+        for chunk in chunks:
+            yield decode_files(chunk, raise_errors, read_options)
+        return
+    # Errors do not cross processes (a located error's constructor takes more than its message);
+    # a file that failed in a worker is read again here to raise the real error.
+    for frame, failures in run_chunks(decode_files, chunks, (False, read_options), workers):
+        if raise_errors and failures:
+            decode_files([Path(failures[0]["source"])], True, read_options)
+        yield frame, failures
+
+
+# Worker -> parent: cells stay undecoded. ``RawHistory`` travels without its typed events
+# (parsed structs the cells never read again); the raw bytes the cells slice are kept.
+
+
+def _raw_history(json_array: Any, document: Any, events: Any, name: str, where: str) -> RawHistory:
+    return RawHistory(
+        json_array=json_array, document=document, source_name=name, where=where,
+        _json_events=events,
+    )  # fmt: skip
+
+
+def _reduce_history(history: RawHistory) -> tuple[Any, ...]:
+    if history.proto_events is not None:
+        raise TypeError("protobuf histories are not sent between processes")
+    return (
+        _raw_history,
+        (history.json_array, history.document, history._json_events, history.source_name,
+         history.where),
+    )  # fmt: skip
+
+
+def _reduce_json_cell(cell: LazyAttributes) -> tuple[Any, ...]:
+    return (type(cell), (cell._history, cell._index, cell._key))
+
+
+def _reduce_payloads(cell: LazyPayloads) -> tuple[Any, ...]:
+    if cell._codec is None and isinstance(cell._raw, (bytes, msgspec.Raw)):
+        return (LazyPayloads, (cell._raw, None))
+    value = cell.value  # a protobuf message or a codec: send the decoded value
+    return (type(value), (value,))
+
+
+def _reduce_any_cell(cell: Any) -> tuple[Any, ...]:
+    if isinstance(cell._history, RawHistory) and cell._history.proto_events is None:
+        return _reduce_json_cell(cell)
+    value = cell.value
+    return (type(value), (value,))
+
+
+ForkingPickler.register(RawHistory, _reduce_history)
+ForkingPickler.register(LazyAttributes, _reduce_any_cell)
+ForkingPickler.register(LazyExtra, _reduce_any_cell)
+ForkingPickler.register(LazyPayloads, _reduce_payloads)
