@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[lab,notebooks,dev]"
+	$(PY) -m pip install --quiet -e ".[lab,notebooks,dev,spark]"
 	touch $(STAMP)
 
 # Records a live subset on the embedded dev server, then executes every notebook to HTML in build/.

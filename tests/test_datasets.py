@@ -13,6 +13,7 @@ from temporalio.api.export.v1 import WorkflowExecution, WorkflowExecutions
 
 import toolkit as tk
 from toolkit.datasets import TABLES, is_dataset, table_files, write_dataset
+from toolkit.datasets.layout import file_schema
 from toolkit.datasets.query import sql
 from toolkit.errors import HistoryFormatError, ToolkitError
 
@@ -108,27 +109,28 @@ def test_a_longer_copy_of_a_run_is_reported_not_doubled(tmp_path: Path) -> None:
     assert _count(tmp_path / "fresh", "events") == len(full)
 
 
-def test_other_engines_read_the_partitions(tmp_path: Path) -> None:
+def test_awkward_names_are_stored_as_they_are(tmp_path: Path) -> None:
     text = (ADK / "two_turns.json").read_text()
     odd = tmp_path / "in" / "odd.json"
     odd.parent.mkdir()
     odd.write_text(text.replace('"LabAdkAgent"', '"billing/Checkout v2=x%"'))
     write_dataset(odd, tmp_path / "ds", namespace="team a")
-    # pyarrow's own hive discovery, no toolkit involved.
-    table = ds.dataset(tmp_path / "ds" / "events", format="parquet", partitioning="hive").to_table()
+    # pyarrow's own discovery, no toolkit involved: the names are columns in the files.
+    table = ds.dataset(tmp_path / "ds" / "events", format="parquet").to_table()
     assert set(table.column("workflow_type").to_pylist()) == {"billing/Checkout v2=x%"}
     assert set(table.column("namespace").to_pylist()) == {"team a"}
     assert table.num_rows == len(tk.read_history(odd))
+    assert table.schema.remove_metadata() == file_schema("events").remove_metadata()
     # Plain DuckDB over the files, as another machine would query them.
-    pattern = str(tmp_path / "ds" / "activities" / "**" / "*.parquet")
+    pattern = str(tmp_path / "ds" / "activities" / "*.parquet")
     found = duckdb.sql(
-        f"select distinct workflow_type, namespace from read_parquet('{pattern}', "
-        "hive_partitioning = true)"
+        f"select distinct workflow_type, namespace from read_parquet('{pattern}')"
     ).fetchall()
     assert found == [("billing/Checkout v2=x%", "team a")]
     described = orjson.loads((tmp_path / "ds" / "_toolkit" / "dataset.json").read_bytes())
-    assert described["tables"]["events"]["partitioning"] == ["namespace", "date", "workflow_type"]
-    assert "namespace" not in described["tables"]["events"]["columns"]
+    assert described["tables"]["events"]["partitioning"] == []
+    assert described["tables"]["events"]["columns"]["namespace"] == "string"
+    assert described["tables"]["runs"]["columns"]["date"] == "date32[day]"
 
 
 def test_parts_of_an_interrupted_write_are_removed(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ datetime64[ns, UTC]            ``timestamp[us, UTC]``       TIMESTAMPTZ; Spark c
                                                             nanoseconds, so digits below the
                                                             microsecond are dropped
 timedelta64                    ``float64`` (DOUBLE)         seconds, same column name
+kind ``date``                  ``date32`` (DATE)            the UTC date of a time
 =============================  ===========================  ====================================
 
 JSON text never holds Python objects: ``bytes`` become ``{"encoding": "binary/plain", "size": n,
@@ -33,6 +34,7 @@ import numpy as np
 import orjson
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["ARROW_TYPES", "json_text", "schema_of", "to_arrow"]
 
@@ -107,6 +109,9 @@ def _is_text_column(values: np.ndarray) -> bool:
 def _column(series: pd.Series, kind: str | None) -> pa.Array:
     """One pandas column as an Arrow array of the documented type (``kind`` forces one)."""
     dtype = series.dtype
+    if kind == "date":  # UTC calendar date of a time (or of a date)
+        array = pa.array(series, from_pandas=True)
+        return array if array.type == pa.date32() else pc.cast(array, pa.date32())
     if kind == "json":
         return pa.array([json_text(v) for v in series.to_numpy(dtype=object)], pa.string())
     if isinstance(dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(dtype):

@@ -1,19 +1,23 @@
 """Where a dataset keeps its tables, their schemas, and how readers open them.
 
-Layout (hive-style, readable by DuckDB, Spark, Trino, pyarrow)::
+Layout (plain Parquet files, read alike by DuckDB, Spark, Trino, polars, pyarrow)::
 
     DATASET/
-      _toolkit/dataset.json                      format, tables, columns, partitioning
+      _toolkit/dataset.json                      format, tables, their Arrow schemas, sort order
       _toolkit/batches/<batch>/runs.parquet      manifest: the runs each write committed
       _toolkit/batches/<batch>/files.parquet     manifest: the files each write read (sha256)
-      events/namespace=<ns>/date=<YYYY-MM-DD>/workflow_type=<type>/part-<batch>-<n>.parquet
-      activities/...   workflow_tasks/...   runs/...   (same partitioning)
+      events/part-<batch>-<n>.parquet            one file per batch (more for a huge batch)
+      activities/...   workflow_tasks/...   runs/...
 
-Partition values are percent-encoded where a name holds ``/``, ``=``, spaces or other reserved
-characters, and a missing value is written ``__HIVE_DEFAULT_PARTITION__`` (read back as NULL by
-DuckDB, Spark, Trino and pyarrow). ``date`` is the UTC date of the run's first event. The
-partition columns are not stored inside the files (the Hive convention): engines add them from
-the path. Folders starting with ``_`` are ignored by Spark, Hive and pyarrow's discovery.
+No hive partition folders: engines type partition values by guessing from the path (a workflow
+type ``123`` became an integer, ``2026-11-01`` a date, non-ASCII names came back
+percent-encoded), so every column, ``namespace``, ``workflow_type`` and ``date`` (the UTC date
+of the run's first event, Arrow ``date32``) included, is stored in the files with the declared
+type of :data:`TABLES`, null or not. Rows are sorted by :data:`SORT_BY` and written in row
+groups of :data:`ROW_GROUP_ROWS`, so the Parquet min/max statistics let every engine skip the
+row groups of other dates, namespaces and workflow types (``where date = ...`` reads a
+fraction of a file). Folders starting with ``_`` are ignored by Spark, Hive and pyarrow's
+discovery.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ __all__ = [
     "FORMAT",
     "MANIFEST_DIR",
     "PARTITIONS",
+    "ROW_GROUP_ROWS",
+    "RUN_COLUMNS",
+    "SORT_BY",
     "TABLES",
     "file_schema",
     "is_dataset",
@@ -41,16 +48,21 @@ __all__ = [
     "table_files",
 ]
 
-FORMAT = "toolkit.dataset/1"
+FORMAT = "toolkit.dataset/2"
 MANIFEST_DIR = "_toolkit"
-PARTITIONS: tuple[str, ...] = ("namespace", "date", "workflow_type")
-_PARTITION_TYPES = {"namespace": "VARCHAR", "date": "DATE", "workflow_type": "VARCHAR"}
+#: Hive partition columns: none (see above); kept so code asking for them keeps working.
+PARTITIONS: tuple[str, ...] = ()
+#: Row order inside every file (then each run's own order: event id, scheduling, ...).
+SORT_BY: tuple[str, ...] = ("date", "namespace", "workflow_type", "source", "history")
+ROW_GROUP_ROWS = 64 * 1024
+#: Columns every table carries: what the run is, and its UTC start date.
+RUN_COLUMNS: dict[str, str] = {"namespace": "object", "workflow_type": "object", "date": "date"}
 
 
 def _kinds(columns: dict[str, str], json_columns: Iterable[str]) -> dict[str, str]:
     as_json = set(json_columns)
     out = {}
-    for name, dtype in columns.items():
+    for name, dtype in {**columns, **RUN_COLUMNS}.items():
         if name in as_json:
             out[name] = "json"
         elif dtype.startswith("datetime64"):
@@ -67,33 +79,37 @@ TABLES: dict[str, dict[str, str]] = {
     "workflow_tasks": _kinds(
         WORKFLOW_TASK_COLUMNS, ("commands", "core_used_flags", "lang_used_flags")
     ),
-    "runs": {
-        "run_key": "object",  # run_id, or sha256:<file>#<history> for a history without one
-        "run_id": "object",
-        "workflow_id": "object",
-        "namespace": "object",
-        "workflow_type": "object",
-        "source": "object",
-        "history": "Int64",
-        "start_time": "datetime",
-        "close_time": "datetime",
-        "status": "object",  # the closing event type, or "open"
-        "events": "Int64",
-        "last_event_id": "Int64",
-        "activities": "Int64",
-        "failed_activities": "Int64",
-        "workflow_tasks": "Int64",
-        "failed_workflow_tasks": "Int64",
-        "nondeterminism": "boolean",
-        "file_sha256": "object",
-        "batch": "object",
-    },
+    "runs": _kinds(
+        {
+            "run_key": "object",  # run_id, or sha256:<file>#<history> for a history without one
+            "run_id": "object",
+            "workflow_id": "object",
+            "namespace": "object",
+            "workflow_type": "object",
+            "source": "object",
+            "history": "Int64",
+            "start_time": "datetime",
+            "close_time": "datetime",
+            "status": "object",  # the closing event type, or "open"
+            "events": "Int64",
+            "last_event_id": "Int64",
+            "activities": "Int64",
+            "failed_activities": "Int64",
+            "workflow_tasks": "Int64",
+            "failed_workflow_tasks": "Int64",
+            "nondeterminism": "boolean",
+            "file_sha256": "object",
+            "batch": "object",
+        },
+        (),
+    ),
 }
 
 
 def file_schema(table: str) -> pa.Schema:
-    """The Arrow schema of a table's Parquet files (partition columns excluded)."""
-    return schema_of(TABLES[table], drop=PARTITIONS)
+    """The Arrow schema of a table's Parquet files (every file has exactly this schema)."""
+    described = {"toolkit.table": table, "toolkit.format": FORMAT}
+    return schema_of(TABLES[table]).with_metadata(described)
 
 
 def is_dataset(path: str | os.PathLike[str]) -> bool:
@@ -103,7 +119,7 @@ def is_dataset(path: str | os.PathLike[str]) -> bool:
 
 def table_files(dataset: str | os.PathLike[str], table: str) -> list[Path]:
     """The Parquet files of one table, in path order."""
-    return sorted((Path(dataset) / table).rglob("*.parquet"))
+    return sorted((Path(dataset) / table).glob("*.parquet"))
 
 
 def register_dataset(
@@ -123,17 +139,14 @@ def register_dataset(
             continue
         quoted = f'"{table}"'
         if table_files(dataset, table):
-            pattern = str(Path(dataset) / table / "**" / "*.parquet").replace("'", "''")
-            types = ", ".join(f"'{k}': '{v}'" for k, v in _PARTITION_TYPES.items())
+            pattern = str(Path(dataset) / table / "*.parquet").replace("'", "''")
+            # One schema in every file: no union_by_name (it reads every footer), and no hive
+            # columns from folder names above the dataset.
             connection.execute(
                 f"create view {quoted} as select * from read_parquet('{pattern}', "
-                f"hive_partitioning = true, hive_types = {{{types}}}, union_by_name = true)"
+                "hive_partitioning = false)"
             )
         else:
-            empty = file_schema(table).empty_table()
-            for name in PARTITIONS:
-                kind = pa.date32() if name == "date" else pa.string()
-                empty = empty.append_column(name, pa.nulls(0, kind))
-            connection.register(table, empty)
+            connection.register(table, file_schema(table).empty_table())
         names.append(table)
     return names

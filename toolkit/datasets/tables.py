@@ -1,10 +1,10 @@
-"""One batch of events -> the dataset's tables, each row tagged with its run's partition."""
+"""One batch of events -> the dataset's tables, each row tagged with its run's namespace,
+workflow type and start date."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from toolkit.histories.tables import activities, workflow_tasks
@@ -52,12 +52,10 @@ def _partition_of(facts: pd.DataFrame, default_namespace: str | None) -> pd.Data
     if default_namespace is not None:
         namespace = namespace.where(namespace.notna(), default_namespace)
     keys["namespace"] = namespace
-    keys["date"] = np.where(
-        facts["start_time"].notna(), facts["start_time"].dt.strftime("%Y-%m-%d"), None
-    )
     keys["workflow_type"] = facts["workflow_type"].astype(object)
-    for column in ("namespace", "date", "workflow_type"):
+    for column in ("namespace", "workflow_type"):
         keys[column] = keys[column].where(keys[column].notna(), None).astype(object)
+    keys["date"] = facts["start_time"]  # stored as its UTC date (kind "date")
     return keys
 
 
@@ -90,8 +88,9 @@ def batch_tables(
     Returns
     -------
     dict
-        ``events``, ``activities``, ``workflow_tasks``, ``runs``: frames carrying the partition
-        columns ``namespace``, ``date``, ``workflow_type``.
+        ``events``, ``activities``, ``workflow_tasks``, ``runs``: frames carrying the run
+        columns ``namespace``, ``workflow_type`` and ``date`` (the start time; stored as its
+        UTC date).
     """
     facts = run_facts(events)
     partitions = _partition_of(facts, default_namespace)

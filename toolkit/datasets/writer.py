@@ -1,28 +1,30 @@
 """``write_dataset``: histories (files, folders, Cloud export trees) -> a Parquet dataset.
 
-Files are read in batches; each batch is deduplicated (by run id: Cloud exports deliver at
-least once) against itself and against what the dataset already holds, written as Parquet parts
-and committed in the manifest (:mod:`toolkit.datasets.manifest`). A file whose bytes were already
-written (same sha256) is not read again, so writing the same exports twice adds nothing.
+Files are read in batches; a batch is decoded into one events frame and its tables are built
+once (in worker processes when there are several cores), then deduplicated (by run id: Cloud
+exports deliver at least once) against itself and against what the dataset already holds,
+written as one Parquet file per table and committed in the manifest
+(:mod:`toolkit.datasets.manifest`). A file whose bytes were already written (same sha256) is not
+read again, so writing the same exports twice adds nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as ds
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from toolkit.datasets.arrow import to_arrow
-from toolkit.datasets.layout import PARTITIONS, TABLES
+from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY, TABLES, file_schema
 from toolkit.datasets.manifest import (
     RUNS_SCHEMA,
     Manifest,
@@ -32,14 +34,14 @@ from toolkit.datasets.manifest import (
 )
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
 from toolkit.errors import HistoryFormatError, ToolkitError
-from toolkit.histories.batch import ERROR_COLUMNS, find_history_files
-from toolkit.histories.read import read_history
+from toolkit.gc_pause import paused_gc
+from toolkit.histories.batch import ERROR_COLUMNS, error_row, find_history_files
+from toolkit.histories.events import HistoryParts, frame_from_parts
+from toolkit.histories.pool import run_chunks
+from toolkit.histories.read import read_history_parts
 
-__all__ = ["DatasetWrite", "write_dataset"]
+__all__ = ["DatasetWrite", "EncodedBatch", "encode_files", "write_dataset"]
 
-_PARTITIONING = ds.partitioning(
-    pa.schema([(name, pa.string()) for name in PARTITIONS]), flavor="hive"
-)
 _CONFLICT_COLUMNS = ["run_key", "source", "history", "events", "kept_events"]
 
 
@@ -86,9 +88,10 @@ def write_dataset(
     dataset: str | os.PathLike[str],
     *,
     namespace: str | None = None,
-    batch_files: int = 1000,
+    batch_files: int = 2000,
     errors: str = "collect",
     progress: bool | None = None,
+    workers: int | None = None,
     **read_options: Any,
 ) -> DatasetWrite:
     """Add histories to a Parquet dataset (created if absent), deduplicated by run id.
@@ -103,7 +106,11 @@ def write_dataset(
     namespace
         Namespace for histories whose source names none (Cloud export paths do).
     batch_files
-        Files read per batch; each batch is one commit, so memory stays bounded.
+        Files read per batch; each batch is one commit and one Parquet file per table, and
+        memory is bounded by it (about 0.3 GB per process for 2,000 files of 100 events).
+    workers
+        Processes decoding batches (``None``: one per core); the parent hashes files,
+        deduplicates runs and commits batches in order. See :mod:`toolkit.histories.pool`.
     errors
         ``"collect"`` (default): unreadable files are listed in ``errors``; ``"raise"``: the
         first one raises.
@@ -144,54 +151,98 @@ def write_dataset(
     conflicts: list[dict[str, Any]] = []
     show = len(files) > 100 if progress is None else progress
     with tqdm(total=len(files), disable=not show, desc="export", unit="file") as bar:
-        for start in range(0, len(files), batch_files):
-            chunk = files[start : start + batch_files]
-            _write_batch(chunk, manifest, namespace, errors, read_options, report, failures,
-                         conflicts)  # fmt: skip
-            bar.update(len(chunk))
+        chunks = _prepared(files, batch_files, manifest, report, bar)
+        for encoded in run_chunks(encode_files, chunks, (namespace, read_options), workers):
+            if errors == "raise" and encoded.failures:
+                # Errors do not cross processes: read the file again here to raise its error.
+                read_history_parts(Path(encoded.failures[0]["source"]), **read_options)
+            failures += encoded.failures
+            _write_batch(encoded, manifest, report, conflicts)
+            bar.update(len(encoded.file_rows) + len(encoded.failures))
     report.files_failed = len(failures)
     report.errors = _errors_frame(failures)
     report.conflicts = pd.DataFrame(conflicts, columns=_CONFLICT_COLUMNS)
     return report
 
 
-def _read_files(
-    paths: list[Path],
-    manifest: Manifest,
-    errors: str,
-    read_options: dict[str, Any],
-    report: DatasetWrite,
-    failures: list[dict[str, Any]],
-) -> tuple[list[pd.DataFrame], dict[str, str], list[dict[str, Any]]]:
-    frames: list[pd.DataFrame] = []
-    hashes: dict[str, str] = {}
+@dataclass
+class EncodedBatch:
+    """A chunk of files decoded into the dataset's tables (before deduplication): what a
+    worker process hands back. Tables are Arrow, with :func:`file_schema` and sorted."""
+
+    tables: dict[str, pa.Table]
+    facts: pd.DataFrame
+    failures: list[dict[str, Any]]
+    file_rows: list[dict[str, Any]]
+    histories: int = 0
+
+
+def encode_files(
+    files: list[tuple[Path, str]], namespace: str | None, read_options: dict[str, Any]
+) -> EncodedBatch:
+    """Decode ``(path, sha256)`` files into one events frame, then the four tables, once.
+
+    Runs in a worker process when ``write_dataset`` has several; reads nothing from the
+    dataset (deduplication against it happens when the batch is committed).
+    """
+    parts: list[HistoryParts] = []
+    failures: list[dict[str, Any]] = []
     file_rows: list[dict[str, Any]] = []
-    seen_now: set[str] = set()
+    hashes: dict[str, str] = {}
+    with paused_gc():
+        for path, digest in files:
+            try:
+                found = read_history_parts(path, **read_options)
+            except ToolkitError as exc:
+                failures.append(error_row(path, exc))
+                continue
+            parts += found
+            hashes[str(path)] = digest
+            file_rows.append({"file_sha256": digest, "source": str(path),
+                              "size": path.stat().st_size, "histories": len(found)})  # fmt: skip
+        events = frame_from_parts(parts)
+        if events.empty:
+            return EncodedBatch({}, run_facts(events), failures, file_rows)
+        frames = batch_tables(events, hashes, "", namespace)
+        tables = {name: _sorted(to_arrow(frame, TABLES[name]), name) for name, frame in
+                  frames.items()}  # fmt: skip
+    facts = run_facts(events)[[*RUN_KEYS, "run_id", "events", "last_event_id"]]
+    facts = facts.assign(file_sha256=facts["source"].map(hashes))
+    return EncodedBatch(tables, facts, failures, file_rows, len(parts))
+
+
+def _sorted(table: pa.Table, name: str) -> pa.Table:
+    """Rows in :data:`SORT_BY` order (stable: each run keeps its own order), file schema."""
+    order = pc.sort_indices(
+        table, sort_keys=[(key, "ascending") for key in SORT_BY]
+    )
+    return table.take(order).cast(file_schema(name))
+
+
+def _prepared(
+    paths: list[Path],
+    batch_files: int,
+    manifest: Manifest,
+    report: DatasetWrite,
+    bar: Any,
+) -> Iterator[list[tuple[Path, str]]]:
+    """Chunks of ``(path, sha256)`` still to write: files whose bytes the dataset (or this
+    write) already holds are counted as skipped and never decoded."""
+    handed: set[str] = set()
+    chunk: list[tuple[Path, str]] = []
     for path in paths:
-        data = path.read_bytes() if path.is_file() else None
-        digest = hashlib.sha256(data).hexdigest() if data is not None else None
-        if digest is not None and (digest in manifest.files or digest in seen_now):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest in manifest.files or digest in handed:
             report.files_skipped += 1
+            bar.update(1)
             continue
-        try:
-            if data is None:
-                raise HistoryFormatError(str(path), "no such file", expected="a history file")
-            # A named file object keeps the path hints (run id in the name, export namespace).
-            frame = read_history(io.BytesIO(data), name=str(path), **read_options)
-        except ToolkitError as exc:
-            if errors == "raise":
-                raise
-            failures.append({"source": str(path), "error_type": type(exc).__name__,
-                             "message": str(exc), "position": getattr(exc, "position", None)})
-            continue
-        seen_now.add(digest)  # type: ignore[arg-type]
-        hashes[str(path)] = digest  # type: ignore[assignment]
-        frames.append(frame)
-        histories = int(frame["history"].nunique())
-        report.histories += histories
-        file_rows.append({"file_sha256": digest, "source": str(path), "size": len(data),
-                          "histories": histories})  # fmt: skip
-    return frames, hashes, file_rows
+        handed.add(digest)
+        chunk.append((path, digest))
+        if len(chunk) == batch_files:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _keep(
@@ -225,53 +276,52 @@ def _keep(
 
 
 def _write_batch(
-    paths: list[Path],
+    encoded: EncodedBatch,
     manifest: Manifest,
-    namespace: str | None,
-    errors: str,
-    read_options: dict[str, Any],
     report: DatasetWrite,
-    failures: list[dict[str, Any]],
     conflicts: list[dict[str, Any]],
 ) -> None:
-    frames, hashes, file_rows = _read_files(paths, manifest, errors, read_options, report,
-                                            failures)  # fmt: skip
-    if not frames:
+    """Deduplicate an encoded batch against the dataset, write its parts, commit it."""
+    report.histories += encoded.histories
+    if not encoded.file_rows:
         return
-    events = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    kept = _keep(run_facts(events), hashes, manifest, report, conflicts)
+    hashes = dict(zip(encoded.facts["source"], encoded.facts["file_sha256"], strict=True))
+    kept = _keep(encoded.facts, hashes, manifest, report, conflicts)
     batch = new_batch_id()
     runs_manifest = RUNS_SCHEMA.empty_table()
     if len(kept):
-        wanted = pd.MultiIndex.from_frame(kept[RUN_KEYS].astype({"history": "int64"}))
-        mask = pd.MultiIndex.from_frame(events[RUN_KEYS].astype({"history": "int64"})).isin(wanted)
-        events = events[mask].reset_index(drop=True)
-        tables = batch_tables(events, hashes, batch, namespace)
-        for name, frame in tables.items():
-            _write_table(manifest.root / name, name, frame, batch)
-        runs = tables["runs"]
-        report.runs_written += len(runs)
-        report.events_written += len(events)
-        columns = runs[RUNS_SCHEMA.names].astype(
-            {"run_key": str, "events": "int64", "last_event_id": "int64", "source": str}
-        )
-        runs_manifest = pa.Table.from_pandas(columns, schema=RUNS_SCHEMA, preserve_index=False)
-    files_manifest = pa.Table.from_pylist(file_rows)
+        wanted = set(zip(kept["source"], kept["history"].astype("int64"), strict=True))
+        for name, table in encoded.tables.items():
+            if len(kept) < len(encoded.facts):
+                table = table.filter(_rows_of(table, wanted))
+            if name == "runs":
+                table = table.set_column(
+                    table.schema.get_field_index("batch"), "batch",
+                    pa.array([batch] * len(table), pa.string()),
+                )  # fmt: skip
+                runs_manifest = table.select(RUNS_SCHEMA.names)
+                report.runs_written += len(table)
+            elif name == "events":
+                report.events_written += len(table)
+            _write_table(manifest.root / name, table, batch)
+    files_manifest = pa.Table.from_pylist(encoded.file_rows)
     commit_batch(manifest, batch, runs_manifest, files_manifest)
     report.batches.append(batch)
 
 
-def _write_table(folder: Path, name: str, frame: pd.DataFrame, batch: str) -> None:
-    if frame.empty:
+def _rows_of(table: pa.Table, wanted: set[tuple[str, int]]) -> pa.Array:
+    keys = zip(table.column("source").to_pylist(), table.column("history").to_pylist(),
+               strict=True)  # fmt: skip
+    return pa.array([key in wanted for key in keys], pa.bool_())
+
+
+def _write_table(folder: Path, table: pa.Table, batch: str) -> None:
+    """One Parquet file per table per batch (a part of an uncommitted batch is removed by the
+    next write: :mod:`toolkit.datasets.manifest`)."""
+    if not table.num_rows:
         return
-    table = to_arrow(frame, {**TABLES[name], **dict.fromkeys(PARTITIONS, "object")})
-    ds.write_dataset(
-        table,
-        folder,
-        format="parquet",
-        partitioning=_PARTITIONING,
-        basename_template=f"part-{batch}-{{i}}.parquet",
-        existing_data_behavior="overwrite_or_ignore",
-        max_partitions=100_000,
-        max_rows_per_group=1 << 20,
-    )
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(
+        table, folder / f"part-{batch}-0.parquet", row_group_size=ROW_GROUP_ROWS,
+        compression="zstd",
+    )  # fmt: skip

@@ -18,8 +18,10 @@ import multiprocessing
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from itertools import chain, islice
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Any
@@ -46,34 +48,31 @@ def resolve_workers(workers: int | None) -> int:
 
 def run_chunks(
     function: Callable[..., Any],
-    chunks: list[Any],
+    chunks: Iterable[Any],
     args: tuple[Any, ...],
     workers: int | None,
 ) -> Iterator[Any]:
     """``function(chunk, *args)`` for each chunk, in order; in worker processes when
     ``workers`` asks for more than one and there is more than one chunk.
 
-    At most ``workers + 1`` chunks are in flight, so memory is bounded by the chunk size.
+    ``chunks`` is consumed lazily: at most ``workers + 1`` chunks are in flight, so memory is
+    bounded by the chunk size, not by the number of chunks.
     """
-    count = min(resolve_workers(workers), len(chunks))
-    if count <= 1 or not _main_can_be_imported():
-        for chunk in chunks:
+    queued = iter(chunks)
+    first = list(islice(queued, 2))
+    count = resolve_workers(workers)
+    if count <= 1 or len(first) <= 1 or not _main_can_be_imported():
+        for chunk in chain(first, queued):
             yield function(chunk, *args)
         return
+    queued = chain(first, queued)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["toolkit.histories.batch", "toolkit.datasets.writer"])
     with ProcessPoolExecutor(count, mp_context=context) as pool:
-        pending: list[Future[Any]] = []
-        queued = iter(chunks)
-        for chunk in queued:
-            pending.append(pool.submit(function, chunk, *args))
-            if len(pending) > count:
-                break
+        pending = deque(pool.submit(function, chunk, *args) for chunk in islice(queued, count + 1))
         while pending:
-            result = pending.pop(0).result()
-            for chunk in queued:
-                pending.append(pool.submit(function, chunk, *args))
-                break
+            result = pending.popleft().result()
+            pending.extend(pool.submit(function, chunk, *args) for chunk in islice(queued, 1))
             yield result
 
 
