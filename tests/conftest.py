@@ -35,3 +35,4 @@ def dev_server() -> Iterator[DevServer]:
 
 
 from fixtures_samples import samples  # noqa: E402,F401  (session fixture: recorded samples)
+from fixtures_spark import spark  # noqa: E402,F401  (session fixture: local Spark)

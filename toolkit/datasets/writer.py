@@ -11,6 +11,7 @@ read again, so writing the same exports twice adds nothing.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -178,28 +179,38 @@ class EncodedBatch:
 
 
 def encode_files(
-    files: list[tuple[Path, str]], namespace: str | None, read_options: dict[str, Any]
+    files: list[tuple[Path, str]] | list[tuple[str, str, bytes]],
+    namespace: str | None,
+    read_options: dict[str, Any],
 ) -> EncodedBatch:
-    """Decode ``(path, sha256)`` files into one events frame, then the four tables, once.
+    """Decode files into one events frame, then the four tables, once.
 
-    Runs in a worker process when ``write_dataset`` has several; reads nothing from the
-    dataset (deduplication against it happens when the batch is committed).
+    ``files`` are ``(path, sha256)`` (read here) or ``(name, sha256, content)`` (the bytes of
+    a file named ``name``: :mod:`toolkit.spark`). Runs in a worker process when
+    ``write_dataset`` has several; reads nothing from the dataset (deduplication against it
+    happens when the batch is committed).
     """
     parts: list[HistoryParts] = []
     failures: list[dict[str, Any]] = []
     file_rows: list[dict[str, Any]] = []
     hashes: dict[str, str] = {}
     with paused_gc():
-        for path, digest in files:
+        for path, digest, *content in files:
             try:
-                found = read_history_parts(path, **read_options)
+                if content:
+                    size = len(content[0])
+                    found = read_history_parts(io.BytesIO(content[0]), name=str(path),
+                                               **read_options)  # fmt: skip
+                else:
+                    size = Path(path).stat().st_size
+                    found = read_history_parts(path, **read_options)
             except ToolkitError as exc:
                 failures.append(error_row(path, exc))
                 continue
             parts += found
             hashes[str(path)] = digest
-            file_rows.append({"file_sha256": digest, "source": str(path),
-                              "size": path.stat().st_size, "histories": len(found)})  # fmt: skip
+            file_rows.append({"file_sha256": digest, "source": str(path), "size": size,
+                              "histories": len(found)})  # fmt: skip
         events = frame_from_parts(parts)
         if events.empty:
             return EncodedBatch({}, run_facts(events), failures, file_rows)
