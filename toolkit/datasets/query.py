@@ -52,7 +52,7 @@ import duckdb
 import pandas as pd
 
 from toolkit.datasets.arrow import to_arrow
-from toolkit.datasets.layout import is_dataset, register_dataset
+from toolkit.datasets.layout import TABLES, is_dataset, register_dataset
 from toolkit.errors import ToolkitError
 
 __all__ = ["DERIVED_FROM_EVENTS", "DERIVED_FROM_LOGS", "sql"]
@@ -175,7 +175,9 @@ def sql(
                     f"{dataset}: not a toolkit dataset (no _toolkit/dataset.json); expected a "
                     "directory written by toolkit.write_dataset or `toolkit export`"
                 )
-            names += register_dataset(connection, dataset, skip=set(tables))
+            # Only the tables the query names: each view costs a look at its files.
+            unused = {t for t in TABLES if not _mentioned(query, t)}
+            names += register_dataset(connection, dataset, skip=set(tables) | unused)
         for name, value in tables.items():
             _register(connection, name, value)
             names.append(name)
