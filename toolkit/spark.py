@@ -159,11 +159,18 @@ def _table(encoded: Any, name: str, keep: Any = None, batch: str | None = None) 
     return rows.mapInArrow(_exploder(name, keep, batch), _spark_schema(file_schema(name)))
 
 
-def _report(encoded: Any, kind: str) -> pa.Table:
-    """A report stream collected on the driver (one small row per run or file)."""
-    parts = [_from_ipc(row.ipc) for row in encoded.where(encoded.kind == kind).collect()]
-    parts = [p for p in parts if p.num_rows]
-    return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+def _reports(encoded: Any) -> dict[str, pa.Table]:
+    """The report streams, collected on the driver in one job (one small row per run or
+    file): kind -> table."""
+    found: dict[str, list[pa.Table]] = {kind: [] for kind in _REPORTS}
+    for row in encoded.where(encoded.kind.isin(list(_REPORTS))).collect():
+        part = _from_ipc(row.ipc)
+        if part.num_rows:
+            found[row.kind].append(part)
+    return {
+        kind: pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+        for kind, parts in found.items()
+    }
 
 
 def read_histories(
@@ -279,10 +286,11 @@ def write_dataset(
     encoded = _encode(spark, paths, namespace, read_options, frozenset(manifest.files), TABLES)
     encoded = encoded.persist()
     try:
-        facts = _report(encoded, "_facts").to_pandas()
-        file_rows = _report(encoded, "_files")
-        failures = _report(encoded, "_errors").to_pylist()
-        skipped = _report(encoded, "_skipped").num_rows
+        reports = _reports(encoded)
+        facts = reports["_facts"].to_pandas()
+        file_rows = reports["_files"]
+        failures = reports["_errors"].to_pylist()
+        skipped = reports["_skipped"].num_rows
         report = DatasetWrite(Path(dataset))
         report.files = file_rows.num_rows + len(failures) + skipped
         report.files_skipped, report.files_failed = skipped, len(failures)

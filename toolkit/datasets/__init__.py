@@ -4,12 +4,15 @@
 >>> tk.sql("select workflow_type, count(*) from runs group by 1",     # doctest: +SKIP
 ...        dataset="histories.parquet")
 
-A dataset is a folder of plain Parquet files (pyarrow, no custom encodings) in hive-style
-partitions ``namespace=<ns>/date=<YYYY-MM-DD>/workflow_type=<type>/``, one folder per table.
-Spark (``spark.read.parquet("DATASET/events")``), Trino (a Hive table over ``DATASET/events``
-partitioned by the three columns) and DuckDB (``read_parquet('DATASET/events/**/*.parquet',
-hive_partitioning = true)``) read it as it is. :mod:`toolkit.datasets.layout` describes the
-folders and the manifest, and ``_toolkit/dataset.json`` lists every column with its type.
+A dataset is a folder of plain Parquet files (pyarrow, no custom encodings), one folder per
+table and one file per table per write batch, with no hive partition folders: ``namespace``,
+``workflow_type`` and ``date`` are typed columns inside every file (rows sorted by them, so
+Parquet statistics skip what a filter excludes). Spark (``spark.read.parquet("DATASET/events")``),
+polars (``pl.scan_parquet("DATASET/events/*.parquet")``), pyarrow
+(``ds.dataset("DATASET/events")``), Trino (a table over ``DATASET/events``) and DuckDB
+(``read_parquet('DATASET/events/*.parquet')``) read the same rows with the same types, with
+their defaults. :mod:`toolkit.datasets.layout` describes the folders and the manifest, and
+``_toolkit/dataset.json`` lists every column with its Arrow type (the schema every file has).
 
 Tables
 ------
@@ -29,10 +32,12 @@ Tables
     ``nondeterminism`` (a workflow task failed with a nondeterminism cause), ``file_sha256``,
     ``batch``.
 
-Every table also has the partition columns ``namespace``, ``date`` (UTC date of the run's first
-event) and ``workflow_type``; ``events`` keeps its other columns, with the types of
-:mod:`toolkit.datasets.arrow`: payloads, ``attributes`` and ``extra`` are JSON text, times are
-UTC microseconds, durations are seconds.
+Every table also has the run columns ``namespace``, ``workflow_type`` and ``date`` (UTC date
+of the run's first event, ``date32``); ``events`` keeps its other columns, with the types of
+:mod:`toolkit.datasets.arrow`: payloads, ``attributes`` and ``extra`` are JSON text (as the
+source wrote them), times are UTC microseconds, durations are seconds. Format
+``toolkit.dataset/2``; a dataset of format 1 (hive folders) is refused with a message (write
+it again from the exports).
 
 Writes
 ------

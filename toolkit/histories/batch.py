@@ -72,7 +72,7 @@ def read_histories(
     dedupe: bool = True,
     progress: bool | None = None,
     chunksize: int | None = None,
-    workers: int | None = None,
+    workers: int | None = 1,
     **read_options: Any,
 ) -> HistoryBatch | Iterator[HistoryBatch]:
     """Read many history files into one events frame (or one frame per chunk of files).
@@ -102,7 +102,10 @@ def read_histories(
     workers
         Processes decoding files in parallel (``None``: one per core). With several, each
         process decodes whole chunks (``chunksize``, else 500 files) and hands back frames
-        whose ``attributes``/``extra``/payload cells are still undecoded.
+        whose ``attributes``/``extra``/payload cells are still undecoded. Sending a frame back
+        costs about what decoding it does, so this pays off only on idle cores (on this
+        project's shared 2-core machine it was slower: see ``benchmarks/bench_datasets.py``);
+        :func:`toolkit.write_dataset`, whose workers hand back Arrow tables, gains more.
     **read_options
         Passed to :func:`toolkit.read_history` (``codec``, ``decode_payloads``, ...).
 
@@ -140,7 +143,7 @@ def iter_histories(
     errors: str = "collect",
     dedupe: bool = True,
     progress: bool | None = None,
-    workers: int | None = None,
+    workers: int | None = 1,
     **read_options: Any,
 ) -> Iterator[HistoryBatch]:
     """Yield one :class:`HistoryBatch` per ``chunksize`` files (see :func:`read_histories`).
