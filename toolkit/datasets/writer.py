@@ -243,8 +243,11 @@ def _prepared(
     handed: set[str] = set()
     chunk: list[tuple[Path, str]] = []
     for path in paths:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if digest in manifest.files or digest in handed:
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:  # gone or unreadable: decoding it reports the error in the batch
+            digest = ""
+        if digest and (digest in manifest.files or digest in handed):
             report.files_skipped += 1
             bar.update(1)
             continue
