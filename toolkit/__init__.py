@@ -62,6 +62,10 @@ _EXPORTS: dict[str, str] = {
     "InexactVerdictWarning": "toolkit.replay.verdict",
     # Not ``replay``: importing the ``toolkit.replay`` subpackage rebinds that name on the package.
     "replay_histories": "toolkit.replay.replayer",
+    "read_replay_matrix": "toolkit.replay.report",
+    "replay_cells": "toolkit.replay.report",
+    "check_against_matrix": "toolkit.replay.report",
+    "core_text": "toolkit.replay.report",
     "sql": "toolkit.datasets.query",
     "write_dataset": "toolkit.datasets.writer",
     "DatasetWrite": "toolkit.datasets.writer",
@@ -77,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "retries": "toolkit.logs.detectors",
     "dead_letters": "toolkit.logs.detectors",
     "mcp_client_failures": "toolkit.logs.detectors",
+    "delivery_timeline": "toolkit.logs.deliveries",
     "plots": "toolkit.plots",
 }
 
@@ -134,10 +139,17 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     )
     from toolkit.histories.write import to_history, to_workflow_history, write_history
     from toolkit.logs.correlate import correlate
+    from toolkit.logs.deliveries import delivery_timeline
     from toolkit.logs.detectors import dead_letters, duplicate_tools, mcp_client_failures, retries
     from toolkit.logs.read import read_logs
     from toolkit.replay.commands import commands
     from toolkit.replay.divergence import Divergence, first_divergence
     from toolkit.replay.errors_table import nondeterminism_errors
     from toolkit.replay.replayer import replay as replay_histories
+    from toolkit.replay.report import (
+        check_against_matrix,
+        core_text,
+        read_replay_matrix,
+        replay_cells,
+    )
     from toolkit.replay.verdict import InexactVerdictWarning, replay_verdict

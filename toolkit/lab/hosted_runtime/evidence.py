@@ -1,12 +1,12 @@
 """The analyses the duplicate-tool notebook presents, on the toolkit's frames.
 
-* :func:`delivery_timeline` - a command's deliveries, errors and dead-letter on one time axis;
+* :func:`delivery_timeline` (``toolkit.delivery_timeline``) - a command's deliveries, errors and
+  dead-letter on one time axis, drawn by ``toolkit.plots.plot_delivery_timeline``;
 * :func:`pattern_comparison` / :func:`naive_false_positives` - the strict ``duplicate tool:``
   detector against a naive substring search;
 * :func:`command_outcomes` - per command: completed or dead-lettered, deliveries, tool responses;
 * :func:`toolset_activities` and :func:`read_mcp_requests` - which toolset served the calls, from
   the history's activity types and from the MCP server's request log;
-* :func:`plot_delivery_timeline` - the chart.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ import pandas as pd
 
 from toolkit.errors import LogFormatError
 from toolkit.lab.mcp_server import read_request_log
-from toolkit.logs.detectors import duplicate_tools, retries
+from toolkit.logs.deliveries import delivery_timeline
+from toolkit.logs.detectors import duplicate_tools
+from toolkit.plots.timeline import plot_delivery_timeline
 
 __all__ = ["NAIVE_PATTERN", "command_outcomes", "delivery_timeline", "naive_false_positives",
            "pattern_comparison", "plot_delivery_timeline", "read_mcp_requests",
@@ -27,42 +29,6 @@ __all__ = ["NAIVE_PATTERN", "command_outcomes", "delivery_timeline", "naive_fals
 
 NAIVE_PATTERN = "duplicate tool"
 """What ``grep -c "duplicate tool"`` looks for: it also finds the fix's own skip line."""
-
-
-def delivery_timeline(logs: pd.DataFrame) -> pd.DataFrame:
-    """Duplicate-tool errors, delivery attempts and dead-letters of a log, in time order.
-
-    Read from :func:`toolkit.duplicate_tools`, which links each failure to its retry and
-    dead-letter records, so each record appears once under its own reading.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``line``, ``ts``, ``seconds`` (since the first row), ``kind`` (``duplicate_tool``,
-        ``retry``, ``dead_letter``), ``attempt`` (Int64, retries only), ``detail`` (tool name,
-        retry subject or dead-letter reason).
-    """
-    found = duplicate_tools(logs)
-    subjects = retries(logs).set_index("line")["subject"]
-    ts_by_line = logs.drop_duplicates("line").set_index("line")["ts"]
-    rows = []
-    for f in found.itertuples(index=False):
-        rows.append({"line": f.line, "kind": "duplicate_tool", "attempt": None, "detail": f.tool})
-        if not pd.isna(f.retry_line):
-            rows.append({"line": int(f.retry_line), "kind": "retry", "attempt": f.attempt,
-                         "detail": subjects.get(int(f.retry_line))})
-        if not pd.isna(f.dead_letter_line):
-            rows.append({"line": int(f.dead_letter_line), "kind": "dead_letter", "attempt": None,
-                         "detail": f.dead_letter_reason})
-    frame = pd.DataFrame(rows, columns=["line", "kind", "attempt", "detail"])
-    frame = frame.drop_duplicates("line")  # a finding read from a retry record is that record
-    frame.insert(1, "ts", frame["line"].map(ts_by_line))
-    frame = frame.sort_values(["ts", "line"], kind="stable").reset_index(drop=True)
-    frame["line"] = frame["line"].astype("int64")
-    frame["attempt"] = pd.array(frame["attempt"].tolist(), dtype="Int64")
-    start = frame["ts"].min()
-    frame.insert(2, "seconds", (frame["ts"] - start).dt.total_seconds())
-    return frame
 
 
 def naive_false_positives(logs: pd.DataFrame) -> pd.DataFrame:
@@ -157,35 +123,3 @@ def read_mcp_requests(path: str | Path) -> pd.DataFrame:
                                            "mcp_method", "tool", "rpc_id"])
     frame["time"] = pd.to_datetime(frame["time"], unit="s", utc=True)
     return frame
-
-
-def plot_delivery_timeline(timeline: pd.DataFrame, title: str = "Deliveries of one command"
-                           ) -> Any:
-    """Chart of :func:`delivery_timeline`: one marker per record on a seconds axis.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    import matplotlib.pyplot as plt
-
-    styles = {"duplicate_tool": ("x", "tab:red", 2), "retry": ("o", "tab:orange", 1),
-              "dead_letter": ("s", "black", 0)}
-    labels = {"duplicate_tool": 'error: duplicate tool: "…"', "retry": "retryable failure",
-              "dead_letter": "dead-lettered"}
-    fig, ax = plt.subplots(figsize=(9, 2.6))
-    for kind, (marker, color, row) in styles.items():
-        part = timeline[timeline["kind"] == kind]
-        ax.scatter(part["seconds"], [row] * len(part), marker=marker, color=color, s=60,
-                   label=labels[kind])
-        if kind == "retry":
-            for seconds, attempt in zip(part["seconds"], part["attempt"], strict=True):
-                ax.annotate(f"#{attempt}", (seconds, row), textcoords="offset points",
-                            xytext=(0, 8), ha="center", fontsize=8)
-    ax.set_yticks([0, 1, 2], ["dead letter", "delivery", "error"])
-    ax.set_ylim(-0.6, 2.8)
-    ax.set_xlabel("seconds since the first failure")
-    ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    fig.tight_layout()
-    return fig
