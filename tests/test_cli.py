@@ -36,26 +36,88 @@ def _gallery_case() -> Path:
     pytest.skip("the gallery case activity-renamed is not recorded in data/gallery")
 
 
+def _table(stdout: str) -> list[str]:
+    """The events table of ``toolkit show`` (after the summary and its blank line)."""
+    return stdout.split("\n\n", 1)[1].splitlines()
+
+
+def json_lines(stdout: str) -> list[dict]:
+    """``--json`` output: JSON Lines, one object per line."""
+    rows = [json.loads(line) for line in stdout.splitlines()]
+    assert all(isinstance(row, dict) for row in rows)
+    return rows
+
+
 def test_show_prints_every_event_in_a_table_that_fits() -> None:
     path = TWIN / "plain_turns.json"
     result = run("show", path, "--width", "90")
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0].split()[:3] == ["event_id", "event_time", "event_type"]
+    lines = _table(result.stdout)
+    assert lines[0].split() == ["event_id", "event_time", "event_type", "workflow_task", "name",
+                                "attempt", "failure_message"]  # headers whole
     assert len(lines) == 2 + len(tk.read_history(path))
-    assert max(len(line) for line in lines) <= 90
+    assert max(len(line) for line in result.stdout.splitlines()) <= 90
+
+
+def test_show_summary_says_type_status_result_and_duration() -> None:
+    path = DATA / "gallery" / "activity-renamed" / "v1.json"
+    events = tk.read_history(path)
+    result = run("show", path, "--width", "100")
+    summary = dict(line.split(None, 1) for line in result.stdout.split("\n\n")[0].splitlines())
+    assert summary["workflow"].startswith(events["workflow_type"].iloc[0])
+    assert summary["status"] == "Completed"
+    assert summary["result"] == events["result"].iloc[-1][0]
+    seconds = (events["event_time"].max() - events["event_time"].min()).total_seconds()
+    assert summary["duration"] == f"{seconds:.2f}s"
+    assert summary["events"] == str(len(events))
+
+
+def test_show_wraps_the_failure_message_instead_of_cutting_it() -> None:
+    path = DATA / "adk" / "adk-1.28.1" / "rolling_upgrade_to_adk-1.29.0.json"
+    message = tk.nondeterminism_errors(tk.read_history(path))["message"].item()
+    result = run("show", path, "--width", "100", "--type", "WorkflowTaskFailed")
+    assert result.returncode == 0, result.stderr
+    head, table = result.stdout.split("\n\n", 1)
+    assert "Running (1 workflow task failed)" in head
+    assert " ".join(line[10:] for line in head.splitlines()[2:4]) == message  # the failure
+    lines = table.splitlines()
+    assert max(len(line) for line in result.stdout.splitlines()) <= 100
+    column = lines[0].index("failure_message")
+    wrapped = " ".join(line[column:].strip() for line in lines[2:])
+    assert wrapped == message, "the message is wrapped whole, not cut"
+    assert "…" not in wrapped
+
+
+def test_show_fetches_by_workflow_id(dev_server, samples: dict[str, Path]) -> None:
+    recorded = tk.read_history(samples["activities"])
+    run_id = recorded["run_id"].iloc[0]
+    workflow_id = tk.fetch_histories(dev_server.address, f"RunId = '{run_id}'")[
+        "workflow_id"].iloc[0]  # fmt: skip
+    result = run("show", "-w", workflow_id, "--address", dev_server.address, "--width", "0")
+    assert result.returncode == 0, result.stderr
+    workflow_type = recorded["workflow_type"].iloc[0]
+    assert f"workflow  {workflow_type}  (workflow {workflow_id}" in result.stdout
+    assert len(_table(result.stdout)) == 2 + len(recorded)
+    rows = json_lines(run("show", "-w", workflow_id, "--address", dev_server.address,
+                          "--json").stdout)  # fmt: skip
+    assert [r["event_type"] for r in rows] == recorded["event_type"].tolist()
+    missing = run("show", "-w", "no-such-workflow", "--address", dev_server.address)
+    assert missing.returncode == 2 and "no-such-workflow" in missing.stderr
+    both = run("show", samples["activities"], "-w", workflow_id)
+    assert both.returncode == 2 and "not both" in both.stderr
 
 
 def test_json_output_is_the_library_frame(tmp_path: Path) -> None:
     path = TWIN / "one_call_then_plain.json"
     result = run("activities", path, "--json")
     assert result.returncode == 0, result.stderr
-    rows = json.loads(result.stdout)
+    assert len(result.stdout.splitlines()) == len(tk.activities(tk.read_history(path)))
+    rows = json_lines(result.stdout)
     expected = tk.activities(tk.read_history(path))
     assert [r["activity_type"] for r in rows] == expected["activity_type"].tolist()
     assert [r["attempt"] for r in rows] == expected["attempt"].tolist()
     assert set(rows[0]) == set(expected.columns)
-    turns = json.loads(run("turns", path, "--json").stdout)
+    turns = json_lines(run("turns", path, "--json").stdout)
     steps = tk.agent_steps(tk.read_history(path))
     assert [t["sequence"] for t in turns] == steps["sequence"].tolist()
 
@@ -69,7 +131,7 @@ def test_diff_explains_the_divergence_and_exits_1() -> None:
     assert "Go:" in result.stdout and "Java:" in result.stdout
     assert "reserve_stock" in result.stdout.split("side by side")[1]
     same = run("diff", case / "v1.json", case / "v1.json", "--json")
-    assert same.returncode == 0 and json.loads(same.stdout) == {"divergence": None}
+    assert same.returncode == 0 and json_lines(same.stdout) == [{"divergence": None}]
 
 
 def test_logs_filters_by_level_and_pattern() -> None:
@@ -77,7 +139,7 @@ def test_logs_filters_by_level_and_pattern() -> None:
     logs = tk.read_logs(path)
     result = run("logs", path, "--level", "error", "--grep", "DUPLICATE TOOL", "-i", "--json")
     assert result.returncode == 0, result.stderr
-    rows = json.loads(result.stdout)
+    rows = json_lines(result.stdout)
     wanted = logs[(logs["level"].isin(["error", "critical"]))
                   & logs["raw"].str.contains("duplicate tool", case=False)]  # fmt: skip
     assert [r["line"] for r in rows] == wanted["line"].tolist() and len(rows) > 0
@@ -94,13 +156,13 @@ def test_export_then_sql_and_idempotence(tmp_path: Path) -> None:
     runs = len([p for p in TWIN.glob("*.json") if not p.name.endswith(".meta.json")])
     assert f"{runs} runs written" in first.stdout
     again = run("export", source, "--to", dataset, "--json")
-    assert json.loads(again.stdout)["runs_written"] == 0
+    assert json_lines(again.stdout)[0]["runs_written"] == 0
     query = "select count(*) as n, count(distinct run_id) as runs from events"
-    counted = json.loads(run("sql", query, dataset, "--json").stdout)
+    counted = json_lines(run("sql", query, dataset, "--json").stdout)
     events = tk.read_histories(TWIN, progress=False).events
     assert counted == [{"n": len(events), "runs": runs}]
     # The same SQL straight over the history files gives the same answer.
-    direct = json.loads(run("sql", query, TWIN, "--json").stdout)
+    direct = json_lines(run("sql", query, TWIN, "--json").stdout)
     assert direct == counted
 
 

@@ -2,7 +2,8 @@
 
 ::
 
-    toolkit show run.json                       events, one per line
+    toolkit show run.json                       summary (type, status, result, duration), events
+    toolkit show -w agent-42 --address HOST:PORT   the same, fetched from a server
     toolkit activities run.json                 activity executions (attempts, outcomes)
     toolkit turns agent.json                    an agent's turns and model steps
     toolkit diff v1.json v2.json                where replay of v1 fails against v2's code
@@ -12,10 +13,11 @@
     toolkit sql "select * from duplicate_tools" --logs worker.log   (detector tables)
     toolkit export exports/ --to histories.parquet
 
-Every command takes ``--json`` (machine-readable output: every column, values as JSON) and
-``--width`` (text tables are cut to the terminal's width; ``--width 0`` never cuts; piped output
-is never cut). Exit codes: 0 done, 1 findings (a divergence, unreadable or conflicting files on
-export), 2 bad usage or unreadable input (the message names the source and the position).
+Every command takes ``--json`` (JSON Lines: one object per row, every column) and ``--width``
+(text tables fit the terminal's width: headers whole, the message column wrapped, other long
+cells cut; ``--width 0`` never cuts; piped output is never cut). Exit codes: 0 done, 1 findings
+(a divergence, unreadable or conflicting files on export), 2 bad usage or unreadable input (the
+message names the source and the position).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ DETECTORS = ("duplicate_tools", "retries", "dead_letters", "mcp_client_failures"
 
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print JSON (every column)")
+    common.add_argument("--json", action="store_true",
+                        help="print JSON Lines: one object per row, every column")
     common.add_argument("--width", type=int, default=None,
                         help="table width in characters (default: the terminal's; 0: no limit)")
     return common
@@ -57,8 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    show = sub.add_parser("show", parents=[common], help="the events of a history")
-    show.add_argument("file", help="a history file (any exported dialect)")
+    show = sub.add_parser("show", parents=[common],
+                          help="a history's summary and events (a file, or fetched with -w)")
+    show.add_argument("file", nargs="?", help="a history file (any exported dialect)")
+    show.add_argument("-w", "--workflow-id", help="fetch this workflow's history from --address")
+    show.add_argument("-r", "--run-id", help="with -w: this run (default: the latest)")
+    show.add_argument("--address", default="127.0.0.1:7233",
+                      help="with -w: the Temporal frontend (default 127.0.0.1:7233)")
+    show.add_argument("-n", "--namespace", default="default", help="with -w: the namespace")
     show.add_argument("--type", help="only event types matching this regular expression")
     _table_options(show)
 

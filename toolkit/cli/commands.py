@@ -56,15 +56,35 @@ def _emit(frame: pd.DataFrame, columns: tuple[str, ...], args: argparse.Namespac
         print_table(frame, chosen, width=args.width)
 
 
-def show(args: argparse.Namespace) -> int:
-    """``toolkit show FILE``: the events table."""
+def _history_for_show(args: argparse.Namespace) -> pd.DataFrame:
+    """The events of ``FILE``, or of ``-w ID`` fetched from ``--address``."""
     import toolkit as tk
 
-    events = tk.read_history(args.file)
+    if (args.file is None) == (args.workflow_id is None):
+        raise ToolkitError("show: expected a history FILE or -w/--workflow-id (with --address), "
+                           "not both")  # fmt: skip
+    if args.file is not None:
+        return tk.read_history(args.file)
+    return tk.fetch_history(args.address, args.workflow_id, args.run_id, namespace=args.namespace)
+
+
+def show(args: argparse.Namespace) -> int:
+    """``toolkit show FILE`` or ``toolkit show -w ID``: a summary, then the events table."""
+    from toolkit.cli.render import terminal_width
+    from toolkit.cli.summary import print_summary
+
+    events = _history_for_show(args)
+    if not args.json and len(events):
+        width = terminal_width(sys.stdout) if args.width is None else args.width
+        print_summary(events, sys.stdout, width)
     if args.type:
         events = events[events["event_type"].str.contains(args.type, regex=True, na=False)]
     names = events[list(_NAME_COLUMNS)].bfill(axis=1).iloc[:, 0] if len(events) else None
     events = events.assign(name=names)
+    times = events["event_time"].dropna()
+    if not args.json and len(times) and times.dt.date.nunique() == 1:
+        # One day (the summary says which): the time of day leaves room for the message.
+        events["event_time"] = events["event_time"].dt.strftime("%H:%M:%S.%f").str[:-3]
     _emit(events, SHOW_COLUMNS, args)
     return EXIT_OK
 

@@ -1,10 +1,11 @@
-"""Frames as plain-text tables that fit the terminal, or as JSON for scripts."""
+"""Frames as plain-text tables that fit the terminal, or as JSON Lines for scripts."""
 
 from __future__ import annotations
 
 import datetime as dt
 import shutil
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -14,7 +15,7 @@ import pandas as pd
 
 from toolkit.datasets.arrow import _missing, json_text
 
-__all__ = ["cell_text", "plain", "print_json", "print_table", "terminal_width"]
+__all__ = ["WRAP_COLUMNS", "cell_text", "plain", "print_json", "print_table", "terminal_width"]
 
 _MIN_WIDTH = 6
 _GAP = "  "
@@ -88,34 +89,46 @@ def terminal_width(stream: TextIO = sys.stdout) -> int:
     return shutil.get_terminal_size((100, 24)).columns if is_tty else 0
 
 
-def _fit(headers: list[int], contents: list[int], limit: int) -> list[int]:
+#: Columns whose text is the finding: wrapped onto more lines rather than cut.
+WRAP_COLUMNS = ("message", "failure_message", "core_message", "model_message", "go_message",
+                "java_message", "last_failure_message", "reason")  # fmt: skip
+_WRAP_MIN = 24
+
+
+def _fit(headers: list[int], contents: list[int], limit: int, wrap: int | None) -> list[int]:
     """Column widths that fit ``limit`` characters (0: no limit).
 
-    Headers longer than their column's values give way first (down to a few characters), then
-    the widest columns shrink, so short columns (ids, attempts) stay whole.
+    Headers are never cut. The ``wrap`` column (the message) takes whatever the other columns
+    leave, but at least a readable minimum; if that is not enough the other columns shrink,
+    widest first, down to their header's width.
     """
     widths = [max(h, c) for h, c in zip(headers, contents, strict=True)]
     if limit <= 0:
         return widths
     budget = limit - len(_GAP) * (len(widths) - 1)
-    for index, (header, content) in enumerate(zip(headers, contents, strict=True)):
-        if sum(widths) <= budget:
+    if wrap is not None and sum(widths) > budget:
+        others = sum(widths) - widths[wrap]
+        floor = max(headers[wrap], min(contents[wrap], _WRAP_MIN))
+        widths[wrap] = max(floor, budget - others)
+    floors = [max(h, _MIN_WIDTH) if i != wrap else widths[i] for i, h in enumerate(headers)]
+    while sum(widths) > budget:  # one character at a time from the widest: cuts stay even
+        shrinkable = [i for i in range(len(widths)) if widths[i] > floors[i]]
+        if not shrinkable:
             break
-        if header > content:
-            widths[index] = max(content, min(header, _MIN_WIDTH + 2))
-    while sum(widths) > budget:
-        widest = max(range(len(widths)), key=widths.__getitem__)
-        if widths[widest] <= _MIN_WIDTH:
-            break
-        over = sum(widths) - budget
-        second = sorted(widths)[-2] if len(widths) > 1 else _MIN_WIDTH
-        step = max(1, min(over, widths[widest] - second))
-        widths[widest] = max(_MIN_WIDTH, widths[widest] - step)
+        widths[max(shrinkable, key=widths.__getitem__)] -= 1
     return widths
 
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def _wrap_column(names: list[str]) -> int | None:
+    """The column to wrap: the first message column present (None: cut what does not fit)."""
+    for name in WRAP_COLUMNS:
+        if name in names:
+            return names.index(name)
+    return None
 
 
 def print_table(
@@ -125,12 +138,19 @@ def print_table(
     width: int | None = None,
     out: TextIO = sys.stdout,
 ) -> None:
-    """Print ``frame`` as an aligned text table, cut to ``width`` (default: the terminal's)."""
+    """Print ``frame`` as an aligned text table that fits ``width`` (default: the terminal's).
+
+    Headers are printed whole. A message column (``message``, ``failure_message``, ...) is
+    wrapped onto continuation lines instead of being cut; other columns that do not fit are
+    cut with ``…``.
+    """
     names = [c for c in (columns or list(frame.columns)) if c in frame.columns]
     cells = [[cell_text(v) for v in frame[name].tolist()] for name in names]
     contents = [max([0, *(len(text) for text in column)]) for column in cells]
+    headers = [len(name) for name in names]
     limit = terminal_width(out) if width is None else width
-    widths = _fit([len(name) for name in names], contents, limit)
+    wrap = _wrap_column(names)
+    widths = _fit(headers, contents, limit, wrap)
     numeric = [pd.api.types.is_numeric_dtype(frame[n]) and not pd.api.types.is_bool_dtype(frame[n])
                for n in names]  # fmt: skip
 
@@ -144,11 +164,19 @@ def print_table(
     out.write(line(names) + "\n")
     out.write(_GAP.join("-" * w for w in widths) + "\n")
     for row in zip(*cells, strict=True):
-        out.write(line(row) + "\n")
+        if wrap is None or len(row[wrap]) <= widths[wrap]:
+            out.write(line(row) + "\n")
+            continue
+        pieces = textwrap.wrap(row[wrap], widths[wrap], break_on_hyphens=False) or [""]
+        out.write(line([*row[:wrap], pieces[0], *row[wrap + 1 :]]) + "\n")
+        blank = [""] * len(row)
+        for piece in pieces[1:]:
+            out.write(line([*blank[:wrap], piece, *blank[wrap + 1 :]]) + "\n")
 
 
 def print_json(value: Any, out: TextIO = sys.stdout) -> None:
-    """Print a frame (as a list of row objects) or any plain value as indented JSON."""
-    value = plain(value)
-    text = orjson.dumps(value, default=lambda v: json_text(v) or None, option=orjson.OPT_INDENT_2)
-    out.write(text.decode("utf-8") + "\n")
+    """Print JSON Lines: a frame as one object per row, any other value as one line."""
+    rows = value.to_dict("records") if isinstance(value, pd.DataFrame) else [value]
+    for row in rows:
+        text = orjson.dumps(plain(row), default=lambda v: json_text(v) or None)
+        out.write(text.decode("utf-8") + "\n")

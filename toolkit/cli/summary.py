@@ -1,0 +1,90 @@
+"""The header ``toolkit show`` prints above the events: what the run was and how it ended."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any, TextIO
+
+import pandas as pd
+
+from toolkit.cli.render import cell_text, plain
+
+__all__ = ["print_summary", "run_summary"]
+
+_CLOSED = {
+    "WorkflowExecutionCompleted": "Completed",
+    "WorkflowExecutionFailed": "Failed",
+    "WorkflowExecutionTimedOut": "TimedOut",
+    "WorkflowExecutionCanceled": "Canceled",
+    "WorkflowExecutionTerminated": "Terminated",
+    "WorkflowExecutionContinuedAsNew": "ContinuedAsNew",
+}
+
+
+def run_summary(events: pd.DataFrame) -> dict[str, Any]:
+    """What a reader asks first about one history: type, ids, status, result, duration.
+
+    Returns
+    -------
+    dict
+        ``workflow_type``, ``workflow_id``, ``run_id``, ``status`` (the closing event's, as
+        the CLI and UI spell it, or ``Running`` with no closing event), ``result`` (the
+        completion's decoded payloads, or the failure message), ``duration`` (start to close,
+        or to the last event while running, a ``Timedelta``), ``events``, ``failed_tasks``
+        (workflow tasks that failed or timed out), ``last_task_failure`` (the last one's
+        message), ``started`` (the first event's time).
+    """
+    first, last = events.iloc[0], events.iloc[-1]
+    status = _CLOSED.get(last["event_type"], "Running")
+    result: Any = None
+    if last["event_type"] == "WorkflowExecutionCompleted":
+        result = plain(last["result"])
+        result = result[0] if isinstance(result, list) and len(result) == 1 else result
+    elif status != "Running" and isinstance(last["failure_message"], str):
+        result = last["failure_message"]
+    failed_tasks = events["event_type"].isin(["WorkflowTaskFailed", "WorkflowTaskTimedOut"])
+    task_failures = events.loc[failed_tasks, "failure_message"].dropna()
+    return {
+        "workflow_type": first["workflow_type"],
+        "workflow_id": first["workflow_id"],
+        "run_id": first["run_id"],
+        "status": status,
+        "result": result,
+        "last_task_failure": task_failures.iloc[-1] if len(task_failures) else None,
+        "started": events["event_time"].min(),
+        "duration": events["event_time"].max() - events["event_time"].min(),
+        "events": len(events),
+        "failed_tasks": int(failed_tasks.sum()),
+    }
+
+
+def print_summary(events: pd.DataFrame, out: TextIO, width: int) -> None:
+    """Print :func:`run_summary` as aligned ``key  value`` lines, values wrapped to ``width``."""
+    facts = run_summary(events)
+    ids = ", ".join(f"{k.split('_')[0]} {facts[k]}" for k in ("workflow_id", "run_id")
+                    if isinstance(facts[k], str))  # fmt: skip
+    status = facts["status"]
+    if facts["failed_tasks"]:
+        count = facts["failed_tasks"]
+        status += f" ({count} workflow task{'s' if count > 1 else ''} failed)"
+    lines = {
+        "workflow": f"{facts['workflow_type']}" + (f"  ({ids})" if ids else ""),
+        "status": status,
+        "result": cell_text(facts["result"]) if facts["result"] is not None else "",
+        "failure": cell_text(facts["last_task_failure"]) if facts["failed_tasks"] else "",
+        "started": f"{cell_text(facts['started'])} UTC",
+        "duration": cell_text(facts["duration"])
+        + (" so far" if facts["status"] == "Running" else ""),
+        "events": str(facts["events"]),
+    }
+    for key, value in lines.items():
+        if not value:
+            continue
+        if width <= 0:
+            out.write(f"{key:<9} {value}\n")
+            continue
+        pieces = textwrap.wrap(value, max(20, width - 10), break_on_hyphens=False) or [""]
+        out.write(f"{key:<9} {pieces[0]}\n")
+        for piece in pieces[1:]:
+            out.write(f"{'':<9} {piece}\n")
+    out.write("\n")
