@@ -1,17 +1,32 @@
-"""Execute the project's notebooks headless (tests and ``make demo``), optionally to HTML."""
+"""Execute the project's notebooks headless (tests and ``make demo``), optionally to HTML, and
+find the noise a reader should not see in them."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from toolkit.errors import LabError
 
-__all__ = ["NOTEBOOKS_DIR", "execute_notebook", "list_notebooks"]
+__all__ = ["NOTEBOOKS_DIR", "execute_notebook", "list_notebooks", "noise", "run_notebook",
+           "write_html"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+
+#: What a reader should never meet in an executed notebook, and why.
+_NOISE = (
+    (re.compile(r"Traceback \(most recent call last\)"), "a traceback"),
+    (re.compile(r"\bWARN(ING)?\b[ :|].*temporal"), "an SDK or sdk-core WARN line"),
+    (re.compile(r"\w+Warning: "), "a Python warning"),
+    (re.compile(r"/tmp/|ipykernel_\d+"), "a temporary path"),
+    (re.compile(r"\b\d+ days [+-]?\d\d:\d\d:\d\d|-1 days \+"), "a Timedelta printed raw"),
+)
+_WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 def list_notebooks(directory: Path = NOTEBOOKS_DIR) -> list[Path]:
@@ -19,24 +34,37 @@ def list_notebooks(directory: Path = NOTEBOOKS_DIR) -> list[Path]:
     return sorted(p for p in directory.glob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
-def execute_notebook(
-    path: Path, *, html: Path | None = None, timeout: int = 600, env: dict[str, str] | None = None
-) -> Path | None:
+def run_notebook(
+    path: Path, *, timeout: int = 600, env: dict[str, str] | None = None
+) -> Any:
     """Run every cell of ``path`` in a fresh kernel (cwd: the notebook's folder).
 
-    A failing cell (including a failing ``assert``) raises :class:`LabError` naming the notebook
-    and the cell. With ``html`` the executed notebook is also written there as HTML.
+    Returns
+    -------
+    nbformat.NotebookNode
+        The executed notebook.
+
+    Raises
+    ------
+    LabError
+        A cell failed (a failing check included), naming the notebook and the cell.
     """
     import nbformat
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     notebook = nbformat.read(path, as_version=4)
     saved = dict(os.environ)
     os.environ.update(env or {})
+    sockets = tempfile.mkdtemp(prefix="nb-kernel-")
     try:
+        # IPC sockets: a local kernel needs no TCP (whose launch warns about encryption).
+        kernel = KernelManager(kernel_name="python3", transport="ipc",
+                               ip=os.path.join(sockets, "kernel"))  # fmt: skip
         client = NotebookClient(
             notebook,
+            km=kernel,
             timeout=timeout,
             kernel_name="python3",
             resources={"metadata": {"path": str(path.parent)}},
@@ -48,8 +76,48 @@ def execute_notebook(
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        shutil.rmtree(sockets, ignore_errors=True)
+    return notebook
+
+
+def noise(notebook: Any) -> list[str]:
+    """Outputs a reader should not see: stderr, tracebacks, SDK ``WARN`` lines, warnings,
+    temporary paths, raw Timedeltas, progress widgets. One line per finding, naming the cell."""
+    found = []
+    for number, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                found.append(f"cell {number}: stderr: {output.get('text', '')[:200]!r}")
+                continue
+            data = output.get("data", {})
+            if _WIDGET in data:
+                found.append(f"cell {number}: a progress widget")
+            text = output.get("text") or data.get("text/plain") or ""
+            text += "\n".join(output.get("traceback", []))
+            for pattern, what in _NOISE:
+                match = pattern.search(_ANSI.sub("", str(text)))
+                if match:
+                    found.append(f"cell {number}: {what}: {match.group(0)!r}")
+    return found
+
+
+def execute_notebook(
+    path: Path, *, html: Path | None = None, timeout: int = 600, env: dict[str, str] | None = None
+) -> Path | None:
+    """Run every cell of ``path`` in a fresh kernel; with ``html``, also write it there as HTML.
+
+    A failing cell (including a failing check) raises :class:`LabError` naming the notebook
+    and the cell.
+    """
+    notebook = run_notebook(path, timeout=timeout, env=env)
     if html is None:
         return None
+    write_html(notebook, html)
+    return html
+
+
+def write_html(notebook: Any, html: Path) -> Path:
+    """Write an executed notebook as HTML (folders created)."""
     from nbconvert import HTMLExporter
 
     body, _ = HTMLExporter().from_notebook_node(notebook)

@@ -14,11 +14,13 @@ from matplotlib.patches import Patch
 from toolkit.errors import ToolkitError
 from toolkit.plots.style import new_figure
 
-__all__ = ["ROLE_COLORS", "plot_activity_timeline", "plot_delivery_timeline", "timeline_rows"]
+__all__ = ["OUTCOME_COLORS", "ROLE_COLORS", "plot_activity_timeline", "plot_delivery_timeline", "timeline_rows"]
 
 ROLE_COLORS = {"model": "#4C72B0", "listing": "#DD8452", "tool_call": "#55A868", "other": "#8C8C8C"}
 _ROLE_LABELS = {"model": "model call", "listing": "tool listing", "tool_call": "tool call",
                 "other": "other activity"}  # fmt: skip
+OUTCOME_COLORS = {"completed": "#55A868", "failed": "#C44E52", "timed_out": "#DD8452",
+                  "canceled": "#8C8C8C", "open": "#4C72B0"}  # fmt: skip
 _FAILED_TASK = "#C00000"
 
 
@@ -117,8 +119,10 @@ def plot_activity_timeline(
 ) -> Figure:
     """Gantt chart of one history's activities, one panel per turn, coloured by role.
 
-    Light bars are the wait to start, dark bars the run; each activity that did not simply
-    complete says how it ended and after how many attempts. A turn with no activity (stuck:
+    Light bars run from scheduling to the start of the last attempt (waiting, earlier attempts
+    and retry back-off), dark bars are the last attempt; each activity that did not simply
+    complete says how it ended and after how many attempts. An agent's activities are coloured
+    by role (model call, tool listing, tool call), a plain workflow's by outcome. A turn with no activity (stuck:
     its workflow task kept failing) gets an empty panel that says so, and every failed
     workflow task is a red line with its cause.
 
@@ -146,6 +150,12 @@ def plot_activity_timeline(
     sizes = [max(2, int((timed["turn"] == t).sum())) for t in turns]
     figure = new_figure(9.5, 0.24 * sum(sizes) + 0.55 * len(turns) + 1.3)
     axes = figure.subplots(len(turns), 1, sharex=True, squeeze=False, height_ratios=sizes)[:, 0]
+    # An agent's activities are told apart by role; a plain workflow's by how they ended.
+    by_role = (timed["role"] != "other").any()
+    colors = [ROLE_COLORS.get(r, ROLE_COLORS["other"]) if by_role
+              else OUTCOME_COLORS.get(o if isinstance(o, str) else "open", OUTCOME_COLORS["open"])
+              for r, o in zip(timed["role"], timed["outcome"], strict=True)]  # fmt: skip
+    timed = timed.assign(color=colors)
     for ax, turn in zip(axes, turns, strict=True):
         mine = timed[timed["turn"] == turn].sort_values("event_id")
         trigger = rows.loc[rows["turn"] == turn, "trigger"].iloc[0]
@@ -167,14 +177,19 @@ def plot_activity_timeline(
                         color=_FAILED_TASK)  # fmt: skip
     axes[-1].set_xlim(0, span_seconds * 1.32)
     axes[-1].set_xlabel("seconds since the workflow started")
-    present = [r for r in ROLE_COLORS if (timed["role"] == r).any()]
-    handles: list[Any] = [Patch(color=ROLE_COLORS[r], label=_ROLE_LABELS[r]) for r in present]
+    if by_role:
+        present = [r for r in ROLE_COLORS if (timed["role"] == r).any()]
+        handles: list[Any] = [Patch(color=ROLE_COLORS[r], label=_ROLE_LABELS[r]) for r in present]
+    else:
+        ended = set(timed["outcome"].fillna("open"))
+        handles = [Patch(color=c, label=o.replace("_", " ")) for o, c in OUTCOME_COLORS.items()
+                   if o in ended]  # fmt: skip
     if len(failures):
         handles.append(Line2D([], [], color=_FAILED_TASK, linestyle="--",
                               label="failed workflow task"))  # fmt: skip
     figure.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8,
                   frameon=False)  # fmt: skip
-    default = "Activities per turn (light: waiting to start, dark: running)"
+    default = "Activities (light: scheduled, waiting or between retries; dark: last attempt)"
     figure.suptitle(title or default, fontsize=10)
     return figure
 
@@ -191,7 +206,7 @@ def _draw_turn(ax: Axes, mine: pd.DataFrame, origin: Any, end: Any, span: float)
         start = (row.scheduled - origin).total_seconds()
         waiting = (began - origin).total_seconds()
         stop = (closed - origin).total_seconds()
-        color = ROLE_COLORS.get(row.role, ROLE_COLORS["other"])
+        color = row.color
         ax.barh(y, max(waiting - start, 0.0), left=start, color=color, alpha=0.35, height=0.7)
         ax.barh(y, max(stop - waiting, span * 2e-3), left=waiting, color=color, height=0.7)
         note = _ending(row.outcome, row.attempt)
