@@ -14,7 +14,8 @@ from matplotlib.patches import Patch
 from toolkit.errors import ToolkitError
 from toolkit.plots.style import new_figure
 
-__all__ = ["OUTCOME_COLORS", "ROLE_COLORS", "plot_activity_timeline", "plot_delivery_timeline", "timeline_rows"]
+__all__ = ["OUTCOME_COLORS", "ROLE_COLORS", "plot_activity_timeline", "plot_delivery_timeline",
+           "timeline_rows"]
 
 ROLE_COLORS = {"model": "#4C72B0", "listing": "#DD8452", "tool_call": "#55A868", "other": "#8C8C8C"}
 _ROLE_LABELS = {"model": "model call", "listing": "tool listing", "tool_call": "tool call",
@@ -122,9 +123,9 @@ def plot_activity_timeline(
     Light bars run from scheduling to the start of the last attempt (waiting, earlier attempts
     and retry back-off), dark bars are the last attempt; each activity that did not simply
     complete says how it ended and after how many attempts. An agent's activities are coloured
-    by role (model call, tool listing, tool call), a plain workflow's by outcome. A turn with no activity (stuck:
-    its workflow task kept failing) gets an empty panel that says so, and every failed
-    workflow task is a red line with its cause.
+    by role (model call, tool listing, tool call), a plain workflow's by outcome. A turn with
+    no activity (stuck: its workflow task kept failing) gets an empty panel that says so, and
+    every failed workflow task is a red line with its cause.
 
     Parameters
     ----------
