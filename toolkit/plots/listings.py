@@ -3,6 +3,7 @@ versions."""
 
 from __future__ import annotations
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -13,7 +14,8 @@ from toolkit.plots.style import human, integer_ticks, natural_key, new_figure
 
 __all__ = ["listing_bars", "plot_listings_per_turn"]
 
-_PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3")
+#: Ten distinct colours (matplotlib's tab10), then twenty (tab20) when there are more bars.
+_PALETTES = ("tab10", "tab20")
 
 
 def listing_bars(
@@ -88,7 +90,8 @@ def plot_listings_per_turn(
     drawn = listing_bars(table, group=group, bars=bars, value=value, facet=facet, runs=runs)
     facets = list(dict.fromkeys(drawn["facet"])) or [""]
     categories = sorted(drawn["bar"].unique(), key=natural_key)
-    colors = {c: _PALETTE[i % len(_PALETTE)] for i, c in enumerate(categories)}
+    palette = matplotlib.colormaps[_PALETTES[len(categories) > 10]].colors
+    colors = {c: palette[i % len(palette)] for i, c in enumerate(categories)}
     sizes = [max(1, drawn.loc[drawn["facet"] == f, "group"].nunique()) for f in facets]
     width = 1.6 + sum(0.35 * max(1, len(categories)) * n + 0.3 for n in sizes)
     figure = new_figure(max(5.0, width), 4.2)
