@@ -14,7 +14,14 @@ The Go side (the service of the postmortem note, rebuilt in Python on real parts
 
 The Python side: :mod:`.adk_capture` runs real google-adk with two toolsets on one endpoint on the
 dev server, with a timestamped worker log (:mod:`.adk_worker`). :mod:`.record` writes both into
-``data/duplicate_tool/``; :mod:`.evidence` holds the analyses the notebook presents.
+``data/duplicate_tool/``.
+
+What the recordings say, as frames (public here, used by ``notebooks/duplicate-tool.ipynb``):
+:func:`command_outcomes` (how each bus command ended, from the runtime's log),
+:func:`pattern_comparison` / :func:`naive_false_positives` (the strict detector against a naive
+``grep``), :func:`toolset_activities` (which toolset served the calls, from the history) and
+:func:`read_mcp_requests` (the MCP server's request log). The delivery timeline is the toolkit's
+own: ``toolkit.delivery_timeline`` and ``toolkit.plots.plot_delivery_timeline``.
 
 Examples
 --------
@@ -26,6 +33,14 @@ Examples
 'deadlettered'
 """
 
+from toolkit.lab.hosted_runtime.evidence import (
+    command_outcomes,
+    naive_false_positives,
+    pattern_comparison,
+    read_mcp_requests,
+    toolset_activities,
+)
 from toolkit.lab.hosted_runtime.runtime import HostedRuntime, RuntimeOptions, run_session
 
-__all__ = ["HostedRuntime", "RuntimeOptions", "run_session"]
+__all__ = ["HostedRuntime", "RuntimeOptions", "command_outcomes", "naive_false_positives",
+           "pattern_comparison", "read_mcp_requests", "run_session", "toolset_activities"]
