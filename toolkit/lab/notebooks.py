@@ -23,7 +23,7 @@ _NOISE = (
     (re.compile(r"Traceback \(most recent call last\)"), "a traceback"),
     (re.compile(r"\bWARN(ING)?\b[ :|].*temporal"), "an SDK or sdk-core WARN line"),
     (re.compile(r"\w+Warning: "), "a Python warning"),
-    (re.compile(r"/tmp/|ipykernel_\d+"), "a temporary path"),
+    (re.compile(re.escape(tempfile.gettempdir()) + r"/|ipykernel_\d+"), "a temporary path"),
     (re.compile(r"\b\d+ days [+-]?\d\d:\d\d:\d\d|-1 days \+"), "a Timedelta printed raw"),
 )
 _WIDGET = "application/vnd.jupyter.widget-view+json"
