@@ -11,16 +11,6 @@ from toolkit.cli.render import cell_text, plain
 
 __all__ = ["print_summary", "run_summary"]
 
-_CLOSED = {
-    "WorkflowExecutionCompleted": "Completed",
-    "WorkflowExecutionFailed": "Failed",
-    "WorkflowExecutionTimedOut": "TimedOut",
-    "WorkflowExecutionCanceled": "Canceled",
-    "WorkflowExecutionTerminated": "Terminated",
-    "WorkflowExecutionContinuedAsNew": "ContinuedAsNew",
-}
-
-
 def run_summary(events: pd.DataFrame) -> dict[str, Any]:
     """What a reader asks first about one history: type, ids, status, result, duration.
 
@@ -34,8 +24,11 @@ def run_summary(events: pd.DataFrame) -> dict[str, Any]:
         (workflow tasks that failed or timed out), ``last_task_failure`` (the last one's
         message), ``started`` (the first event's time).
     """
+    from toolkit.datasets.tables import run_facts
+
     first, last = events.iloc[0], events.iloc[-1]
-    status = _CLOSED.get(last["event_type"], "Running")
+    closed = run_facts(events)["status"].iloc[0]  # completed, timed_out, ... or open
+    status = "Running" if closed == "open" else "".join(map(str.capitalize, closed.split("_")))
     result: Any = None
     if last["event_type"] == "WorkflowExecutionCompleted":
         result = plain(last["result"])

@@ -58,6 +58,7 @@ def run_notebook(
     saved = dict(os.environ)
     os.environ.update(env or {})
     sockets = tempfile.mkdtemp(prefix="nb-kernel-")
+    kernel = None
     try:
         # IPC sockets: a local kernel needs no TCP (whose launch warns about encryption).
         kernel = KernelManager(kernel_name="python3", transport="ipc",
@@ -76,6 +77,8 @@ def run_notebook(
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        if kernel is not None and kernel.has_kernel:  # a kernel we pass in is ours to stop
+            kernel.shutdown_kernel(now=True)
         shutil.rmtree(sockets, ignore_errors=True)
     return notebook
 
