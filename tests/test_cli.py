@@ -194,7 +194,7 @@ def test_logs_detect_prints_findings_and_exits_1() -> None:
     before = DATA / "duplicate_tool" / "go" / "before.log"
     result = run("logs", before, "--detect", "duplicate_tools", "--json")
     assert result.returncode == 1, result.stderr
-    rows = json.loads(result.stdout)
+    rows = json_lines(result.stdout)
     assert [r["attempt"] for r in rows] == [1, 2, 3, 4, 5]
     assert {r["framework"] for r in rows} == {"adk_go"} and rows[-1]["dead_letter_line"] == 14
     table = run("logs", before, "--detect", "dead_letters", "--width", "0")
@@ -222,7 +222,7 @@ def test_logs_grep_searches_fields_and_says_where() -> None:
     before = DATA / "duplicate_tool" / "go" / "before.jsonl"
     result = run("logs", before, "--grep", 'duplicate tool: "get_weather"', "--json")
     assert result.returncode == 0, result.stderr
-    rows = json.loads(result.stdout)
+    rows = json_lines(result.stdout)
     assert len(rows) == 11
     assert {r["matched"] for r in rows} == {'error: agent run: duplicate tool: "get_weather"'}
     table = run("logs", before, "--grep", "deadlettered", "--width", "0")
