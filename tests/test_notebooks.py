@@ -56,3 +56,19 @@ def test_noise_names_what_a_reader_should_not_see() -> None:
 
 def test_there_are_notebooks() -> None:
     assert {p.stem for p in NOTEBOOKS} >= {"first-look", "replay-divergence", "duplicate-tool"}
+
+
+@pytest.mark.slow
+def test_a_figure_shows_once_whether_assigned_returned_or_silenced(tmp_path: Path) -> None:
+    setup = ("import toolkit as tk\n"
+             "case = '../data/gallery/activity-renamed'\n"
+             "d = tk.first_divergence(f'{case}/v1.json', f'{case}/v2.json')")  # fmt: skip
+    cells = [setup, "fig = tk.plots.plot_divergence(d)", "tk.plots.plot_divergence(d)",
+             "tk.plots.plot_divergence(d);", "x = 1"]  # fmt: skip
+    path = tmp_path / "notebooks" / "figures.ipynb"
+    path.parent.mkdir()
+    (tmp_path / "data").symlink_to(Path(__file__).resolve().parents[1] / "data")
+    nbformat.write(new_notebook(cells=[new_code_cell(c) for c in cells]), path)
+    executed = run_notebook(path, timeout=300)
+    images = [sum("image/png" in o.get("data", {}) for o in c.outputs) for c in executed.cells]
+    assert images == [0, 1, 1, 1, 0]
