@@ -72,6 +72,19 @@ def test_show_summary_says_type_status_result_and_duration() -> None:
     assert summary["events"] == str(len(events))
 
 
+def test_show_summarises_each_history_of_a_file(tmp_path: Path) -> None:
+    case = DATA / "gallery" / "activity-renamed"
+    both = tmp_path / "two.json"  # an array of histories, as some exports write them
+    both.write_text("[" + (case / "v1.json").read_text() + "," + (case / "v2.json").read_text()
+                    + "]")  # fmt: skip
+    result = run("show", both, "--width", "100")
+    assert result.returncode == 0, result.stderr
+    blocks = result.stdout.split("\n\n")
+    assert blocks[0].startswith("history   0\n") and blocks[1].startswith("history   1\n")
+    runs = [tk.read_history(case / name)["run_id"].iloc[0] for name in ("v1.json", "v2.json")]
+    assert runs[0] in blocks[0] and runs[1] in blocks[1]
+
+
 def test_show_wraps_the_failure_message_instead_of_cutting_it() -> None:
     path = DATA / "adk" / "adk-1.28.1" / "rolling_upgrade_to_adk-1.29.0.json"
     message = tk.nondeterminism_errors(tk.read_history(path))["message"].item()

@@ -51,8 +51,11 @@ def run_summary(events: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def print_summary(events: pd.DataFrame, out: TextIO, width: int) -> None:
-    """Print :func:`run_summary` as aligned ``key  value`` lines, values wrapped to ``width``."""
+def print_summary(
+    events: pd.DataFrame, out: TextIO, width: int, *, history: Any = None
+) -> None:
+    """Print :func:`run_summary` as aligned ``key  value`` lines, values wrapped to ``width``
+    (``history``: the run's index in a file of several, printed first)."""
     facts = run_summary(events)
     ids = ", ".join(f"{k.split('_')[0]} {facts[k]}" for k in ("workflow_id", "run_id")
                     if isinstance(facts[k], str))  # fmt: skip
@@ -61,6 +64,7 @@ def print_summary(events: pd.DataFrame, out: TextIO, width: int) -> None:
         count = facts["failed_tasks"]
         status += f" ({count} workflow task{'s' if count > 1 else ''} failed)"
     lines = {
+        "history": "" if history is None else str(history),
         "workflow": f"{facts['workflow_type']}" + (f"  ({ids})" if ids else ""),
         "status": status,
         "result": cell_text(facts["result"]) if facts["result"] is not None else "",
