@@ -79,10 +79,10 @@ def timeline_rows(data: pd.DataFrame, *, roles: Any = "auto") -> tuple[pd.DataFr
     tasks = tk.workflow_tasks(data)
     failed = tasks[tasks["outcome"].isin(["failed", "timed_out"])]
     time = failed["closed_time"].fillna(failed["started_time"])
-    starts = _turn_start_times(data, turns)
+    closing = failed["closed_event_id"].fillna(failed["started_event_id"])
     failures = pd.DataFrame({
         "workflow_task": failed["workflow_task"].to_numpy(), "time": time.to_numpy(),
-        "turn": [_turn_at(starts, t) for t in time], "outcome": failed["outcome"].to_numpy(),
+        "turn": _turn_of_event(data, roles, closing), "outcome": failed["outcome"].to_numpy(),
         "cause": failed["cause"].to_numpy(),
         "failure_message": failed["failure_message"].to_numpy(),
     })  # fmt: skip
@@ -95,24 +95,18 @@ def _span_outcome(event_type: Any) -> Any:
     return names.get(event_type, event_type)
 
 
-def _turn_start_times(events: pd.DataFrame, turns: pd.DataFrame) -> list[tuple[Any, int]]:
-    """(time, turn) of each turn's user message, from the events (turn 0: the start)."""
-    out = []
-    for turn, trigger in turns[["turn", "trigger"]].itertuples(index=False):
-        if not isinstance(trigger, str) or trigger == "start":
-            out.append((events["event_time"].min(), turn))
-        elif trigger.startswith("signal:"):
-            hits = events[(events["event_type"] == "WorkflowExecutionSignaled")
-                          & (events["signal_name"] == trigger.split(":", 1)[1])]  # fmt: skip
-            times = sorted(hits["event_time"])
-            index = sum(1 for _, t in out if isinstance(t, int) and t > 0 and t != turn)
-            out.append((times[min(index, len(times) - 1)] if times else pd.NaT, turn))
-    return sorted((t, n) for t, n in out if pd.notna(t))
+def _turn_of_event(events: pd.DataFrame, roles: Any, event_ids: pd.Series) -> list[int]:
+    """The turn each event belongs to: the last turn whose user message came before it."""
+    from toolkit.agents.roles import resolve_roles
+    from toolkit.agents.turns import turn_starts
 
-
-def _turn_at(starts: list[tuple[Any, int]], time: Any) -> int:
-    before = [turn for start, turn in starts if start <= time]
-    return before[-1] if before else (starts[0][1] if starts else 0)
+    scheduled = events[events["event_type"] == "ActivityTaskScheduled"]
+    try:
+        resolved = resolve_roles(roles, scheduled["activity_type"], "<events>")
+    except ToolkitError:  # no agent framework: one panel, turn 0
+        return [0] * len(event_ids)
+    starts = [event_id for event_id, _ in turn_starts(events, resolved, scheduled)]
+    return [max(1, sum(1 for s in starts if s < event_id)) for event_id in event_ids]
 
 
 def plot_activity_timeline(
