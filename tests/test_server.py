@@ -47,3 +47,18 @@ def test_a_taken_port_is_a_clear_error_and_is_retried_elsewhere() -> None:
             assert server.port != port and server.pid is not None
         finally:
             server.stop()
+
+
+def test_a_server_left_running_stops_when_its_interpreter_exits() -> None:
+    """A notebook whose check fails never reaches ``server.stop()``: exiting stops the server."""
+    import subprocess
+    import sys
+
+    code = ("from toolkit.lab.server import DevServer\n"
+            "server = DevServer().start()\n"
+            "print(server.pid, flush=True)\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)  # fmt: skip
+    pid = int(done.stdout.strip())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

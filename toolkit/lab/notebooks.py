@@ -78,7 +78,8 @@ def run_notebook(
         os.environ.clear()
         os.environ.update(saved)
         if kernel is not None and kernel.has_kernel:  # a kernel we pass in is ours to stop
-            kernel.shutdown_kernel(now=True)
+            # Politely first: the kernel's exit handlers stop what it started (dev servers).
+            kernel.shutdown_kernel(now=False)
         shutil.rmtree(sockets, ignore_errors=True)
     return notebook
 

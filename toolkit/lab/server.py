@@ -13,6 +13,7 @@ Examples
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
@@ -173,6 +174,9 @@ class DevServer:
             start_new_session=True,
         )
         log.close()
+        # The server runs in its own session, so it would outlive an interpreter that never
+        # called stop() (a notebook whose check failed before its last cell): stop it at exit.
+        atexit.register(self.stop)
 
     def _wait_healthy(self) -> None:
         assert self._process is not None
@@ -202,6 +206,7 @@ class DevServer:
         """Stop the server by PID (SIGTERM, then SIGKILL) and remove its files."""
         process, self._process = self._process, None
         if process is not None:
+            atexit.unregister(self.stop)
             stop_process_group(process)
         if self._workdir is not None:
             self._workdir.cleanup()
