@@ -217,7 +217,11 @@ def test_every_in_memory_source_kind(corpus: Path) -> None:
     for source in kinds:
         frame = tk.read_history(source)
         assert list(frame["event_type"]) == list(expected["event_type"]), type(source)
-    assert tk.read_history(sdk)["workflow_id"].iloc[0] == "wf-1"
+    # The history's own workflow id wins over the object's; without one, the object's is used.
+    assert tk.read_history(sdk)["workflow_id"].iloc[0] == "record-hitl"
+    older = (corpus / H / "temporalio__samples-go/helloworld.json").read_text()
+    from_object = tk.read_history(WorkflowHistory.from_json("wf-1", older))
+    assert from_object["workflow_id"].iloc[0] == "wf-1"
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@
     toolkit sql "select ... from activities" exports/     (a dataset, Parquet or histories)
     toolkit sql "select * from duplicate_tools" --logs worker.log   (detector tables)
     toolkit export exports/ --to histories.parquet
+    toolkit dataset check histories.parquet     (or repair: rewrite damaged batches from sources)
 
 Every command takes ``--json`` (JSON Lines: one object per row, every column) and ``--width``
 (text tables fit the terminal's width: headers whole, the message column wrapped, other long
@@ -113,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--namespace", help="namespace for histories whose source names none")
     export.add_argument("--batch-files", type=int, default=1000, help="files per commit")
     export.add_argument("--progress", action="store_true", default=None, help="progress bar")
+    export.add_argument("--workflow-id-from", metavar="REGEX",
+                        help="workflow id from the path where histories do not hold it (named "
+                        "groups workflow_id, run_id, namespace)")
+
+    dataset = sub.add_parser("dataset", parents=[common],
+                             help="check a dataset (every claimed run has its rows) or repair it")
+    dataset.add_argument("action", choices=("check", "repair"))
+    dataset.add_argument("path", help="the dataset folder")
     return parser
 
 

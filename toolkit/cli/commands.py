@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from toolkit.cli.dataset import dataset_command
 from toolkit.cli.render import print_json, print_table
 from toolkit.errors import ToolkitError
 
@@ -214,11 +215,13 @@ def export(args: argparse.Namespace) -> int:
     from toolkit.datasets import write_dataset
 
     report = write_dataset(args.histories, args.to, namespace=args.namespace,
-                           batch_files=args.batch_files, progress=args.progress)  # fmt: skip
+                           batch_files=args.batch_files, progress=args.progress,
+                           workflow_id_from=args.workflow_id_from)  # fmt: skip
     if args.json:
-        summary = {k: v for k, v in vars(report).items() if k not in ("errors", "conflicts")}
+        frames = ("errors", "conflicts", "unrepairable")
+        summary = {k: v for k, v in vars(report).items() if k not in frames}
         summary["dataset"] = str(report.dataset)
-        print_json({**summary, "errors": report.errors, "conflicts": report.conflicts})
+        print_json({**summary, **{name: getattr(report, name) for name in frames}})
     else:
         print(report)
         for row in report.errors.itertuples():
@@ -231,3 +234,4 @@ def export(args: argparse.Namespace) -> int:
 
 HANDLERS = {"show": show, "activities": activities, "turns": turns, "diff": diff, "logs": logs,
             "sql": sql, "export": export}  # fmt: skip
+HANDLERS["dataset"] = dataset_command

@@ -47,6 +47,7 @@ and files already written (same sha256) are skipped without being read.
 """
 
 from toolkit.datasets.arrow import json_text, to_arrow
+from toolkit.datasets.check import DatasetCheck, DatasetRepair, check_dataset, repair_dataset
 from toolkit.datasets.layout import PARTITIONS, TABLES, is_dataset, table_files
 from toolkit.datasets.query import DERIVED_FROM_EVENTS, sql
 from toolkit.datasets.writer import DatasetWrite, write_dataset
@@ -55,9 +56,13 @@ __all__ = [
     "DERIVED_FROM_EVENTS",
     "PARTITIONS",
     "TABLES",
+    "DatasetCheck",
+    "DatasetRepair",
     "DatasetWrite",
+    "check_dataset",
     "is_dataset",
     "json_text",
+    "repair_dataset",
     "sql",
     "table_files",
     "to_arrow",

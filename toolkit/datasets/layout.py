@@ -4,8 +4,11 @@ Layout (plain Parquet files, read alike by DuckDB, Spark, Trino, polars, pyarrow
 
     DATASET/
       _toolkit/dataset.json                      format, tables, their Arrow schemas, sort order
-      _toolkit/batches/<batch>/runs.parquet      manifest: the runs each write committed
-      _toolkit/batches/<batch>/files.parquet     manifest: the files each write read (sha256)
+      _toolkit/batches/<batch>/runs.parquet      manifest: the runs each batch committed
+      _toolkit/batches/<batch>/files.parquet     manifest: the files each batch read (sha256)
+      _toolkit/batches/<batch>/parts.json        manifest: its part files, rows and bytes
+      _toolkit/writers/<writer>.lease            live writers (toolkit.datasets.commit)
+      _toolkit/commit.lock                       taken by a writer for each batch
       events/part-<batch>-<n>.parquet            one file per batch (more for a huge batch)
       activities/...   workflow_tasks/...   runs/...
 
@@ -133,17 +136,25 @@ def register_dataset(
     A table with no files yet (no activity in any run, say) is still registered, empty, with
     its documented columns.
     """
+    from toolkit.datasets.commit import committed_batches, committed_parts  # (imports us)
+
+    # One list of committed batches for every table: the views agree with each other even
+    # while writers commit.
+    committed = committed_batches(Path(dataset))
     names = []
     for table in TABLES:
         if skip and table in skip:
             continue
         quoted = f'"{table}"'
-        if table_files(dataset, table):
-            pattern = str(Path(dataset) / table / "*.parquet").replace("'", "''")
+        # Only parts of committed batches: a batch being written (or left by a crash) is not
+        # part of the dataset yet.
+        parts = committed_parts(dataset, table, committed)
+        if parts:
+            listed = ", ".join("'" + str(p).replace("'", "''") + "'" for p in parts)
             # One schema in every file: no union_by_name (it reads every footer), and no hive
             # columns from folder names above the dataset.
             connection.execute(
-                f"create view {quoted} as select * from read_parquet('{pattern}', "
+                f"create view {quoted} as select * from read_parquet([{listed}], "
                 "hive_partitioning = false)"
             )
         else:

@@ -1,17 +1,14 @@
-"""The dataset's manifest: which runs and files each write committed, and crash recovery.
+"""The dataset's manifest: which runs and files the committed batches hold.
 
-A write is a sequence of *batches*. A batch writes its Parquet parts (``part-<batch>-<n>``) and
-then commits by renaming its manifest folder into ``_toolkit/batches/<batch>/`` (one atomic
-rename). Parts whose batch never committed (a write killed half-way) are deleted by the next
-write, so a re-run neither loses nor doubles anything.
+A batch writes its Parquet parts (``part-<batch>-<n>``) and commits by renaming its manifest
+folder into ``_toolkit/batches/<batch>/`` (``runs.parquet``, ``files.parquet``, ``parts.json``).
+How concurrent writers take turns, and when leftovers of a crashed writer are removed, is
+:mod:`toolkit.datasets.commit`; what a reader can rely on is :mod:`toolkit.datasets.check`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-import re
-import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +17,27 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from toolkit.datasets.commit import (
+    BatchParts,
+    WriterLease,
+    all_parts,
+    batch_of,
+    batches_dir,
+    commit_lock,
+    committed_batches,
+)
 from toolkit.datasets.layout import FORMAT, MANIFEST_DIR, PARTITIONS, TABLES, file_schema
 from toolkit.errors import ToolkitError
 
-__all__ = ["Manifest", "commit_batch", "new_batch_id", "open_manifest"]
-
-_PART = re.compile(r"^part-(?P<batch>[0-9T]+-[0-9a-f]+)-\d+\.parquet$")
+__all__ = [
+    "FILES_SCHEMA",
+    "RUNS_SCHEMA",
+    "Manifest",
+    "commit_batch",
+    "new_batch_id",
+    "open_manifest",
+    "prepare_dataset",
+]
 
 RUNS_SCHEMA = pa.schema(
     [("run_key", pa.string()), ("events", pa.int64()), ("last_event_id", pa.int64()),
@@ -39,20 +51,35 @@ FILES_SCHEMA = pa.schema(
 
 @dataclass
 class Manifest:
-    """What a dataset already holds: run key -> (events, last event id), and file hashes."""
+    """What a dataset holds: run key -> (events, last event id), file hashes, batches read."""
 
     root: Path
     runs: dict[str, tuple[int, int]] = field(default_factory=dict)
     files: set[str] = field(default_factory=set)
+    batches: set[str] = field(default_factory=set)
 
+    def refresh(self) -> None:
+        """Read the batches committed since the last look (all of them if one was dropped)."""
+        committed = committed_batches(self.root)
+        if self.batches - committed:  # a repair dropped a batch: start over
+            self.runs.clear()
+            self.files.clear()
+            self.batches.clear()
+        for batch in sorted(committed - self.batches):
+            folder = batches_dir(self.root) / batch
+            self.remember(pq.read_table(folder / "runs.parquet"))
+            files = pq.read_table(folder / "files.parquet", columns=["file_sha256"])
+            self.files.update(files.column(0).to_pylist())
+            self.batches.add(batch)
 
-def new_batch_id() -> str:
-    """A sortable, unique batch id (UTC time, then random hex)."""
-    return f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
-
-
-def _batches_dir(root: Path) -> Path:
-    return root / MANIFEST_DIR / "batches"
+    def remember(self, runs: pa.Table) -> None:
+        """Add a runs manifest's ``run_key -> (events, last_event_id)``; the first batch naming a
+        run wins."""
+        columns = runs.select(["run_key", "events", "last_event_id"]).to_pydict()
+        for key, events, last in zip(
+            columns["run_key"], columns["events"], columns["last_event_id"], strict=True
+        ):
+            self.runs.setdefault(key, (events, last))
 
 
 def _describe() -> bytes:
@@ -66,77 +93,82 @@ def _describe() -> bytes:
     return orjson.dumps({"format": FORMAT, "tables": tables}, option=orjson.OPT_INDENT_2)
 
 
-def open_manifest(root: str | os.PathLike[str]) -> Manifest:
-    """Create the dataset folder if needed, drop uncommitted parts, load the manifest.
+def prepare_dataset(root: str | os.PathLike[str]) -> Path:
+    """Create the dataset folder and its ``dataset.json`` if needed (safe when several writers
+    start at once); check the format of an existing one.
 
     Raises
     ------
     toolkit.errors.ToolkitError
-        When ``root`` exists but is not a dataset (a non-empty folder without
-        ``_toolkit/dataset.json``), or is a dataset of another format.
+        When ``root`` is a file, a non-empty folder that is not a dataset, or a dataset of
+        another format.
     """
     path = Path(root)
     described = path / MANIFEST_DIR / "dataset.json"
     if path.exists() and not path.is_dir():
         raise ToolkitError(f"{path}: is a file; expected a dataset directory (new or existing)")
+    # ``_toolkit`` alone is a dataset another writer is creating right now.
+    if (
+        not described.is_file()
+        and path.is_dir()
+        and any(p.name != MANIFEST_DIR for p in path.iterdir())
+    ):
+        raise ToolkitError(
+            f"{path}: the folder is not empty and holds no _toolkit/dataset.json; expected "
+            "a new folder or a dataset written by toolkit.write_dataset"
+        )
+    described.parent.mkdir(parents=True, exist_ok=True)
     if not described.is_file():
-        if path.is_dir() and any(path.iterdir()):
-            raise ToolkitError(
-                f"{path}: the folder is not empty and holds no _toolkit/dataset.json; expected "
-                "a new folder or a dataset written by toolkit.write_dataset"
-            )
-        described.parent.mkdir(parents=True, exist_ok=True)
-        described.write_bytes(_describe())
-    else:
-        found = orjson.loads(described.read_bytes()).get("format")
-        if found != FORMAT:
-            raise ToolkitError(f"{described}: dataset format {found!r}; expected {FORMAT!r}")
-    committed = _committed(path)
-    _remove_uncommitted(path, committed)
-    manifest = Manifest(path)
-    for batch in sorted(committed):
-        _remember(manifest, pq.read_table(_batches_dir(path) / batch / "runs.parquet"))
-        files = pq.read_table(_batches_dir(path) / batch / "files.parquet", columns=["file_sha256"])
-        manifest.files.update(files.column(0).to_pylist())
+        with commit_lock(path):
+            if not described.is_file():
+                draft = described.with_name(f".dataset-{uuid.uuid4().hex}.json")
+                draft.write_bytes(_describe())
+                os.replace(draft, described)
+    found = orjson.loads(described.read_bytes()).get("format")
+    if found != FORMAT:
+        raise ToolkitError(f"{described}: dataset format {found!r}; expected {FORMAT!r}")
+    return path
+
+
+def open_manifest(root: str | os.PathLike[str]) -> Manifest:
+    """Create the dataset if needed and load what its committed batches hold."""
+    manifest = Manifest(prepare_dataset(root))
+    manifest.refresh()
     return manifest
 
 
-def _committed(root: Path) -> set[str]:
-    folder = _batches_dir(root)
-    if not folder.is_dir():
-        return set()
-    return {p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")}
-
-
-def _remove_uncommitted(root: Path, committed: set[str]) -> None:
-    for table in TABLES:
-        for part in (root / table).rglob("part-*.parquet"):
-            match = _PART.match(part.name)
-            if match and match.group("batch") not in committed:
-                part.unlink()
-    leftovers = _batches_dir(root)
-    if leftovers.is_dir():
-        for tmp in leftovers.glob(".tmp-*"):
-            shutil.rmtree(tmp, ignore_errors=True)
+def new_batch_id() -> str:
+    """A batch id for a writer without a lease (:mod:`toolkit.spark`'s driver): a fresh writer
+    id that no lease names, so its parts count as leftovers until it commits; commit with
+    :func:`commit_batch`, which refuses a batch whose parts went missing."""
+    return WriterLease.new_batch_id_for(uuid.uuid4().hex[:12])
 
 
 def commit_batch(manifest: Manifest, batch: str, runs: pa.Table, files: pa.Table) -> None:
-    """Write the batch's manifest and commit it (atomic rename), then remember it in memory."""
-    final = _batches_dir(manifest.root) / batch
-    tmp = _batches_dir(manifest.root) / f".tmp-{batch}"
-    tmp.mkdir(parents=True, exist_ok=True)
-    pq.write_table(runs.cast(RUNS_SCHEMA), tmp / "runs.parquet")
-    pq.write_table(files.cast(FILES_SCHEMA), tmp / "files.parquet")
-    os.replace(tmp, final)
-    _remember(manifest, runs)
+    """Commit a batch whose parts (``part-<batch>-*``) are already in the table folders.
+
+    For writers that do not hold a lease (:mod:`toolkit.spark`): under the commit lock, the
+    parts are listed and their rows checked against the runs claimed (events and runs add up);
+    a batch whose parts a cleaner removed meanwhile raises instead of committing.
+    """
+    from toolkit.datasets.commit import commit_parts
+
+    parts = BatchParts(manifest.root, batch)
+    with commit_lock(manifest.root):
+        for table in TABLES:
+            for part in all_parts(manifest.root, table):
+                if (batch_of(part.name) or ("", ""))[0] == batch:
+                    parts.add(table, part, pq.read_metadata(part).num_rows)
+        claimed = {"runs": runs.num_rows, "events": sum(runs.column("events").to_pylist())}
+        found = {t: sum(r for _, r, _ in parts.tables.get(t, [])) for t in claimed}
+        if found != claimed:
+            parts.remove()
+            raise ToolkitError(
+                f"{manifest.root}: batch {batch} was not committed: its parts hold {found} rows "
+                f"where the batch claims {claimed} (removed by a cleanup meanwhile?); rerun"
+            )
+        commit_parts(parts, {"runs.parquet": runs.cast(RUNS_SCHEMA),
+                             "files.parquet": files.cast(FILES_SCHEMA)})  # fmt: skip
+    manifest.batches.add(batch)
+    manifest.remember(runs)
     manifest.files.update(files.column("file_sha256").to_pylist())
-
-
-def _remember(manifest: Manifest, runs: pa.Table) -> None:
-    """Add a runs manifest's ``run_key -> (events, last_event_id)`` to ``manifest.runs``; the
-    first batch naming a run wins."""
-    columns = runs.select(["run_key", "events", "last_event_id"]).to_pydict()
-    for key, events, last in zip(
-        columns["run_key"], columns["events"], columns["last_event_id"], strict=True
-    ):
-        manifest.runs.setdefault(key, (events, last))

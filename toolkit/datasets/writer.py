@@ -25,14 +25,17 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from toolkit.datasets.arrow import to_arrow
-from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY, TABLES, file_schema
-from toolkit.datasets.manifest import (
-    RUNS_SCHEMA,
-    Manifest,
+from toolkit.datasets.check import check_dataset, drop_batches
+from toolkit.datasets.commit import (
+    LOCK_TIMEOUT,
+    BatchParts,
+    WriterLease,
     commit_batch,
-    new_batch_id,
-    open_manifest,
+    commit_lock,
+    remove_leftovers,
 )
+from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY, TABLES, file_schema
+from toolkit.datasets.manifest import FILES_SCHEMA, RUNS_SCHEMA, Manifest, prepare_dataset
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
 from toolkit.errors import HistoryFormatError, ToolkitError
 from toolkit.gc_pause import paused_gc
@@ -53,7 +56,10 @@ class DatasetWrite:
     ``runs_duplicate`` counts copies of runs already written (or repeated in the input) with the
     same number of events and last event id; ``runs_conflicting`` counts copies that differ (an
     open run exported again later, say): the first copy stays, the others are listed in
-    ``conflicts``. Files that could not be read are listed in ``errors``.
+    ``conflicts``. Files that could not be read are listed in ``errors``. Batches found damaged
+    when the write started (parts missing: :func:`toolkit.check_dataset`) are un-claimed and
+    their source files written again (``repaired_batches``); sources no longer there are listed
+    in ``unrepairable``.
     """
 
     dataset: Path
@@ -66,6 +72,10 @@ class DatasetWrite:
     runs_conflicting: int = 0
     events_written: int = 0
     batches: list[str] = field(default_factory=list)
+    repaired_batches: list[str] = field(default_factory=list)
+    unrepairable: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["source", "reason"])
+    )
     errors: pd.DataFrame = field(default_factory=lambda: _errors_frame([]))
     conflicts: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=_CONFLICT_COLUMNS)
@@ -93,6 +103,7 @@ def write_dataset(
     errors: str = "collect",
     progress: bool | None = None,
     workers: int | None = None,
+    lock_timeout: float = LOCK_TIMEOUT,
     **read_options: Any,
 ) -> DatasetWrite:
     """Add histories to a Parquet dataset (created if absent), deduplicated by run id.
@@ -118,6 +129,10 @@ def write_dataset(
         first one raises.
     progress
         Show a progress bar; by default for more than 100 files.
+    lock_timeout
+        Seconds to wait for the dataset's commit lock while another writer commits a batch
+        (writers take turns batch by batch; :mod:`toolkit.datasets.commit`). When it runs out
+        the write raises before writing its batch.
     **read_options
         Passed to :func:`toolkit.read_history` (``codec``, ``decode_payloads``).
 
@@ -131,7 +146,8 @@ def write_dataset(
     toolkit.errors.HistoryFormatError
         When ``histories`` names no history file (or, with ``errors="raise"``, a file is bad).
     toolkit.errors.ToolkitError
-        When ``dataset`` is a non-empty folder that is not a dataset.
+        When ``dataset`` is a non-empty folder that is not a dataset, or the commit lock cannot
+        be taken (in time, or at all: a file system without locks).
     """
     if errors not in ("collect", "raise"):
         raise ValueError("errors must be 'collect' or 'raise'")
@@ -147,20 +163,24 @@ def write_dataset(
         raise HistoryFormatError(
             str(histories), "no history files found", expected="history files, a folder or a glob"
         )
-    manifest = open_manifest(dataset)
-    report = DatasetWrite(Path(dataset), files=len(files))
+    root = prepare_dataset(dataset)
+    report = DatasetWrite(root, files=len(files))
     failures: list[dict[str, Any]] = []
     conflicts: list[dict[str, Any]] = []
-    show = len(files) > 100 if progress is None else progress
-    with tqdm(total=len(files), disable=not show, desc="export", unit="file") as bar:
-        chunks = _prepared(files, batch_files, manifest, report, bar)
-        for encoded in run_chunks(encode_files, chunks, (namespace, read_options), workers):
-            if errors == "raise" and encoded.failures:
-                # Errors do not cross processes: read the file again here to raise its error.
-                read_history_parts(Path(encoded.failures[0]["source"]), **read_options)
-            failures += encoded.failures
-            _write_batch(encoded, manifest, report, conflicts)
-            bar.update(len(encoded.file_rows) + len(encoded.failures))
+    with WriterLease(root) as lease:
+        files += _recover(root, files, lock_timeout, report)
+        manifest = Manifest(root)
+        manifest.refresh()  # files already written are skipped without being read
+        show = len(files) > 100 if progress is None else progress
+        with tqdm(total=len(files), disable=not show, desc="export", unit="file") as bar:
+            chunks = _prepared(files, batch_files, manifest, report, bar)
+            for encoded in run_chunks(encode_files, chunks, (namespace, read_options), workers):
+                if errors == "raise" and encoded.failures:
+                    # Errors do not cross processes: read the file again here to raise it.
+                    read_history_parts(Path(encoded.failures[0]["source"]), **read_options)
+                failures += encoded.failures
+                _write_batch(encoded, manifest, lease, lock_timeout, report, conflicts)
+                bar.update(len(encoded.file_rows) + len(encoded.failures))
     report.files_failed = len(failures)
     report.errors = _errors_frame(failures)
     report.conflicts = pd.DataFrame(conflicts, columns=_CONFLICT_COLUMNS)
@@ -290,19 +310,68 @@ def _keep(
     return pd.DataFrame(kept_rows, columns=facts.columns)
 
 
+def _recover(
+    root: Path, files: list[Path], lock_timeout: float, report: DatasetWrite
+) -> list[Path]:
+    """Remove a crashed writer's leftovers and un-claim batches whose rows are damaged (the
+    check of :func:`toolkit.check_dataset`); return their source files still present, to be
+    written again with this write's own files."""
+    with commit_lock(root, lock_timeout):
+        remove_leftovers(root)
+        found = check_dataset(root, deep=False)
+        if found.ok:
+            return []
+        dropped = drop_batches(root, found.broken_batches())
+    report.repaired_batches = list(dropped.batches)
+    report.unrepairable = dropped.unrepairable
+    known = {p.resolve() for p in files}
+    return [p for p in dropped.sources if p.resolve() not in known]
+
+
 def _write_batch(
     encoded: EncodedBatch,
     manifest: Manifest,
+    lease: WriterLease,
+    lock_timeout: float,
     report: DatasetWrite,
     conflicts: list[dict[str, Any]],
 ) -> None:
-    """Deduplicate an encoded batch against the dataset, write its parts, commit it."""
+    """Deduplicate an encoded batch against the dataset, write its parts, commit it.
+
+    Files were decoded outside the lock (other writers commit meanwhile); deduplication, the
+    parts and the commit happen under it, against everything committed until then.
+    """
     report.histories += encoded.histories
     if not encoded.file_rows:
         return
+    with commit_lock(manifest.root, lock_timeout):
+        manifest.refresh()
+        batch = lease.new_batch_id()
+        parts = BatchParts(manifest.root, batch)
+        try:
+            runs = _write_parts(encoded, manifest, batch, parts, report, conflicts)
+            files = pa.Table.from_pylist(encoded.file_rows, schema=FILES_SCHEMA)
+            commit_batch(lease, parts, {"runs.parquet": runs, "files.parquet": files})
+        except BaseException:
+            parts.remove()  # never committed: leave nothing behind
+            raise
+    manifest.batches.add(batch)
+    manifest.remember(runs)
+    manifest.files.update(files.column("file_sha256").to_pylist())
+    report.batches.append(batch)
+
+
+def _write_parts(
+    encoded: EncodedBatch,
+    manifest: Manifest,
+    batch: str,
+    parts: BatchParts,
+    report: DatasetWrite,
+    conflicts: list[dict[str, Any]],
+) -> pa.Table:
+    """Write the runs of ``encoded`` the dataset does not hold yet; return the runs manifest."""
     hashes = dict(zip(encoded.facts["source"], encoded.facts["file_sha256"], strict=True))
     kept = _keep(encoded.facts, hashes, manifest, report, conflicts)
-    batch = new_batch_id()
     runs_manifest = RUNS_SCHEMA.empty_table()
     if len(kept):
         wanted = set(zip(kept["source"], kept["history"].astype("int64"), strict=True))
@@ -314,14 +383,12 @@ def _write_batch(
                     table.schema.get_field_index("batch"), "batch",
                     pa.array([batch] * len(table), pa.string()),
                 )  # fmt: skip
-                runs_manifest = table.select(RUNS_SCHEMA.names)
+                runs_manifest = table.select(RUNS_SCHEMA.names).cast(RUNS_SCHEMA)
                 report.runs_written += len(table)
             elif name == "events":
                 report.events_written += len(table)
-            _write_table(manifest.root / name, table, batch)
-    files_manifest = pa.Table.from_pylist(encoded.file_rows)
-    commit_batch(manifest, batch, runs_manifest, files_manifest)
-    report.batches.append(batch)
+            _write_table(parts, name, table, batch)
+    return runs_manifest
 
 
 def _rows_of(table: pa.Table, wanted: set[tuple[str, int]]) -> pa.Array:
@@ -330,13 +397,14 @@ def _rows_of(table: pa.Table, wanted: set[tuple[str, int]]) -> pa.Array:
     return pa.array([key in wanted for key in keys], pa.bool_())
 
 
-def _write_table(folder: Path, table: pa.Table, batch: str) -> None:
-    """One Parquet file per table per batch (a part of an uncommitted batch is removed by the
-    next write: :mod:`toolkit.datasets.manifest`)."""
+def _write_table(parts: BatchParts, name: str, table: pa.Table, batch: str) -> None:
+    """One Parquet file per table per batch, recorded in the batch's parts list (a part of a
+    batch that never commits is removed once its writer is gone:
+    :mod:`toolkit.datasets.commit`)."""
     if not table.num_rows:
         return
+    folder = parts.root / name
     folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(
-        table, folder / f"part-{batch}-0.parquet", row_group_size=ROW_GROUP_ROWS,
-        compression="zstd",
-    )  # fmt: skip
+    path = folder / f"part-{batch}-0.parquet"
+    pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS, compression="zstd")
+    parts.add(name, path, table.num_rows)

@@ -14,9 +14,9 @@ column                  dtype                  meaning
 ======================  =====================  ================================================
 source                  object                 file path, or a description of the source
 history                 int64                  index of the history inside the source
-namespace               object                 when the source says it (export path, server)
-workflow_id             object                 when known (server, SDK object, file field)
-run_id                  object                 ``originalExecutionRunId``, or the file name
+namespace               object                 when the source says it (see "Ids" below)
+workflow_id             object                 the history's own, else the source's (below)
+run_id                  object                 the source's, else ``originalExecutionRunId``
 workflow_type           object                 from the started event
 event_id                int64                  event id
 event_time              datetime64[ns, UTC]    event time (``timestamp`` epoch-ns in old files)
@@ -55,6 +55,28 @@ attributes              object (Mapping)       the complete ``*EventAttributes``
 extra                   object (Mapping)       every other event field (taskId, version,
                                                workerMayIgnore, links, userMetadata, ...)
 ======================  =====================  ================================================
+
+Ids
+---
+Where each id comes from, first found wins:
+
+``workflow_id``
+    1. the history's own fields: the started event's ``workflowId`` (servers write it since
+       2024), else its ``rootWorkflowExecution`` when the run has no parent (such a run is its
+       own root); 2. the container: a ``workflowId`` next to ``events``, a ``WorkflowHistory``
+       object, a live fetch; 3. the path, with ``read_history(..., workflow_id_from=...)``
+       (a regular expression or a function; ``write_dataset`` and ``read_histories`` pass it
+       on).
+``namespace``
+    events do not carry their own run's namespace: the container (a ``namespace`` field, a
+    live fetch), the Cloud export path (``export/<namespace>/<Y>/<M>/<D>/...``),
+    ``workflow_id_from=`` (group ``namespace``); ``write_dataset(namespace=)`` fills the rest.
+``run_id``
+    the container's or the file name's run id first (a UI download is named after it), then
+    the started event's ``originalExecutionRunId``: a reset copies the started event into the
+    new run, so that field can name the run the reset started from.
+``workflow_type``
+    the started event's ``workflowType``.
 """
 
 from toolkit.histories.batch import HistoryBatch, iter_histories, read_histories

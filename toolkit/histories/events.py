@@ -152,8 +152,8 @@ def _history_parts(
         c = {name: values[order] for name, values in c.items()}
         times, completed_by = times[order], completed_by[order]
     task = _link(c, completed_by)
-    run_id, workflow_type = _run_facts(c, built, order, history)
-    facts = (source_name, number, history.namespace, history.workflow_id, run_id, workflow_type)
+    run_id, workflow_type, workflow_id = _run_facts(c, built, order, history)
+    facts = (source_name, number, history.namespace, workflow_id, run_id, workflow_type)
     return HistoryParts(c, times, task, facts)
 
 
@@ -238,21 +238,43 @@ def _times(values: Any, count: int) -> np.ndarray:
 
 def _run_facts(
     c: dict[str, Any], built: EventColumns, order: np.ndarray | None, history: RawHistory
-) -> tuple[Any, Any]:
-    """Run id and workflow type from the first ``WorkflowExecutionStarted`` event."""
+) -> tuple[Any, Any, Any]:
+    """Run id, workflow type and workflow id, from the first ``WorkflowExecutionStarted`` event
+    where it says them, else from what the container or file name told (``history``).
+
+    The run id is the exception: the container's or file name's run id comes first, because a
+    reset copies the started event, ``originalExecutionRunId`` included, into the new run.
+    """
     started = np.flatnonzero(c["event_type"] == "WorkflowExecutionStarted")
     if not len(started):
-        return history.run_id, None
+        return history.run_id, None, history.workflow_id
     first = int(started[0])
+    attributes = c["attributes"][first]
     facts = built.started.get(int(order[first]) if order is not None else first)
     if facts is None:
-        attributes = c["attributes"][first]
         workflow_type = attributes.get("workflowType")
         if isinstance(workflow_type, dict):
             workflow_type = workflow_type.get("name")
         facts = (attributes.get("originalExecutionRunId"), workflow_type)
     original_run_id, workflow_type = facts
-    return history.run_id or original_run_id or None, workflow_type or None
+    workflow_id = _own_workflow_id(attributes) or history.workflow_id
+    return history.run_id or original_run_id or None, workflow_type or None, workflow_id
+
+
+def _own_workflow_id(attributes: Any) -> str | None:
+    """The run's workflow id as its started event says it: ``workflowId`` (servers since 2024
+    write it), else the root execution of a run without a parent (a run with no parent is its
+    own root)."""
+    if not hasattr(attributes, "get"):
+        return None
+    own = attributes.get("workflowId")
+    if isinstance(own, str) and own:
+        return own
+    root = attributes.get("rootWorkflowExecution")
+    if isinstance(root, dict) and not attributes.get("parentWorkflowExecution"):
+        root_id = root.get("workflowId")
+        return root_id if isinstance(root_id, str) and root_id else None
+    return None
 
 
 def _link(c: dict[str, Any], completed_by: np.ndarray) -> np.ndarray:

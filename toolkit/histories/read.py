@@ -10,9 +10,26 @@ from toolkit.errors import HistoryFormatError
 from toolkit.gc_pause import paused_gc
 from toolkit.histories.dialects import split_histories
 from toolkit.histories.events import HistoryParts, frame_from_parts, history_parts
-from toolkit.histories.sources import open_source
+from toolkit.histories.sources import IdsFromName, Source, open_source
+from toolkit.limits import MAX_BYTES, deepest_point
 
-__all__ = ["read_history", "read_history_parts"]
+__all__ = ["DECODER_DEPTH", "read_history", "read_history_parts"]
+
+#: Nesting the JSON decoder is known to handle here (it recurses once per level, within
+#: Python's recursion limit of 1,000 frames).
+DECODER_DEPTH = 900
+
+
+def _too_deep(opened: Source, limit: int, byte: int) -> HistoryFormatError:
+    data = opened.data or b""
+    line = data.count(b"\n", 0, byte) + 1
+    column = byte - (data.rfind(b"\n", 0, byte) + 1) + 1
+    return HistoryFormatError(
+        opened.name,
+        f"JSON nested deeper than {limit} levels",
+        position=f"line {line} column {column} (byte {byte})",
+        expected=f"at most {limit} levels of nesting (max_depth=; real histories nest < 20)",
+    )
 
 
 def read_history(
@@ -22,6 +39,9 @@ def read_history(
     decode_payloads: bool = True,
     allow_empty: bool = False,
     name: str | None = None,
+    max_bytes: int | None = MAX_BYTES,
+    max_depth: int | None = None,
+    workflow_id_from: IdsFromName = None,
 ) -> pd.DataFrame:
     """Read one workflow history (or every history in a multi-history source) into a DataFrame.
 
@@ -42,6 +62,22 @@ def read_history(
         raising.
     name
         What to call the source in the ``source`` column and in errors (defaults to the path).
+    max_bytes
+        Refuse a source larger than this many bytes once read or decompressed (default
+        :data:`toolkit.limits.MAX_BYTES`, 1 GiB; ``None``: no limit). Decompression stops at
+        the limit, so a gzip bomb costs about ``max_bytes`` of memory.
+    max_depth
+        Refuse JSON nested deeper than this many levels (checked with one extra pass over the
+        bytes). By default the decoder's own bound applies (about 990 levels; real histories
+        nest fewer than 20), reported the same way.
+    workflow_id_from
+        Where a file's name or folder holds the workflow id (and perhaps the run id and
+        namespace) for histories that do not say it themselves: a regular expression searched
+        in the path, with named groups ``workflow_id``, ``run_id``, ``namespace`` (or one
+        unnamed group: the workflow id), e.g. ``"(?P<workflow_id>[^/]+)/(?P<run_id>[^/]+)[.]json$"``
+        for ``temporal workflow show -o json`` output saved as ``<workflow id>/<run id>.json``;
+        or a function of the path returning the workflow id. The history's own fields win
+        (order in :mod:`toolkit.histories`).
 
     Returns
     -------
@@ -62,6 +98,9 @@ def read_history(
             decode_payloads=decode_payloads,
             allow_empty=allow_empty,
             name=name,
+            max_bytes=max_bytes,
+            max_depth=max_depth,
+            workflow_id_from=workflow_id_from,
         )
         return frame_from_parts(parts)
 
@@ -73,6 +112,9 @@ def read_history_parts(
     decode_payloads: bool = True,
     allow_empty: bool = False,
     name: str | None = None,
+    max_bytes: int | None = MAX_BYTES,
+    max_depth: int | None = None,
+    workflow_id_from: IdsFromName = None,
 ) -> list[HistoryParts]:
     """What :func:`read_history` reads, as columns not yet made a frame.
 
@@ -80,10 +122,21 @@ def read_history_parts(
     whole batch of sources, into one frame (:func:`toolkit.read_histories` builds one frame
     per batch, not one per file). Parameters and errors are those of :func:`read_history`.
     """
-    opened = open_source(source, name=name)
-    with paused_gc():
-        histories = split_histories(opened)
-        parts = history_parts(histories, opened.name, codec=codec, decode_payloads=decode_payloads)
+    opened = open_source(source, name=name, max_bytes=max_bytes, workflow_id_from=workflow_id_from)
+    if max_depth is not None and opened.data is not None:
+        depth, byte = deepest_point(opened.data, max_depth)
+        if depth > max_depth:
+            raise _too_deep(opened, max_depth, byte)
+    try:
+        with paused_gc():
+            histories = split_histories(opened)
+            parts = history_parts(
+                histories, opened.name, codec=codec, decode_payloads=decode_payloads
+            )
+    except RecursionError:
+        # The decoder recursed as deep as the interpreter allows: locate the nesting that did it.
+        limit = max_depth or DECODER_DEPTH
+        raise _too_deep(opened, limit, deepest_point(opened.data or b"", limit)[1]) from None
     if not any(len(part) for part in parts) and not allow_empty:
         raise HistoryFormatError(
             opened.name,

@@ -7,10 +7,10 @@ protobuf ``History`` messages already in memory, plus what the source itself say
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ import orjson
 from temporalio.api.history.v1 import History
 
 from toolkit.errors import HistoryFormatError
+from toolkit.limits import MAX_BYTES, gunzip_limited, too_large
 
 __all__ = ["Source", "open_source"]
 
@@ -50,25 +51,71 @@ class Source:
     namespace: str | None = None
 
 
-def _path_hints(path: Path) -> dict[str, str | None]:
+#: ``workflow_id_from=``: a regular expression searched in the source's path (named groups
+#: ``workflow_id``, ``run_id``, ``namespace``; else group 1 is the workflow id), or a function
+#: of the path returning the workflow id.
+IdsFromName = str | re.Pattern[str] | Callable[[str], str | None] | None
+
+
+def _ids_from_name(text: str, rule: IdsFromName) -> dict[str, str]:
+    if rule is None:
+        return {}
+    if callable(rule) and not isinstance(rule, re.Pattern):
+        found = rule(text)
+        return {"workflow_id": found} if found else {}
+    match = re.search(rule, text)
+    if match is None:
+        return {}
+    named = {k: v for k, v in match.groupdict().items() if v}
+    if not match.re.groupindex and match.groups():
+        named = {"workflow_id": match.group(1)} if match.group(1) else {}
+    return {k: v for k, v in named.items() if k in ("workflow_id", "run_id", "namespace")}
+
+
+def _path_hints(path: Path, rule: IdsFromName = None) -> dict[str, str | None]:
     text = path.as_posix()
     run_ids = _UUID.findall(path.name) or _UUID.findall(path.parent.name)
     cloud = _CLOUD_EXPORT.search(text)
-    return {
+    hints: dict[str, str | None] = {
         "run_id": run_ids[-1] if run_ids else None,
         "namespace": cloud.group(1) if cloud else None,
+        "workflow_id": None,
     }
+    hints.update(_ids_from_name(text, rule))  # the caller's rule wins over the guesses
+    return hints
 
 
-def _gunzip(data: bytes, name: str) -> bytes:
+def _too_large(name: str, max_bytes: int) -> HistoryFormatError:
+    return HistoryFormatError(
+        name,
+        too_large(max_bytes),
+        position=f"byte {max_bytes:,} of the content",
+        expected="a source within the limit (pass a larger max_bytes=, or max_bytes=None)",
+    )
+
+
+def _gunzip(data: bytes, name: str, max_bytes: int | None) -> bytes:
     if data[:2] != b"\x1f\x8b":
         return data
     try:
-        return gzip.decompress(data)
+        content, complete = gunzip_limited(data, max_bytes)
     except (EOFError, OSError, zlib.error) as exc:
         raise HistoryFormatError(
             name, f"gzip stream is damaged or truncated ({exc})", expected="a complete gzip file"
         ) from None
+    if not complete:
+        raise _too_large(name, max_bytes)  # type: ignore[arg-type]
+    return content
+
+
+def _read_bounded(read: Any, name: str, max_bytes: int | None) -> Any:
+    """``read()``, or ``read(max_bytes + 1)`` and an error if that much came back."""
+    if max_bytes is None:
+        return read()
+    content = read(max_bytes + 1)
+    if len(content) > max_bytes:
+        raise _too_large(name, max_bytes)
+    return content
 
 
 def _looks_like_json_text(text: str) -> bool:
@@ -76,13 +123,24 @@ def _looks_like_json_text(text: str) -> bool:
     return stripped[:1] in ("{", "[", '"') or stripped == ""
 
 
-def open_source(source: Any, *, name: str | None = None) -> Source:
+def open_source(
+    source: Any,
+    *,
+    name: str | None = None,
+    max_bytes: int | None = MAX_BYTES,
+    workflow_id_from: IdsFromName = None,
+) -> Source:
     """Turn any supported ``source`` into a :class:`Source`.
+
+    ``max_bytes`` bounds what is read from a file and what gzip content expands to
+    (:mod:`toolkit.limits`); ``None`` removes the bound. ``workflow_id_from`` reads ids from
+    the path (see :data:`IdsFromName`).
 
     Raises
     ------
     HistoryFormatError
-        For a missing file, an unsupported object, or a damaged gzip stream.
+        For a missing file, an unsupported object, a damaged gzip stream, or content beyond
+        ``max_bytes``.
     """
     from temporalio.client import WorkflowHistory
 
@@ -98,7 +156,7 @@ def open_source(source: Any, *, name: str | None = None) -> Source:
         return Source(name or f"<{type(source).__name__}>", data=orjson.dumps(source))
     if isinstance(source, (bytes, bytearray, memoryview)):
         label = name or "<bytes>"
-        return Source(label, data=_gunzip(bytes(source), label))
+        return Source(label, data=_gunzip(bytes(source), label, max_bytes))
     if isinstance(source, str) and _looks_like_json_text(source) and not os.path.exists(source):
         return Source(name or "<str>", data=source.encode("utf-8"))
     if isinstance(source, (str, os.PathLike)):
@@ -108,22 +166,26 @@ def open_source(source: Any, *, name: str | None = None) -> Source:
             raise HistoryFormatError(
                 label, "no such file", expected="a path to an exported history, or JSON text"
             )
-        hints = _path_hints(path)
-        data = _gunzip(path.read_bytes(), label)
-        return Source(label, data=data, run_id=hints["run_id"], namespace=hints["namespace"])
+        hints = _path_hints(path, workflow_id_from)
+        if max_bytes is not None and path.stat().st_size > max_bytes:
+            raise _too_large(label, max_bytes)
+        data = _gunzip(path.read_bytes(), label, max_bytes)
+        return Source(label, data=data, run_id=hints["run_id"], namespace=hints["namespace"],
+                      workflow_id=hints["workflow_id"])  # fmt: skip
     if hasattr(source, "read"):
         label = name or str(getattr(source, "name", "<file>"))
-        content = source.read()
+        content = _read_bounded(source.read, label, max_bytes)
         if isinstance(content, str):
             content = content.encode("utf-8")
         if not isinstance(content, (bytes, bytearray)):
             raise HistoryFormatError(label, "the file object returned neither bytes nor text")
-        hints = _path_hints(Path(label)) if not label.startswith("<") else {}
+        hints = _path_hints(Path(label), workflow_id_from) if not label.startswith("<") else {}
         return Source(
             label,
-            data=_gunzip(bytes(content), label),
+            data=_gunzip(bytes(content), label, max_bytes),
             run_id=hints.get("run_id"),
             namespace=hints.get("namespace"),
+            workflow_id=hints.get("workflow_id"),
         )
     raise HistoryFormatError(
         name or f"<{type(source).__name__}>",

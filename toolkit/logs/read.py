@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.gc_pause import paused_gc
+from toolkit.limits import MAX_BYTES
 from toolkit.logs.assemble import Assembler
 from toolkit.logs.blocks import ByteBlock, TextLines
 from toolkit.logs.frame import build_frame
@@ -83,6 +84,7 @@ def read_logs(
     year: int | None = None,
     progress: bool | None = None,
     chunksize: int | None = None,
+    max_bytes: int | None = MAX_BYTES,
 ) -> pd.DataFrame | Iterator[pd.DataFrame]:
     """Read a worker / agent log into a DataFrame, one row per log record.
 
@@ -103,6 +105,10 @@ def read_logs(
     chunksize : int, optional
         When given, return an iterator of frames of this many records each, the last one the
         rest (memory bounded by a block of input, about 8 MiB); otherwise one frame.
+    max_bytes : int, optional
+        Stop a gzip source after this many decompressed bytes with a LogFormatError (default
+        :data:`toolkit.limits.MAX_BYTES`, 1 GiB; ``None``: no limit), so a decompression
+        bomb costs no more than the limit.
 
     Returns
     -------
@@ -117,7 +123,8 @@ def read_logs(
     Raises
     ------
     LogFormatError
-        The source cannot be read at all (missing, empty, binary, corrupt compression).
+        The source cannot be read at all (missing, empty, binary, corrupt compression, gzip
+        content beyond ``max_bytes``).
 
     Notes
     -----
@@ -127,7 +134,7 @@ def read_logs(
     of whole lines and such runs decoded from the bytes (:mod:`toolkit.logs.blocks`); the frame is
     the same as for the same lines given as text.
     """
-    src = open_source(source)
+    src = open_source(source, max_bytes=max_bytes)
     year_hint = year
     year = year or dt.datetime.now(dt.UTC).year
     show = progress if progress is not None else (src.total or 0) >= _PROGRESS_MIN_BYTES

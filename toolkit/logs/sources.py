@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from toolkit.errors import LogFormatError
+from toolkit.limits import MAX_BYTES, LimitedReader, too_large
 from toolkit.logs.blocks import ByteBlock
 
 __all__ = ["BLOCK", "BLOCK_BYTES", "LineSource", "open_source"]
@@ -171,20 +172,30 @@ def _demultiplex(name: str, raw: IO[bytes]) -> Iterator[tuple[str, str]]:
         yield rest, _MUX_STREAMS[stream]
 
 
-def _from_binary(name: str, raw: IO[bytes], total: int | None, position: Any) -> LineSource:
+def _too_large(name: str, max_bytes: int) -> LogFormatError:
+    return LogFormatError(name, too_large(max_bytes), position=f"byte {max_bytes:,} decompressed",
+                          expected="a log within the limit (pass a larger max_bytes=, or "
+                          "max_bytes=None)")  # fmt: skip
+
+
+def _from_binary(name: str, raw: IO[bytes], total: int | None, position: Any,
+                 max_bytes: int | None = MAX_BYTES) -> LineSource:  # fmt: skip
     head = raw.peek(_SAMPLE)[:_SAMPLE] if hasattr(raw, "peek") else b""
     if not head:
         raw = io.BufferedReader(raw) if not isinstance(raw, io.BufferedReader) else raw  # type: ignore[arg-type]
         head = raw.peek(_SAMPLE)[:_SAMPLE]
     if head[:2] == b"\x1f\x8b":
-        unzipped = gzip.GzipFile(fileobj=raw)
-        buffered = io.BufferedReader(unzipped, buffer_size=1 << 20)  # type: ignore[arg-type]
+        unzipped: Any = gzip.GzipFile(fileobj=raw)
+        if max_bytes is not None:
+            # Counted as it streams: a bomb stops at the limit, whatever the chunk size.
+            unzipped = LimitedReader(unzipped, max_bytes, lambda: _too_large(name, max_bytes))
+        buffered = io.BufferedReader(unzipped, buffer_size=1 << 20)
         try:
             buffered.peek(1)
         except (OSError, EOFError, zlib.error) as exc:
             raise LogFormatError(name, f"unreadable gzip data ({exc})", position="byte 0",
                                  expected="a gzip stream") from None
-        return _from_binary(name, buffered, total, position)
+        return _from_binary(name, buffered, total, position, None)
     if _is_multiplexed(head):
         return LineSource(name, _grouped(_demultiplex(name, raw)), total, position)
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
@@ -232,13 +243,16 @@ def _from_list(lines: list[str] | tuple[str, ...]) -> Iterator[list[str]]:
         yield block
 
 
-def open_source(source: Any) -> LineSource:
+def open_source(source: Any, *, max_bytes: int | None = MAX_BYTES) -> LineSource:
     """Open any supported source as a :class:`LineSource`.
+
+    ``max_bytes`` bounds what gzip content expands to (:mod:`toolkit.limits`).
 
     Raises
     ------
     LogFormatError
-        Missing file, empty or binary data, unsupported source type.
+        Missing file, empty or binary data, unsupported source type; while reading, gzip
+        content beyond ``max_bytes``.
     """
     if isinstance(source, str) and not _looks_like_path(source):
         if not source:
@@ -252,10 +266,11 @@ def open_source(source: Any) -> LineSource:
             raise LogFormatError(name, problem, expected="a readable log file")
         handle = open(path, "rb")  # noqa: SIM115 - closed when the line iterator is exhausted
         return _from_binary(name, io.BufferedReader(handle, 1 << 20), path.stat().st_size,
-                            handle.tell)
+                            handle.tell, max_bytes)
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
-        return _from_binary("<bytes>", io.BufferedReader(io.BytesIO(data)), len(data), None)
+        return _from_binary("<bytes>", io.BufferedReader(io.BytesIO(data)), len(data), None,
+                            max_bytes)
     if isinstance(source, list | tuple):
         if not source:
             raise LogFormatError("<lines>", "the list of lines is empty", expected="log lines")
@@ -268,6 +283,6 @@ def open_source(source: Any) -> LineSource:
         if isinstance(probe, str):
             return LineSource(name, _split_lines(source))
         raw = source if hasattr(source, "peek") else io.BufferedReader(source)  # type: ignore[arg-type]
-        return _from_binary(name, raw, None, None)
+        return _from_binary(name, raw, None, None, max_bytes)
     raise LogFormatError(repr(type(source).__name__), "unsupported log source type",
                          expected="a path, text, bytes, a file object or a list of lines")
