@@ -41,3 +41,20 @@ def test_log_lines_in_every_sdk_shape() -> None:
 def test_frame_of_unknown_shape() -> None:
     with pytest.raises(ToolkitError, match="neither an events frame"):
         nondeterminism_errors(pd.DataFrame({"x": [1]}))
+
+
+def test_run_id_that_read_logs_moved_into_fields() -> None:
+    # sdk-core's "Failing workflow task run_id=... failure=..." line as the lab's real google-adk
+    # worker printed it (ANSI colours included); read_logs puts run_id into `fields`.
+    from toolkit.logs.read import read_logs
+
+    log = Path(__file__).parent.parent / (
+        "data/adk/adk-1.28.1/logs/rolling_upgrade_to_adk-1.29.0.after.worker.log"
+    )
+    logs = read_logs(log)
+    failing = logs[logs.message == "Failing workflow task"]
+    assert len(failing) == 1
+    errors = nondeterminism_errors(logs)
+    assert errors.line.tolist() == [int(failing.line.iloc[0])]
+    assert errors.run_id.tolist() == [failing.fields.iloc[0]["run_id"]]
+    assert errors.kind.tolist() == ["type_mismatch"]

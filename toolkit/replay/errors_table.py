@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.errors import ToolkitError
+from toolkit.logs.correlate import log_identifiers
 from toolkit.replay.messages import parse_nondeterminism
 
 __all__ = ["NONDETERMINISM_COLUMNS", "nondeterminism_errors"]
@@ -102,6 +103,9 @@ def _from_logs(logs: pd.DataFrame) -> list[dict[str, Any]]:
             text = raw if parsed else text
         if parsed is None:
             continue
+        # read_logs moves key=value pairs such as sdk-core's ``run_id=`` out of the message
+        # into ``fields``; the ids stated there belong to this failure.
+        stated = log_identifiers(text, _clean(record.get("fields")))
         row = {
             "found_in": "log",
             "source": _clean(record.get("source")),
@@ -109,8 +113,8 @@ def _from_logs(logs: pd.DataFrame) -> list[dict[str, Any]]:
             "failed_event_id": None,
             "line": _clean(record.get("line")),
             "ts": _clean(record.get("ts")),
-            "workflow_id": _clean(record.get("workflow_id")),
-            "run_id": parsed.get("run_id") or _clean(record.get("run_id")),
+            "workflow_id": _clean(record.get("workflow_id")) or stated.get("workflow_id"),
+            "run_id": parsed.get("run_id") or _clean(record.get("run_id")) or stated.get("run_id"),
         }
         row.update(_parsed_fields(parsed, text))
         rows.append(row)
