@@ -32,6 +32,7 @@ NONDETERMINISM_COLUMNS = [
     "history",
     "failed_event_id",
     "line",
+    "line_end",
     "ts",
     "workflow_id",
     "run_id",
@@ -82,6 +83,7 @@ def _from_events(events: pd.DataFrame) -> list[dict[str, Any]]:
             "history": _clean(event.get("history")),
             "failed_event_id": int(event["event_id"]),
             "line": None,
+            "line_end": None,
             "ts": _clean(event.get("event_time")),
             "workflow_id": _clean(event.get("workflow_id")),
             "run_id": _clean(event.get("run_id")),
@@ -91,16 +93,60 @@ def _from_events(events: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
+#: How many following records without their own timestamp a message may be wrapped over.
+_MAX_CONTINUATION = 6
+
+
+def _record_text(record: Mapping[str, Any]) -> str:
+    text = _clean(record.get("message")) or ""
+    if parse_nondeterminism(text) is None:
+        raw = _clean(record.get("raw")) or ""
+        if raw and parse_nondeterminism(raw) is not None:
+            return raw
+    return text
+
+
+def _continues(record: Mapping[str, Any]) -> bool:
+    """A record with no timestamp of its own continues the text before it (pasted, wrapped)."""
+    return _clean(record.get("ts")) is None
+
+
+def _complete(parsed: Mapping[str, Any] | None) -> bool:
+    # Java names the run only in the "Wrapped by:" section printed after the exception.
+    return parsed is not None and (parsed["sdk"] != "java" or parsed.get("run_id") is not None)
+
+
+def _last_line(record: Mapping[str, Any]) -> Any:
+    line, lines = _clean(record.get("line")), _clean(record.get("lines"))
+    if line is None:
+        return None
+    return int(line) + max(int(lines or 1), 1) - 1
+
+
 def _from_logs(logs: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
-    has_raw = "raw" in logs.columns
-    for record in logs.to_dict("records"):
-        text = _clean(record.get("message")) or ""
+    records = logs.to_dict("records")
+    index = 0
+    while index < len(records):
+        record = records[index]
+        text = _record_text(record)
         parsed = parse_nondeterminism(text) if text else None
-        if parsed is None and has_raw:
-            raw = _clean(record.get("raw")) or ""
-            parsed = parse_nondeterminism(raw) if raw else None
-            text = raw if parsed else text
+        end = index
+        if not _complete(parsed) and text and _mentions_nondeterminism(text):
+            # Pasted or wrapped text: join the records that continue this one, line by line,
+            # until the message is whole; the row keeps the span of lines it was read from.
+            joined = [text]
+            for after in range(index + 1, min(index + 1 + _MAX_CONTINUATION, len(records))):
+                following = _record_text(records[after])
+                if not _continues(records[after]) or _mentions_nondeterminism(following):
+                    break
+                joined.append(following)
+                candidate = parse_nondeterminism("\n".join(joined))
+                if candidate is not None and (parsed is None or _complete(candidate)):
+                    parsed, text, end = candidate, "\n".join(joined), after
+                    if _complete(parsed):
+                        break
+        index = end + 1
         if parsed is None:
             continue
         # read_logs moves key=value pairs such as sdk-core's ``run_id=`` out of the message
@@ -112,13 +158,24 @@ def _from_logs(logs: pd.DataFrame) -> list[dict[str, Any]]:
             "history": None,
             "failed_event_id": None,
             "line": _clean(record.get("line")),
+            "line_end": _last_line(records[end]),
             "ts": _clean(record.get("ts")),
-            "workflow_id": _clean(record.get("workflow_id")) or stated.get("workflow_id"),
+            "workflow_id": _clean(record.get("workflow_id"))
+            or parsed.get("workflow_id")
+            or stated.get("workflow_id"),
             "run_id": parsed.get("run_id") or _clean(record.get("run_id")) or stated.get("run_id"),
         }
         row.update(_parsed_fields(parsed, text))
         rows.append(row)
     return rows
+
+
+def _mentions_nondeterminism(text: str) -> bool:
+    """Whether ``text`` holds the head of an SDK's message (not merely the word)."""
+    return any(head in text for head in _MESSAGE_HEADS)
+
+
+_MESSAGE_HEADS = ("TMPRL1100", "nondeterministic workflow:", "NonDeterministicException")
 
 
 def nondeterminism_errors(events_or_logs: Any) -> pd.DataFrame:
@@ -135,7 +192,8 @@ def nondeterminism_errors(events_or_logs: Any) -> pd.DataFrame:
     -------
     pandas.DataFrame
         Columns: ``found_in`` (``history``/``log``), ``source``, ``history``,
-        ``failed_event_id`` (the ``WorkflowTaskFailed`` event), ``line``, ``ts``,
+        ``failed_event_id`` (the ``WorkflowTaskFailed`` event), ``line`` and ``line_end`` (the
+        span of log lines the message was read from: pasted text wraps it over several), ``ts``,
         ``workflow_id``, ``run_id`` (from the history, or from the log text when it carries one),
         then the parser's fields: ``sdk``, ``kind``, ``event_id`` and ``event_type`` (the history
         event the SDK names), ``command_type``, ``expected`` (what history holds), ``actual``
@@ -170,7 +228,7 @@ def nondeterminism_errors(events_or_logs: Any) -> pd.DataFrame:
                 "frame (message)"
             )
     out = pd.DataFrame(rows, columns=NONDETERMINISM_COLUMNS)
-    for column in ("failed_event_id", "event_id", "history", "line"):
+    for column in ("failed_event_id", "event_id", "history", "line", "line_end"):
         out[column] = pd.array(out[column].tolist(), dtype="Int64")
     return out
 

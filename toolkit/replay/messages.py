@@ -17,7 +17,15 @@ Shapes
   <command>``; ``[TMPRL1100] During replay, a matching <kind> command was expected in history
   event position <n>. ...``; ``[TMPRL1100] lookup failed for scheduledEventID to activityID: ...``.
 - Java: ``NonDeterministicException: [TMPRL1100] ... Command <X> doesn't match event <Y> with
-  EventId=<n> on check <field> with an expected value '<a>' and an actual value '<b>'``.
+  EventId=<n> on check <field> with an expected value '<a>' and an actual value '<b>'``; the bare
+  exception ``NonDeterministicException: Failure handling event <n> of type '<T>' during replay.
+  Event <n> of type <T> does not match command type <C>``, whose ``Wrapped by: ... WorkflowId=<w>,
+  RunId=<r>`` section names the run.
+
+Text pasted into postmortems and issue threads wraps these messages over several lines and cuts
+Go's structs short (``(ActivityId:11, ActivityType:(Name:X) …``) or abbreviates them
+(``ActivityTaskScheduled: ServiceA.reserveStock``): whitespace, line breaks included, is read as
+one space, and a Go item is read up to where its text stops.
 """
 
 from __future__ import annotations
@@ -63,6 +71,15 @@ _GO_NONDET = re.compile(
     r"|extra replay command for (?P<extra>.+)"
     r"|history event is (?P<event>.+?), replay command is (?P<command>.+))"
 )
+# The same three shapes with every run of whitespace read as one space, the comma optional, and
+# Cadence's older "decision" for "command" (pasted text; see the module docstring).
+_GO_NONDET_LOOSE = re.compile(
+    r"(?:\[TMPRL1100\] )?nondeterministic workflow: (?:"
+    r"missing replay (?:command|decision) for (?P<missing>.+)"
+    r"|extra replay (?:command|decision) for (?P<extra>.+)"
+    r"|history event is (?P<event>.+?),? replay (?:command|decision) is (?P<command>.+))"
+)
+_WHITESPACE = re.compile(r"\s+")
 _GO_MATCHING = re.compile(
     r"\[TMPRL1100\] During replay, a matching (?P<kind>\w+) command was expected in history "
     r"event position (?P<position>[^\s.]+)\. However, the replayed code did not produce that\."
@@ -89,6 +106,13 @@ _JAVA = re.compile(
     re.DOTALL,
 )
 _JAVA_NAME = re.compile(r'^\s*name: "(?P<name>(?:[^"\\]|\\.)*)"\s*$')
+_JAVA_EVENT_COMMAND = re.compile(
+    r"(?:Failure handling event (?P<failed_id>\d+) of type '(?P<failed_type>\w+)' "
+    r"during replay\. )?"
+    r"(?:\[TMPRL1100\] )?Event (?P<event_id>\d+) of type (?P<event>\w+) does not match command "
+    r"type (?P<command>\w+)"
+)
+_JAVA_RUN = re.compile(r"WorkflowId=(?P<workflow_id>[^,\s]+), RunId=(?P<run_id>[0-9a-fA-F-]{8,})")
 
 _KIND_OF_EVENT = {
     "ActivityTask": "activity",
@@ -143,6 +167,7 @@ def _result(sdk: str, kind: str, message: str, **values: Any) -> dict[str, Any]:
         "actual": None,
         "check": {},
         "run_id": None,
+        "workflow_id": None,
         "message": message,
     }
     out.update({k: v for k, v in values.items() if v is not None})
@@ -197,16 +222,75 @@ def _core_span(text: str) -> tuple[str, str] | None:
 def _parse_go_item(item: str) -> tuple[str | None, dict[str, str]]:
     m = _GO_ITEM.match(item.strip())
     if not m:
-        return None, {}
+        return _parse_go_item_loose(item)
     attrs = {key: am.group("v") for key, rx in _GO_ATTRS.items() if (am := rx.search(m["attrs"]))}
     return m["type"], attrs
 
 
+# The identity a Go item's bare name stands for, by kind (``ActivityTaskScheduled: X``).
+_GO_BARE_NAME = {
+    "activity": "activity_type",
+    "timer": "timer_id",
+    "child_workflow": "workflow_type",
+    "marker": "marker_name",
+}
+
+
+def _parse_go_item_loose(item: str) -> tuple[str | None, dict[str, str]]:
+    """A Go item as pasted: struct cut short (``Type: (A:1, B:(Name:x) …``) or a bare name."""
+    m = re.match(r"\s*(?P<type>[A-Z]\w+):?\s*(?P<rest>.*)", item, re.DOTALL)
+    if not m:
+        return None, {}
+    rest = m["rest"].strip().rstrip("….").strip()
+    attrs = {key: am.group("v") for key, rx in _GO_ATTRS.items() if (am := rx.search(rest))}
+    if not attrs and rest:
+        name = re.match(r"\(?(?P<name>[\w./-]+)", rest)
+        field = _GO_BARE_NAME.get(_kind_of(m["type"]) or "")
+        if field and name:
+            attrs[field] = name["name"]
+    return m["type"], attrs
+
+
+def _go_item_end(text: str) -> int:
+    """Where a Go item that starts ``text`` ends: its balanced parentheses, else the line."""
+    depth = 0
+    for index, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        elif char == "\n" and depth == 0:
+            return index
+    return len(text)
+
+
+def _go_loose(text: str) -> tuple[re.Match[str], str] | None:
+    """The Go shapes in pasted text: lines joined, items cut where their text stops."""
+    flat = _WHITESPACE.sub(" ", text)
+    m = _GO_NONDET_LOOSE.search(flat)
+    if m is None:
+        return None
+    # The last item runs to its closing parenthesis (or, cut short, to the end of the text).
+    last = next(g for g in ("command", "missing", "extra") if m[g] is not None)
+    end = m.start(last) + _go_item_end(flat[m.start(last) :])
+    matched = flat[m.start() : end].rstrip()
+    again = _GO_NONDET_LOOSE.match(matched)
+    return (again, matched) if again else None
+
+
 def _parse_go(text: str) -> dict[str, Any] | None:
     m = _GO_NONDET.search(text)
+    line = m.group(0).splitlines()[0] if m else ""
+    exact = _GO_NONDET.match(line) if m else None
+    if exact is None and "nondeterministic workflow:" in text:
+        loose = _go_loose(text)
+        if loose is not None:
+            m, line = loose
+    elif m:
+        m = exact or m
     if m:
-        line = m.group(0).splitlines()[0]
-        m = _GO_NONDET.match(line) or m
         if m["missing"]:
             etype, attrs = _parse_go_item(m["missing"])
             return _result(
@@ -260,7 +344,7 @@ def _java_value(value: str) -> str:
 def _parse_java(text: str) -> dict[str, Any] | None:
     m = _JAVA.search(text)
     if not m:
-        return None
+        return _parse_java_event_command(text)
     event_type = pascal_case_type(m["event"])
     field = _snake(m["check"])
     expected, actual = _java_value(m["expected"]), _java_value(m["actual"])
@@ -269,6 +353,21 @@ def _parse_java(text: str) -> dict[str, Any] | None:
         event_type=event_type, command_type=pascal_case_type(m["command"]),
         expected=expected, actual=actual,
         check={"kind": _kind_of(event_type), "field": field, field: expected},
+    )
+
+
+def _parse_java_event_command(text: str) -> dict[str, Any] | None:
+    """Java's ``Event <n> of type <T> does not match command type <C>`` (a kind mismatch)."""
+    m = _JAVA_EVENT_COMMAND.search(text)
+    if not m:
+        return None
+    event_type, command_type = pascal_case_type(m["event"]), pascal_case_type(m["command"])
+    run = _JAVA_RUN.search(text)
+    return _result(
+        "java", "command_type_mismatch", m.group(0), event_id=int(m["event_id"]),
+        event_type=event_type, command_type=command_type, expected=event_type,
+        actual=command_type, check={"kind": _kind_of(event_type), "field": "command_type"},
+        run_id=run["run_id"] if run else None, workflow_id=run["workflow_id"] if run else None,
     )
 
 
@@ -287,13 +386,16 @@ def parse_nondeterminism(text: str) -> dict[str, Any] | None:
         (``core``, ``python``, ``typescript``, ``go``, ``java``), ``kind`` (shape of the detail:
         ``no_command_for_event``, ``type_mismatch``, ``id_mismatch``, ``machine_mismatch``,
         ``missing_replay_command``, ``extra_replay_command``, ``event_command_mismatch``,
-        ``missing_matching_command``, ``lookup_failed``, ``check_mismatch``), ``event_id``,
+        ``missing_matching_command``, ``lookup_failed``, ``check_mismatch``,
+        ``command_type_mismatch``), ``event_id``,
         ``event_type``, ``command_type``, ``expected`` (what history holds), ``actual`` (what the
         replayed code produced), ``check`` (dict: ``kind`` of command, ``field`` compared and the
-        identities parsed such as ``activity_type`` / ``activity_id``), ``run_id`` when the text
-        carries one, and ``message`` (the matched text).
+        identities parsed such as ``activity_type`` / ``activity_id``), ``run_id`` and
+        ``workflow_id`` when the text carries them, and ``message`` (the matched text).
     """
-    if not isinstance(text, str) or not ("TMPRL1100" in text or "ondeterminis" in text):
+    if not isinstance(text, str) or not (
+        "TMPRL1100" in text or "ondeterminis" in text or "NonDeterministic" in text
+    ):
         return None
     parsed = _parse_go(text) or _parse_java(text)
     if parsed:
