@@ -5,9 +5,11 @@ Marker layouts differ by SDK and era (all read here, none executed):
 ===========================  ================================  =================================
 marker name                  producer                          details read
 ===========================  ================================  =================================
-``core_patch``               Core SDKs (Python, TS, .NET, Ruby) ``patch-data`` {id, deprecated}
+``core_patch``               Core SDKs (Python, TS, .NET, Ruby) ``patch-data`` {id, deprecated};
+                                                               older core: ``patch_id`` bytes,
+                                                               ``deprecated`` one byte
 ``Version``                  Go / Java / PHP ``GetVersion``    ``change-id``/``changeId``,
-                                                               ``version``
+                                                               ``version``; pre-1.0: JSON blob
 ``core_local_activity``      Core SDKs                         ``data`` {activity_id,
                                                                activity_type, attempt, ...}
 ``LocalActivity``            Go / Java                         Go ``data`` {ActivityID,
@@ -31,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from toolkit.histories.marker_details import legacy_version, patch_identity, version_identity
 from toolkit.histories.payloads import decode_payloads
 from toolkit.histories.tables_build import Record, column_or_attribute, new_record, record_failure
 from toolkit.histories.tables_common import (
@@ -163,14 +166,9 @@ def _first(details: Mapping[str, Any], *keys: str) -> Any:
 def _identify(record: Record, details: Mapping[str, Any]) -> None:
     kind = record["kind"]
     if kind == "patch":
-        data = _first(details, "patch-data", "patch_data")
-        if isinstance(data, Mapping):
-            record["patch_id"] = data.get("id")
-            deprecated = data.get("deprecated")
-            record["deprecated"] = bool(deprecated) if deprecated is not None else None
+        record["patch_id"], record["deprecated"] = patch_identity(lambda k: _first(details, k))
     elif kind == "version":
-        record["patch_id"] = _text(_first(details, "change-id", "changeId"))
-        record["version"] = to_int(_first(details, "version"))
+        record["patch_id"], record["version"] = version_identity(lambda k: _first(details, k))
     elif kind == "local_activity":
         data = _first(details, "data")
         if isinstance(data, Mapping):
@@ -202,6 +200,8 @@ def _identify_legacy(record: Record, values: list[Any]) -> None:
         return
     if record["kind"] == "local_activity":
         _local_activity(record, values)
+    elif record["kind"] == "version":
+        record["patch_id"], record["version"] = legacy_version(values)
     elif record["kind"] in ("side_effect", "mutable_side_effect"):
         first = values[0]
         record["side_effect_id"] = _text(first.get("id") if isinstance(first, Mapping) else first)

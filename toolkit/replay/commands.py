@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.errors import HistoryFormatError, ToolkitError
+from toolkit.histories.marker_details import patch_identity, version_identity
 from toolkit.histories.payloads import decode_payload
 
 __all__ = [
@@ -88,6 +89,7 @@ COLUMNS = [
     "local_activity_seq",
     "patch_id",
     "patch_deprecated",
+    "patch_version",
     "nexus_service",
     "nexus_operation",
     "update_id",
@@ -215,13 +217,12 @@ def marker_identity(marker_name: str | None, attributes: Any) -> dict[str, Any]:
             out["local_activity_type"] = _detail(attributes, "type")
             out["local_activity_id"] = _detail(attributes, "activityId")
     elif marker_name == "core_patch":
-        data = _detail(attributes, "patch-data") or _detail(attributes, "patch_data")
-        if isinstance(data, Mapping):
-            out["patch_id"] = data.get("id")
-            out["patch_deprecated"] = bool(data.get("deprecated", False))
+        patch_id, deprecated = patch_identity(lambda key: _detail(attributes, key))
+        if patch_id is not None:
+            out["patch_id"], out["patch_deprecated"] = patch_id, deprecated
     elif marker_name == "Version":
-        change = _detail(attributes, "change-id")
-        out["patch_id"] = change if change is not None else _detail(attributes, "changeId")
+        change, version = version_identity(lambda key: _detail(attributes, key))
+        out["patch_id"], out["patch_version"] = change, version
     return out
 
 
@@ -239,6 +240,8 @@ def identity_label(row: Mapping[str, Any]) -> str:
         parts = ["local " + str(row["local_activity_type"]), f"id={row.get('local_activity_id')}"]
     elif row.get("patch_id") is not None:
         parts = [f"patch={row['patch_id']}"]
+        if row.get("patch_version") is not None:
+            parts.append(f"version={row['patch_version']}")
     elif row.get("marker_name"):
         parts = [str(row["marker_name"])]
     elif row.get("signal_name"):
@@ -348,8 +351,10 @@ def commands(events: Any) -> pd.DataFrame:
         ``child_workflow_type``, ``child_workflow_id``, ``signal_name``, ``target_workflow_id``,
         ``scheduled_event_id`` (cancel requests), ``marker_name``, ``local_activity_type``,
         ``local_activity_id``, ``local_activity_seq`` (``core_local_activity`` and Go/Java
-        ``LocalActivity`` markers), ``patch_id``, ``patch_deprecated`` (``core_patch`` and
-        ``Version`` markers), ``nexus_service``, ``nexus_operation``, ``update_id``.
+        ``LocalActivity`` markers), ``patch_id``, ``patch_deprecated`` (``core_patch`` markers in
+        the current and the old sdk-core layout; Go/Java ``Version`` markers: the change id),
+        ``patch_version`` (``Version`` markers), ``nexus_service``, ``nexus_operation``,
+        ``update_id``.
     """
     frame = events_frame(events)
     rows: list[dict[str, Any]] = []
