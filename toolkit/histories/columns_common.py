@@ -19,6 +19,7 @@ from toolkit.histories.views import FailureView, failure_decoder, failure_view_f
 
 __all__ = [
     "NULL",
+    "BadFieldValue",
     "EventColumns",
     "TypeInfo",
     "failure_columns",
@@ -95,19 +96,51 @@ def scatter(target: np.ndarray, positions: Any, values: Sequence[Any]) -> None:
     target[positions] = np.fromiter(values, dtype=object, count=len(values))
 
 
+class BadFieldValue(Exception):
+    """A field value a column cannot hold; the loader turns it into a located error.
+
+    Attributes
+    ----------
+    index : int
+        Position of the value in the list given (the caller maps it to an event).
+    value : object
+        The value as read.
+    expected : str
+        What the column holds.
+    """
+
+    def __init__(self, index: int, value: Any, expected: str) -> None:
+        super().__init__(f"{value!r} at {index}: expected {expected}")
+        self.index, self.value, self.expected = index, value, expected
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def int_array(values: Sequence[Any]) -> np.ndarray:
-    """int64 from ints, numeric strings and None (0, the protobuf default, stands for absent)."""
+    """int64 from ints, numeric strings and None (0, the protobuf default, stands for absent).
+
+    Raises
+    ------
+    BadFieldValue
+        For a value that is no integer, or one outside int64 (proto-JSON ``int64`` fields).
+    """
     try:
         return np.array([v or 0 for v in values], dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
-        return np.array([_int_or_zero(v) for v in values], dtype=np.int64)
+        return np.array([_checked_int(i, v) for i, v in enumerate(values)], dtype=np.int64)
 
 
-def _int_or_zero(value: Any) -> int:
+def _checked_int(index: int, value: Any) -> int:
     try:
-        return int(value or 0)
+        number = int(value or 0)
     except (TypeError, ValueError, OverflowError):
-        return 0
+        raise BadFieldValue(index, value, "an integer") from None
+    if isinstance(value, float) and value != number:
+        raise BadFieldValue(index, value, "an integer")
+    if not _INT64[0] <= number <= _INT64[1]:
+        raise BadFieldValue(index, value, "an integer within int64")
+    return number
 
 
 def group_by_number(numbers: np.ndarray) -> Iterator[tuple[TypeInfo, np.ndarray]]:

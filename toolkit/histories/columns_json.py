@@ -20,6 +20,7 @@ import numpy as np
 from toolkit.errors import HistoryFormatError
 from toolkit.histories.columns_common import (
     NULL,
+    BadFieldValue,
     EventColumns,
     TypeInfo,
     cause_name,
@@ -106,10 +107,42 @@ def _tolerant_event(raw: msgspec.Raw, name: str, index: int) -> Any:
             position=f"event #{index}",
             expected="an object with eventId, eventType and its attributes",
         ) from None
+    for key, value in msgspec.json.decode(raw, type=dict[str, Any]).items():
+        # Attributes of another shape are kept; attributes that are no object at all are not
+        # attributes (every reader of the event would trip over them).
+        if key.endswith("EventAttributes") and value is not None and not isinstance(value, dict):
+            raise HistoryFormatError(
+                name,
+                f"{key} is {type(value).__name__} {value!r}"[:200],
+                position=f"event #{index}",
+                expected="an object of event attributes",
+            )
+        if key.endswith("EventAttributes") and value is not None:
+            _check_numbers(value, name, index)
     return TypedEvent(
         eventId=head.eventId, eventTime=head.eventTime, eventType=head.eventType,
         timestamp=head.timestamp,
     )  # fmt: skip
+
+
+#: Attribute fields the frame holds as int64 columns (ids linking events, attempts).
+_NUMBER_FIELDS = (*_INTS, "workflowTaskCompletedEventId", "decisionTaskCompletedEventId")
+
+
+def _check_numbers(attributes: dict[str, Any], name: str, index: int) -> None:
+    """A located error for a number field holding a fraction, a list or an object."""
+    for field in _NUMBER_FIELDS:
+        value = attributes.get(field)
+        if value is None or isinstance(value, str) or (
+            isinstance(value, int) and not isinstance(value, bool)
+        ):
+            continue  # text is checked when the column is filled
+        raise HistoryFormatError(
+            name,
+            f"{field} is {type(value).__name__} {value!r}"[:200],
+            position=f"event #{index}",
+            expected="an integer",
+        )
 
 
 def _find_attributes(raw: msgspec.Raw) -> tuple[str | None, AttrView]:
@@ -130,17 +163,15 @@ def _event_ids(events: list[Any], name: str) -> np.ndarray:
         return np.array(ids, dtype=np.int64)  # numbers and numeric strings alike
     except (TypeError, ValueError, OverflowError):
         pass
-    for index, value in enumerate(ids):
-        try:
-            int(value)
-        except (TypeError, ValueError, OverflowError):
-            raise HistoryFormatError(
-                name,
-                f"eventId {value!r} is not an integer",
-                position=f"event #{index}",
-                expected="an integer eventId",
-            ) from None
-    return np.array([int(v) for v in ids], dtype=np.int64)
+    try:
+        return int_array(ids)
+    except BadFieldValue as bad:
+        raise HistoryFormatError(
+            name,
+            f"eventId {bad.value!r} is not an integer event id",
+            position=f"event #{bad.index}",
+            expected=f"{bad.expected} eventId",
+        ) from None
 
 
 def _check_envelopes(events: list[Any], name: str) -> list[Any]:
@@ -186,7 +217,15 @@ def json_columns(history: RawHistory, name: str, codec: Any, decode: bool) -> Ev
             fields = _ALL_FIELDS
             for i, (key, _) in zip(at, found, strict=True):
                 keys[i] = key
-        _fill_group(c, positions, views, fields, info, codec, decode)
+        try:
+            _fill_group(c, positions, views, fields, info, codec, decode)
+        except BadFieldValue as bad:
+            raise HistoryFormatError(
+                name,
+                f"{info.short} has the value {bad.value!r} where a number belongs",
+                position=f"event #{int(positions[bad.index])}",
+                expected=bad.expected,
+            ) from None
         if info.short == "WorkflowExecutionStarted":
             for i, view in zip(at, views, strict=True):
                 if i not in tolerant:

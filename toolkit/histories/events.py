@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toolkit.errors import HistoryFormatError
 from toolkit.histories.columns_common import EventColumns
 from toolkit.histories.columns_json import json_columns
 from toolkit.histories.columns_proto import proto_columns
@@ -143,7 +144,7 @@ def _history_parts(
     built = _columns(history, source_name, codec, decode)
     c = built.columns
     n = len(c["event_id"])
-    times = _times(built.times, n)
+    times = _located_times(built.times, n, source_name)
     completed_by = built.completed_by
     order = None
     if n > 1 and bool((c["event_id"][1:] < c["event_id"][:-1]).any()):
@@ -208,6 +209,25 @@ def _columns(history: RawHistory, source_name: str, codec: Any, decode: bool) ->
         except WireError:
             check_proto_events(history.proto_events, source_name)  # then read the messages
     return proto_columns(history, codec, decode)
+
+
+def _located_times(values: Any, count: int, source_name: str) -> Any:
+    """:func:`_times`, or a located error naming the first event whose time is unreadable."""
+    try:
+        return _times(values, count)
+    except (ValueError, TypeError, OverflowError):
+        for index, value in enumerate(values):
+            try:
+                _times([value], 1)
+            except (ValueError, TypeError, OverflowError):
+                raise HistoryFormatError(
+                    source_name,
+                    f"eventTime {value!r} is not a time",
+                    position=f"event #{index}",
+                    expected="an RFC 3339 time (2024-01-31T12:00:00Z) or epoch nanoseconds "
+                    "within 1677-2262",
+                ) from None
+        raise
 
 
 def _times(values: Any, count: int) -> np.ndarray:

@@ -52,9 +52,11 @@ def _whole(value: Any) -> int | None:
     if isinstance(value, bool) or value is None:
         return None
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
         return None
+    # Beyond int64 no SDK wrote it: the raw value stays in ``details``.
+    return number if -(2**63) <= number < 2**63 else None
 
 
 def patch_identity(first: First) -> tuple[str | None, bool | None]:

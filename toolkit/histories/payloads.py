@@ -132,6 +132,8 @@ def _prepare(payload: Any) -> tuple[bool, Any]:
     if not isinstance(payload, Mapping) or ("metadata" not in payload and "data" not in payload):
         return True, payload
     meta_in = payload.get("metadata") or {}
+    if not isinstance(meta_in, Mapping):
+        return True, payload  # not a payload after all: kept as it is
     data = payload.get("data")
     if "encodingDecoded" in meta_in:
         # UI decoded download: the value is already in `data`.
@@ -236,7 +238,9 @@ def decode_payloads(payloads: Any, codec: Any = None) -> Any:
         return None
     if isinstance(payloads, Mapping):
         if "payloads" in payloads:
-            return _decode_list(payloads.get("payloads") or [], codec)
+            items = payloads.get("payloads") or []
+            # A "payloads" that is no list is no Payloads: kept as it is.
+            return _decode_list(items, codec) if isinstance(items, list) else payloads
         values = list(payloads.values())
         if values and all(isinstance(v, Mapping) and "payloads" in v for v in values):
             return {key: decode_payloads(value, codec) for key, value in payloads.items()}

@@ -203,7 +203,18 @@ def canonical(enum: EnumTypeWrapper, value: Any) -> str | None:
 
 
 def duration(value: Any) -> pd.Timedelta:
-    """A proto duration (``"10s"``, ``"0.001s"``, ``{"seconds": 1, "nanos": 5}``) or NaT."""
+    """A proto duration (``"10s"``, ``"0.001s"``, ``{"seconds": 1, "nanos": 5}``) or NaT.
+
+    NaT also for a value no timedelta holds (beyond pandas' +-292 years): the raw value stays in
+    the event's ``attributes``.
+    """
+    try:
+        return _duration(value)
+    except (ValueError, OverflowError):
+        return pd.NaT
+
+
+def _duration(value: Any) -> pd.Timedelta:
     if value is None or value == "":
         return pd.NaT
     if isinstance(value, Mapping):
