@@ -25,7 +25,7 @@ from toolkit.histories.tables_markers import markers
 from toolkit.replay.commands import commands
 
 SEED = 12
-PER_FIELD_TYPE = 9
+PER_FIELD_TYPE = 8
 MAX_FILE_BYTES = 40_000
 
 #: Field type -> (key to look for anywhere in an event, whether the loader parses it).
@@ -36,7 +36,8 @@ FIELD_TYPES: dict[str, tuple[tuple[str, ...], bool]] = {
     "count": (("attempt",), True),
     "enum": (("eventType", "retryState", "cause", "initiator", "parentClosePolicy"), False),
     "duration": (("startToCloseTimeout", "scheduleToCloseTimeout", "workflowRunTimeout"), False),
-    "name": (("taskQueue", "activityType", "workflowType", "activityId", "markerName"), False),
+    "name": (("taskQueue", "activityType", "workflowType"), False),
+    "id": (("activityId", "timerId", "markerName", "signalName"), False),
     "payload": (("payloads", "metadata", "data"), False),
     "attributes": (("EventAttributes",), False),
 }

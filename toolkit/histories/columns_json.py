@@ -130,7 +130,17 @@ _NUMBER_FIELDS = (*_INTS, "workflowTaskCompletedEventId", "decisionTaskCompleted
 
 
 def _check_numbers(attributes: dict[str, Any], name: str, index: int) -> None:
-    """A located error for a number field holding a fraction, a list or an object."""
+    """A located error for a number field holding a fraction, a list or an object, or for an
+    id or name field holding a list or an object."""
+    for field in _STRINGS:
+        value = attributes.get(field)
+        if isinstance(value, (dict, list, bool)):
+            raise HistoryFormatError(
+                name,
+                f"{field} is {type(value).__name__} {value!r}"[:200],
+                position=f"event #{index}",
+                expected="text",
+            )
     for field in _NUMBER_FIELDS:
         value = attributes.get(field)
         if value is None or isinstance(value, str) or (
