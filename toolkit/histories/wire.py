@@ -51,9 +51,8 @@ def byte_at(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
     """``buf[at]``, reading the last byte for offsets past the end: such reads belong to fields
     that run past their message, which the callers reject by their lengths anyway.
     """
-    if len(at) and at.max() >= len(buf):  # rare: a cheaper test than clipping every offset
-        at = np.minimum(at, len(buf) - 1)
-    return buf[at]
+    # ``take`` clips in the same pass as the gather: cheaper than a max() test before it.
+    return np.take(buf, at, mode="clip")
 
 
 def split_records(data: bytes, field: int = 1) -> tuple[np.ndarray, np.ndarray]:
