@@ -9,7 +9,9 @@ The model follows ``WorkflowMachines`` (sdk-core bundled with temporalio 1.35):
 - activity, child-workflow and local-activity id and type are compared only when the internal
   flag 1 (``IdAndTypeDeterminismChecks``) is known from ``sdkMetadata.coreUsedFlags`` or the task is
   in the last stretch of history; timer ids are not compared when a timer starts; inputs, task
-  queues, timeouts, headers are never compared;
+  queues, timeouts, headers are never compared; a Nexus operation's service and operation are
+  compared when flag 4 (``NexusOperationDeterminismChecks``, sdk-core of temporalio 1.35) is
+  known or in the last stretch (see :mod:`toolkit.replay.flags` for flags 2 and 3);
 - ``core_patch`` markers: a patch command whose marker is absent is skipped; a deprecated marker
   without a command is skipped; a non-deprecated one fails; different ids fail;
 - commands left in the queue when history ends are not an error.
@@ -43,6 +45,7 @@ from toolkit.replay.tasks import CodeFailure, SplitHistory, Task
 __all__ = ["CoreFailure", "ModelRun", "model_replay"]
 
 ID_AND_TYPE_CHECKS = 1
+NEXUS_CHECKS = 4  # sdk-core NexusOperationDeterminismChecks (temporalio 1.35's core)
 
 
 @dataclass(frozen=True)
@@ -84,10 +87,22 @@ class CoreFailure:
 
 
 def _identity_check(
-    event: Mapping[str, Any], command: Mapping[str, Any], checks_on: bool
-) -> tuple[str, Any, Any, str] | None:
+    event: Mapping[str, Any], command: Mapping[str, Any], checks_on: bool,
+    nexus_checks: bool = False,
+) -> tuple[str, Any, Any, str] | None:  # fmt: skip
     """Compare one matched pair as the command's machine does; returns the failing check."""
     machine = core_machine_kind(command)
+    if machine == "ScheduleNexusOperation" and nexus_checks:
+        # sdk-core flag 4 (NexusOperationDeterminismChecks): service, then operation.
+        for field, text in (
+            ("nexus_service", "Nexus operation service of scheduled event '{}' does not match "
+                              "service of command '{}'"),
+            ("nexus_operation", "Nexus operation of scheduled event '{}' does not match "
+                                "operation of command '{}'"),
+        ):  # fmt: skip
+            if event.get(field) != command.get(field):
+                message = text.format(event.get(field), command.get(field))
+                return field, event.get(field), command.get(field), message
     if (
         machine == "ScheduleActivityTask"
         and event.get("kind") == "ScheduleActivityTask"
@@ -214,7 +229,8 @@ def model_replay(
                 if key[0] == "update" and _update_note(key) not in assumptions:
                     assumptions.append(_update_note(key))
             checks_on = ID_AND_TYPE_CHECKS in task.core_flags or task.final_sequence
-            failure = _match_task(task, code, checks_on)
+            nexus_checks = NEXUS_CHECKS in task.core_flags or task.final_sequence
+            failure = _match_task(task, code, checks_on, nexus_checks)
             if failure is not None:
                 if failure.check == "patch_old_branch":
                     assumptions.append(_OLD_BRANCH_NOTE.format(event_id=failure.event["event_id"]))
@@ -265,7 +281,9 @@ def _code_error(
     return None
 
 
-def _match_task(task: Task, code: CommandQueue, checks_on: bool) -> CoreFailure | None:
+def _match_task(
+    task: Task, code: CommandQueue, checks_on: bool, nexus_checks: bool = False
+) -> CoreFailure | None:
     queue = code.queue
     previous: dict[str, Any] | None = None
     for event in task.commands:
@@ -339,7 +357,7 @@ def _match_task(task: Task, code: CommandQueue, checks_on: bool) -> CoreFailure 
                 task.index,
                 checks_on,
             )
-        mismatch = _identity_check(event, command, checks_on)
+        mismatch = _identity_check(event, command, checks_on, nexus_checks)
         if mismatch is not None:
             check, expected, actual, text = mismatch
             return CoreFailure(

@@ -74,6 +74,8 @@ class Task:
     final_sequence : bool
         The task's commands are replayed in the last stretch of history, where sdk-core always
         runs its id/type checks.
+    lang_flags : frozenset of int
+        Language SDK flags (``sdkMetadata.langUsedFlags``) recorded up to this task.
     """
 
     index: int
@@ -82,6 +84,7 @@ class Task:
     commands: list[dict[str, Any]] = field(default_factory=list)
     core_flags: frozenset[int] = frozenset()
     final_sequence: bool = False
+    lang_flags: frozenset[int] = frozenset()
 
 
 def _link(event: Mapping[str, Any], attribute: str) -> int | None:
@@ -92,11 +95,19 @@ def _link(event: Mapping[str, Any], attribute: str) -> int | None:
     return None if value is None or pd.isna(value) else int(value)
 
 
-def _core_flags(event: Mapping[str, Any]) -> set[int]:
+def _sdk_metadata(event: Mapping[str, Any]) -> Mapping[str, Any]:
     attributes = event.get("attributes")
     metadata = attributes.get("sdkMetadata") if isinstance(attributes, Mapping) else None
-    flags = metadata.get("coreUsedFlags") if isinstance(metadata, Mapping) else None
-    return {int(flag) for flag in flags or []}
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def _flags(event: Mapping[str, Any], key: str) -> set[int]:
+    flags = _sdk_metadata(event).get(key)
+    return {int(flag) for flag in flags or [] if str(flag).isdigit()}
+
+
+def _core_flags(event: Mapping[str, Any]) -> set[int]:
+    return _flags(event, "coreUsedFlags")
 
 
 def _update_name(event: Mapping[str, Any]) -> str | None:
@@ -145,12 +156,16 @@ class SplitHistory:
         replay sees, including deliveries after the last completed task).
     run_id : str or None
         ``originalExecutionRunId`` of its started event (the seed of the workflow's randomness).
+    sdk_name, sdk_version : str or None
+        The SDK that completed its first workflow task naming one (``sdkMetadata``).
     """
 
     tasks: list[Task]
     failures: list[CodeFailure]
     delivered: frozenset[tuple[Any, ...]]
     run_id: str | None
+    sdk_name: str | None = None
+    sdk_version: str | None = None
 
 
 #: ``WorkflowTaskFailed`` causes that mean the workflow code raised.
@@ -189,18 +204,26 @@ def split_history(history: int, frame: pd.DataFrame) -> SplitHistory:
     delivered: set[tuple[Any, ...]] = set()
     ordinals: Counter[tuple[str, str | None]] = Counter()
     flags: set[int] = set()
+    lang: set[int] = set()
+    sdk: dict[str, str] = {}
     current: Task | None = None
     for event in events:
         event_type = event["event_type"]
         event_id = int(event["event_id"])
         if event_type in TASK_COMPLETED:
             flags |= _core_flags(event)
+            lang |= _flags(event, "langUsedFlags")
+            for key in ("sdkName", "sdkVersion"):
+                value = _sdk_metadata(event).get(key)
+                if isinstance(value, str) and value:
+                    sdk.setdefault(key, value)
             later_starts = [s for s in started_ids if s > event_id]
             current = Task(
                 index=len(tasks) + 1,
                 completed_event_id=event_id,
                 delivered=frozenset(delivered),
                 core_flags=frozenset(flags),
+                lang_flags=frozenset(lang),
                 final_sequence=not later_starts
                 or (len(later_starts) == 1 and later_starts[0] == last_event_id),
             )
@@ -238,7 +261,9 @@ def split_history(history: int, frame: pd.DataFrame) -> SplitHistory:
         attributes = events[0].get("attributes")
         if isinstance(attributes, Mapping):
             run_id = _text(attributes.get("originalExecutionRunId"))
-    return SplitHistory(tasks, failures, frozenset(delivered), run_id)
+    return SplitHistory(
+        tasks, failures, frozenset(delivered), run_id, sdk.get("sdkName"), sdk.get("sdkVersion")
+    )
 
 
 def _text(value: Any) -> str | None:

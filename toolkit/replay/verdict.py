@@ -30,6 +30,7 @@ from toolkit.replay.commands import events_frame, identity_label, iter_histories
 from toolkit.replay.core_model import CoreFailure, model_replay
 from toolkit.replay.divergence import Divergence, aligned_commands, go_message, java_message
 from toolkit.replay.divergence_messages import core_message_matches
+from toolkit.replay.flags import apply_flags
 from toolkit.replay.messages import parse_nondeterminism
 from toolkit.replay.run_random import reseed_ids
 from toolkit.replay.tasks import CodeFailure, SplitHistory, Task, split_history
@@ -152,8 +153,8 @@ def _history_verdict(recorded: Any, replayed: Any) -> ReplayVerdict:
     notes = reseed_ids(rows, new.run_id, old.run_id)
     for row in rows:
         row["identity"] = identity_label(row)
-    run = model_replay(old, new)
-    assumptions = run.assumptions
+    run, flag_notes = apply_flags(old, new, model_replay)
+    assumptions = run.assumptions + flag_notes
     confidence = "assumed" if assumptions else "histories"
     aligned = aligned_commands(old.tasks, new.tasks)
     common = {"confidence": confidence, "assumptions": assumptions, "notes": tuple(notes)}
