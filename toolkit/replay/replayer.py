@@ -9,7 +9,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +63,20 @@ def _from_json_text(text: bytes, name: str) -> list[WorkflowHistory]:
             raise HistoryFormatError(
                 name, "no events", position=f"history {index}", expected='{"events": [...]}'
             )
-        out.append(WorkflowHistory.from_json(f"{Path(name).stem}", one))
+        out.append(WorkflowHistory.from_json(_recorded_workflow_id(one) or Path(name).stem, one))
     return out
+
+
+def _recorded_workflow_id(history: dict[str, Any]) -> str | None:
+    """The started event's ``workflowId`` (servers write it since 2024): the Replayer then runs
+    the code under the id the run had, as ids the code builds from it need."""
+    events = history.get("events")
+    first = events[0] if isinstance(events, list) and events else None
+    attributes = first.get("workflowExecutionStartedEventAttributes") if isinstance(
+        first, dict
+    ) else None
+    value = attributes.get("workflowId") if isinstance(attributes, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def _frame_histories(frame: pd.DataFrame) -> list[tuple[str, WorkflowHistory]]:
@@ -74,7 +86,9 @@ def _frame_histories(frame: pd.DataFrame) -> list[tuple[str, WorkflowHistory]]:
     out: list[tuple[str, WorkflowHistory]] = []
     for _, one in groups:
         known = one["workflow_id"].dropna()
-        workflow_id = str(known.iloc[0]) if len(known) else "replay"
+        started = one["attributes"].iloc[0] if "attributes" in one and len(one) else None
+        recorded = started.get("workflowId") if isinstance(started, Mapping) else None
+        workflow_id = str(known.iloc[0]) if len(known) else (recorded or "replay")
         name = str(one["source"].iloc[0]) if "source" in one else "<frame>"
         out.append((name, to_workflow_history(one, workflow_id=workflow_id)))
     return out

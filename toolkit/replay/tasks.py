@@ -158,6 +158,9 @@ class SplitHistory:
         ``originalExecutionRunId`` of its started event (the seed of the workflow's randomness).
     sdk_name, sdk_version : str or None
         The SDK that completed its first workflow task naming one (``sdkMetadata``).
+    workflow_id : str or None
+        The run's workflow id: its started event's ``workflowId`` (servers write it since
+        2024), else the frame's ``workflow_id``.
     """
 
     tasks: list[Task]
@@ -166,6 +169,7 @@ class SplitHistory:
     run_id: str | None
     sdk_name: str | None = None
     sdk_version: str | None = None
+    workflow_id: str | None = None
 
 
 #: ``WorkflowTaskFailed`` causes that mean the workflow code raised.
@@ -256,14 +260,18 @@ def split_history(history: int, frame: pd.DataFrame) -> SplitHistory:
         key = _delivery_key(event, event_type, position_of, ordinals)
         if key is not None:
             delivered.add(key)
-    run_id = None
+    run_id = workflow_id = None
     if events and events[0]["event_type"] == "WorkflowExecutionStarted":
         attributes = events[0].get("attributes")
         if isinstance(attributes, Mapping):
             run_id = _text(attributes.get("originalExecutionRunId"))
+            workflow_id = _text(attributes.get("workflowId"))
+    if workflow_id is None and events:
+        workflow_id = _text(events[0].get("workflow_id"))
     return SplitHistory(
-        tasks, failures, frozenset(delivered), run_id, sdk.get("sdkName"), sdk.get("sdkVersion")
-    )
+        tasks, failures, frozenset(delivered), run_id, sdk.get("sdkName"), sdk.get("sdkVersion"),
+        workflow_id,
+    )  # fmt: skip
 
 
 def _text(value: Any) -> str | None:

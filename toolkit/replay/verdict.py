@@ -28,6 +28,7 @@ import pandas as pd
 from toolkit.errors import HistoryFormatError
 from toolkit.replay.commands import events_frame, identity_label, iter_histories
 from toolkit.replay.core_model import CoreFailure, model_replay
+from toolkit.replay.derived_ids import rebase_workflow_id
 from toolkit.replay.divergence import Divergence, aligned_commands, go_message, java_message
 from toolkit.replay.divergence_messages import core_message_matches
 from toolkit.replay.flags import apply_flags
@@ -151,6 +152,7 @@ def _history_verdict(recorded: Any, replayed: Any) -> ReplayVerdict:
     old, new = _split(recorded, "recorded"), _split(replayed, "replayed")
     rows = [row for task in new.tasks for row in task.commands]
     notes = reseed_ids(rows, new.run_id, old.run_id)
+    notes += rebase_workflow_id(rows, new.workflow_id, old.workflow_id)
     for row in rows:
         row["identity"] = identity_label(row)
     run, flag_notes = apply_flags(old, new, model_replay)
