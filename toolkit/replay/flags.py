@@ -108,8 +108,10 @@ _TS_IMPLIED: list[tuple[int, Callable[[tuple[int, ...]], bool]]] = [
 
 
 def _lang_flags(history: SplitHistory, task: Task, replaying: bool) -> frozenset[int]:
+    # TypeScript reads a flag as on for tasks an SDK version is known to have run with it on
+    # (its alternate conditions); applied to both sides, each with its own SDK's version.
     flags = task.lang_flags
-    if replaying and lang_of(history.sdk_name) == "typescript" and history.sdk_version:
+    if lang_of(history.sdk_name) == "typescript" and history.sdk_version:
         version = _version(history.sdk_version)
         flags = flags | {flag for flag, holds in _TS_IMPLIED if holds(version)}
     return flags
