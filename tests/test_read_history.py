@@ -292,3 +292,18 @@ def test_read_histories_collects_per_file_errors(corpus: Path, tmp_path: Path) -
         tk.read_histories(tmp_path, errors="raise")
     globbed = tk.read_histories(str(tmp_path / "g*.json"))
     assert len(globbed.events) == 10 and globbed.errors.empty
+
+
+def test_binary_messages_parse_on_first_use_with_located_errors(corpus: Path) -> None:
+    # The wire reader does not look inside payload metadata; the protobuf library does, when
+    # the event is first parsed (at load for the started event, else when a cell needs it):
+    # bad UTF-8 there is a located error naming the event, never a DecodeError.
+    path = corpus / "histories" / "temporalio__sdk-core" / "ends_empty_wft_complete.bin"
+    data = path.read_bytes()
+    damaged = data.replace(b"encoding", b"\xff\xfecoding", 1)
+    assert damaged != data
+    with pytest.raises(tk.HistoryFormatError, match="damaged protobuf") as caught:
+        events = tk.read_history(damaged)
+        for index in range(len(events)):
+            dict(events.attributes.iloc[index])
+    assert caught.value.position is not None and caught.value.position.startswith("event #")

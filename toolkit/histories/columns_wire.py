@@ -132,6 +132,8 @@ def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
     data = history.wire or b""
     buf = as_array(data)
     starts, ends = split_records(data)
+    if hasattr(history.proto_events, "set_bounds"):
+        history.proto_events.set_bounds(starts, ends)  # messages then parse one at a time
     n = len(starts)
     # event_id, event_time, event_type come first in every encoder's output: read them directly
     # (any other order falls back to the parsed messages), then everything else in lockstep.

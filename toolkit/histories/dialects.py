@@ -28,9 +28,10 @@ from typing import Any
 import msgspec
 from google.protobuf.message import DecodeError as ProtoDecodeError
 from temporalio.api.export.v1 import ExportedExecutions
-from temporalio.api.history.v1 import History, HistoryEvent
+from temporalio.api.history.v1 import HistoryEvent
 
 from toolkit.errors import HistoryFormatError
+from toolkit.histories.lazy_proto import LazyHistoryEvents
 from toolkit.histories.sources import Source, describe
 from toolkit.histories.views import tagged_document_decoder, typed_document_decoder
 
@@ -318,10 +319,10 @@ def _split_binary(data: bytes, name: str) -> list[RawHistory]:
             export = ExportedExecutions.FromString(data)
             histories = [RawHistory(proto_events=item.history.events) for item in export.workflows]
         else:
-            # Parsed (which validates the bytes) for the lazy cells; the columns are read from
-            # the wire bytes, which also checks the event ids.
-            history = History.FromString(data)
-            return [RawHistory(proto_events=history.events, wire=data, source_name=name)]
+            # The columns are read from the wire bytes (which checks their structure and the
+            # event ids); the messages are parsed when a cell or the fallback reader needs them.
+            events = LazyHistoryEvents(data, name)
+            return [RawHistory(proto_events=events, wire=data, source_name=name)]
     except ProtoDecodeError as exc:
         raise HistoryFormatError(
             name, f"damaged protobuf ({exc})", expected="a serialized History or export message"
