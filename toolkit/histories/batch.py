@@ -16,6 +16,7 @@ from toolkit.gc_pause import paused_gc
 from toolkit.histories.events import HistoryParts, frame_from_parts
 from toolkit.histories.pool import decode_chunks
 from toolkit.histories.read import read_history_parts
+from toolkit.histories.sidecars import sidecar_kind
 
 __all__ = [
     "HistoryBatch",
@@ -44,25 +45,40 @@ class HistoryBatch(NamedTuple):
 
 def _is_history_file(path: Path) -> bool:
     name = path.name.lower()
-    if name.startswith(".") or name.endswith(".meta.json"):
+    if name.startswith("."):
         return False
     return name.endswith(HISTORY_SUFFIXES) or "/export/" in path.as_posix()
 
 
-def find_history_files(paths: Any) -> list[Path]:
-    """Expand a path, a directory (recursively), a glob pattern, or a list of them into files."""
+def find_history_files(paths: Any, skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """Expand a path, a directory (recursively), a glob pattern, or a list of them into files.
+
+    Files that are not histories by their name (:func:`toolkit.histories.sidecars.sidecar_kind`:
+    the lab's ``.meta.json``, ``.mcp.jsonl`` request logs, logs, notes) are left out, and listed
+    as ``(path, what it is)`` in ``skipped`` when a list is given.
+    """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    found: list[Path] = []
+    candidates: list[Path] = []
     for item in paths:
         text = os.fspath(item)
         if any(ch in text for ch in "*?["):
-            found += [Path(p) for p in sorted(glob.glob(text, recursive=True)) if Path(p).is_file()]
+            found = [Path(p) for p in sorted(glob.glob(text, recursive=True))]
+            candidates += [p for p in found if p.is_file()]
         elif Path(text).is_dir():
-            found += sorted(p for p in Path(text).rglob("*") if p.is_file() and _is_history_file(p))
+            candidates += sorted(
+                p for p in Path(text).rglob("*") if p.is_file() and _is_history_file(p)
+            )
         else:
-            found.append(Path(text))
-    return found
+            candidates.append(Path(text))
+    files: list[Path] = []
+    for path in candidates:
+        kind = sidecar_kind(path)
+        if kind is None:
+            files.append(path)
+        elif skipped is not None:
+            skipped.append((path, kind))
+    return files
 
 
 def read_histories(
@@ -86,7 +102,8 @@ def read_histories(
     paths
         A file, a directory (searched recursively for ``*.json``, ``*.json.gz``, ``*.bin``,
         ``*.binpb`` and Cloud export files), a glob pattern (``"exports/**/*.json"``), or a list
-        of any of these.
+        of any of these. Files that are not histories by their name (the lab's ``.meta.json``,
+        ``.mcp.jsonl`` request logs, ``.log`` files, ...) are skipped, never reported as errors.
     errors
         ``"collect"`` (default): files that cannot be read are listed in ``errors`` and the
         others are read; ``"raise"``: the first failure raises.
@@ -155,9 +172,13 @@ def iter_histories(
         raise ValueError("errors must be 'collect' or 'raise'")
     if chunksize < 1:
         raise ValueError("chunksize must be at least 1")
-    files = find_history_files(paths)
+    skipped: list[tuple[Path, str]] = []
+    files = find_history_files(paths, skipped)
     if not files:
-        raise HistoryFormatError(str(paths), "no history files found", expected="files or a glob")
+        found = f" (only {len(skipped)} files that are not histories)" if skipped else ""
+        raise HistoryFormatError(
+            str(paths), f"no history files found{found}", expected="files or a glob"
+        )
     show = len(files) > 20 if progress is None else progress
     chunks = [files[i : i + chunksize] for i in range(0, len(files), chunksize)]
     return _batches(chunks, errors, dedupe, show, workers, read_options)

@@ -1,0 +1,57 @@
+"""Files that sit next to exported histories but are not histories.
+
+Folders people save after an incident (and the lab's ``data/``) mix histories with other files:
+the lab's ``<name>.meta.json`` metadata, MCP request logs (``*.mcp.jsonl``), worker logs, notes,
+tables and charts. Loading them as histories would report them as broken files, which hides the
+files that really are broken; they are recognised by name instead and skipped with a note.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["sidecar_kind"]
+
+#: Name endings (lower case) of files that are never histories, and what they are.
+_ENDINGS = (
+    (".meta.json", "lab metadata sidecar"),
+    (".mcp.jsonl", "MCP request log"),
+    (".log", "log file"),
+    (".log.gz", "log file"),
+    (".txt", "text file"),
+    (".md", "notes"),
+    (".csv", "table"),
+    (".parquet", "table"),
+    (".png", "image"),
+    (".svg", "image"),
+    (".html", "report"),
+    (".ipynb", "notebook"),
+    (".yaml", "config"),
+    (".yml", "config"),
+    (".py", "source code"),
+)
+#: Whole file names the lab writes next to recordings.
+_NAMES = {"meta.json": "lab metadata sidecar"}
+
+
+def sidecar_kind(path: str | Path) -> str | None:
+    """What a file that is not a history is, judged by its name; None for a history candidate.
+
+    Parameters
+    ----------
+    path
+        A file path.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"lab metadata sidecar"`` for ``run.meta.json``, ``"MCP request log"`` for
+        ``run.mcp.jsonl``; None when the name does not rule out a history.
+    """
+    name = Path(path).name.lower()
+    if name in _NAMES:
+        return _NAMES[name]
+    for ending, kind in _ENDINGS:
+        if name.endswith(ending):
+            return kind
+    return None

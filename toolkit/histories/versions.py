@@ -1,0 +1,191 @@
+"""Which code ran a workflow run, read from the history itself: its version label.
+
+Every workflow task a worker completes records who completed it. The label of a run is taken
+from the first source that tells versions apart, in this order:
+
+1. **worker deployment version** (``deploymentVersion``, ``workerDeploymentVersion`` or the
+   older ``deployment`` of ``WorkflowTaskCompleted``): the name the team gave the release;
+2. **build id** (``workerVersion.buildId``): set by the team, or derived by the SDK from the
+   worker's code (temporalio's Python SDK hashes the loaded modules), so two releases of the
+   application or of a library it loads (google-adk 1.28.1 and 1.29.0 under the same temporalio)
+   get different build ids; shown with the SDK (``temporal-python 1.30.0 · build 3a02e624``);
+3. **SDK name and version** (``sdkMetadata``): tells SDK upgrades apart but not application
+   releases on the same SDK version;
+4. **binary checksum** (``binaryChecksum``, older Go/Java/TypeScript workers).
+
+``label_source`` says which one was used: a label from the SDK alone cannot separate releases of
+the application, and reports say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["LABEL_SOURCES", "task_versions", "version_labels"]
+
+#: ``label_source`` values, most specific first.
+LABEL_SOURCES = ("deployment", "build_id", "sdk", "binary_checksum", "none")
+
+_TASK_EVENTS = ("WorkflowTaskStarted", "WorkflowTaskCompleted", "WorkflowTaskFailed")
+
+
+def _get(value: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value if value not in ("", None) else None
+
+
+def _deployment(attributes: Any) -> str | None:
+    """The named deployment version, or None (a bare build id there is no deployment)."""
+    name = _get(attributes, "deploymentVersion", "deploymentName")
+    if name:
+        return f"{name}:{_get(attributes, 'deploymentVersion', 'buildId') or '?'}"
+    text = _get(attributes, "workerDeploymentVersion")
+    if isinstance(text, str):
+        return text
+    series = _get(attributes, "deployment", "seriesName")
+    if series:
+        return f"{series}:{_get(attributes, 'deployment', 'buildId') or '?'}"
+    return None
+
+
+def _build_id(attributes: Any) -> Any:
+    return (
+        _get(attributes, "workerVersion", "buildId")
+        or _get(attributes, "deploymentVersion", "buildId")
+        or _get(attributes, "deployment", "buildId")
+    )
+
+
+def task_versions(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per workflow-task event that names its worker's version.
+
+    Columns: ``source``, ``history``, ``event_id``, ``event_type``, ``identity``,
+    ``deployment``, ``build_id``, ``sdk_name``, ``sdk_version``, ``binary_checksum``.
+    """
+    tasks = events[events["event_type"].isin(_TASK_EVENTS)]
+    rows = []
+    has_source = "source" in tasks.columns
+    for record in tasks[["history", "event_id", "event_type", "identity", "attributes"]].itertuples(
+        index=False
+    ):
+        attributes = record.attributes
+        rows.append(
+            {
+                "history": record.history,
+                "event_id": record.event_id,
+                "event_type": record.event_type,
+                "identity": record.identity,
+                "deployment": _deployment(attributes),
+                "build_id": _build_id(attributes),
+                "sdk_name": _get(attributes, "sdkMetadata", "sdkName"),
+                "sdk_version": _get(attributes, "sdkMetadata", "sdkVersion"),
+                "binary_checksum": _get(attributes, "binaryChecksum"),
+            }
+        )
+    out = pd.DataFrame(
+        rows,
+        columns=["history", "event_id", "event_type", "identity", "deployment", "build_id",
+                 "sdk_name", "sdk_version", "binary_checksum"],
+    )  # fmt: skip
+    out.insert(0, "source", tasks["source"].to_numpy() if has_source else None)
+    return out
+
+
+def _short(text: str) -> str:
+    # Hex digests are long; eight characters tell releases apart in a report
+    # (TypeScript's build ids are ``@temporalio/worker@1.13.1+<sha256>``).
+    def cut(part: str) -> str:
+        is_hex = len(part) >= 16 and all(c in "0123456789abcdef" for c in part.lower())
+        return part[:8] if is_hex else part
+
+    return "+".join(cut(part) for part in text.split("+"))
+
+
+def _compose(parts: Mapping[str, Any], sdk_of_build: Mapping[str, str]) -> tuple[str, str]:
+    """(label, label_source) for one worker's version parts."""
+    # A version without a name is the SDK announcing a change mid-run; it names no worker.
+    own_sdk = (
+        " ".join(str(p) for p in (parts.get("sdk_name"), parts.get("sdk_version")) if p)
+        if parts.get("sdk_name")
+        else ""
+    )
+    if parts.get("deployment"):
+        return f"deployment {parts['deployment']}", "deployment"
+    build = parts.get("build_id")
+    if build:
+        # The SDK states its name and version once per worker, on its first completed task; the
+        # build's other tasks (and a task that failed before completing) borrow them.
+        sdk = sdk_of_build.get(build) or own_sdk
+        short = _short(str(build))
+        return (f"{sdk} · build {short}" if sdk else f"build {short}"), "build_id"
+    if own_sdk:
+        return own_sdk, "sdk"
+    if parts.get("binary_checksum"):
+        return f"binary {_short(str(parts['binary_checksum']))}", "binary_checksum"
+    return "unknown", "none"
+
+
+def version_labels(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per run (``source``, ``history``) with its version label and where it came from.
+
+    Parameters
+    ----------
+    events
+        An events frame of one or many histories.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``source``, ``history``, ``label`` (the version of the worker that completed the run's
+        first workflow task), ``label_source`` (one of :data:`LABEL_SOURCES`), ``deployment``,
+        ``build_id``, ``sdk_name``, ``sdk_version``, ``binary_checksum`` (the parts it was made
+        from), ``labels`` (every label of a worker that started or completed a workflow task of
+        the run, in order: two for a run that lived through a rolling upgrade) and
+        ``failed_labels`` (labels of the workers whose workflow tasks failed).
+    """
+    tasks = task_versions(events)
+    keys = ["source", "history"]
+    parts_columns = ["deployment", "build_id", "sdk_name", "sdk_version", "binary_checksum"]
+    known = tasks.dropna(subset=["build_id", "sdk_name"]).drop_duplicates("build_id")
+    sdk_of_build = {
+        row.build_id: " ".join(str(p) for p in (row.sdk_name, row.sdk_version) if p)
+        for row in known.itertuples()
+    }
+    rows = []
+    for (source, history), one in tasks.groupby(keys, sort=False, dropna=False):
+        completed = one[one["event_type"] == "WorkflowTaskCompleted"]
+        first = completed if len(completed) else one
+        parts = {c: first[c].dropna().iloc[0] if first[c].notna().any() else None
+                 for c in parts_columns}  # fmt: skip
+        label, label_source = _compose(parts, sdk_of_build)
+        seen: list[str] = []
+        failed: list[str] = []
+        worker_label: str | None = None
+        for record in one.astype(object).where(one.notna(), None).to_dict("records"):
+            if record["build_id"] or record["deployment"] or record["binary_checksum"]:
+                worker_label = _compose(record, sdk_of_build)[0]
+            if worker_label and worker_label not in seen:
+                seen.append(worker_label)
+            if record["event_type"] == "WorkflowTaskFailed" and worker_label:
+                if worker_label not in failed:
+                    failed.append(worker_label)
+        rows.append({"source": source, "history": history, "label": label,
+                     "label_source": label_source, **parts, "labels": seen or [label],
+                     "failed_labels": failed})  # fmt: skip
+    runs = events[keys].drop_duplicates()
+    table = pd.DataFrame(
+        rows, columns=[*keys, "label", "label_source", *parts_columns, "labels", "failed_labels"]
+    )
+    out = runs.merge(table, on=keys, how="left")
+    missing = out["label"].isna()
+    out.loc[missing, "label"] = "unknown"
+    out.loc[missing, "label_source"] = "none"
+    for column in ("labels", "failed_labels"):
+        out[column] = [v if isinstance(v, list) else [] for v in out[column]]
+    return out.reset_index(drop=True)
