@@ -134,7 +134,8 @@ def resolve_roles(roles: str | Roles, activity_types: Iterable[str], source: str
     Raises
     ------
     toolkit.errors.ToolkitError
-        For an unknown preset name, or ``"auto"`` when no preset recognises any model activity.
+        For an unknown preset name, ``"auto"`` when no preset recognises any model activity, or a
+        named preset that recognises none of ``activity_types`` (another framework's history).
     """
     if isinstance(roles, Roles):
         return roles
@@ -148,5 +149,15 @@ def resolve_roles(roles: str | Roles, activity_types: Iterable[str], source: str
             )
         return found
     if roles in PRESETS:
-        return PRESETS[roles]
+        chosen = PRESETS[roles]
+        types = sorted({t for t in activity_types if isinstance(t, str)})
+        if types and all(chosen.role_of(name) == "other" for name in types):
+            # Every step would read "o o o": the preset belongs to another framework.
+            found = detect_roles(types)
+            hint = f"; the activities look like {found.name!r}" if found else ""
+            raise ToolkitError(
+                f"{source}: roles {roles!r} recognise none of the activity types "
+                f"{types[:10]}{hint}; pass roles='auto' or the matching preset"
+            )
+        return chosen
     raise ToolkitError(f"unknown roles preset {roles!r}; expected 'auto', {sorted(PRESETS)}")

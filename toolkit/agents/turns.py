@@ -22,6 +22,8 @@ import orjson
 import pandas as pd
 
 from toolkit.agents.roles import Roles, resolve_roles
+from toolkit.histories.batch import find_history_files
+from toolkit.histories.versions import apply_versions, version_labels
 from toolkit.replay.commands import events_frame, iter_histories, per_source
 
 __all__ = ["activity_spans", "agent_steps", "listings_per_turn", "turn_starts"]
@@ -72,8 +74,21 @@ def activity_spans(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     return _spans_and_turns(events, roles)[0]
 
 
-#: A turn's user message: (event id, trigger, answered: a workflow task completed after it).
-_Turn = tuple[int, str, bool]
+#: A turn's user message: (event id, trigger, answered: a workflow task completed after it,
+#: failure: the last workflow-task failure after it when unanswered, else None).
+_Turn = tuple[int, str, bool, str | None]
+
+_TASK_FAILURES = ("WorkflowTaskFailed", "WorkflowTaskTimedOut")
+
+
+def _task_failure(records: list[dict[str, Any]], after: int) -> str | None:
+    """What the last failed workflow task after event ``after`` says (message, else cause)."""
+    text = None
+    for event in records:
+        if event["event_id"] > after and event["event_type"] in _TASK_FAILURES:
+            message, cause = event.get("failure_message"), event.get("cause")
+            text = _text(message) or _text(cause) or event["event_type"]
+    return text
 
 
 def turn_starts(
@@ -129,7 +144,13 @@ def _spans_and_turns(
         completed = one.loc[one["event_type"] == "WorkflowTaskCompleted", "event_id"]
         last_completed = int(completed.max()) if len(completed) else 0
         turns[history] = [
-            (event_id, trigger, event_id < last_completed) for event_id, trigger in starts
+            (
+                event_id,
+                trigger,
+                event_id < last_completed,
+                None if event_id < last_completed else _task_failure(records, event_id),
+            )
+            for event_id, trigger in starts
         ]
         closes: dict[int, Mapping[str, Any]] = {}
         started: dict[int, Any] = {}
@@ -178,7 +199,7 @@ def _spans_and_turns(
 
 @per_source
 def agent_steps(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
-    """Turns and model steps of each history: listings before each step, tool calls after it.
+    """Turns and model steps of each history, in event order.
 
     Parameters
     ----------
@@ -192,34 +213,53 @@ def agent_steps(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per model step: ``history``, ``run_id``, ``turn``, ``trigger``, ``step``
-        (1-based in the turn), ``model_event_id``, ``model_activity``, ``listings_before``,
-        ``tool_calls``, ``listings_after`` (only on a turn's last step), ``other``,
-        ``listing_activities``, ``tool_call_activities`` (lists of names), ``sequence`` (the
-        step's activities as letters, e.g. ``L M C``). A turn without a model step gets one row
-        with ``step`` 0 so that its activities are not lost; so does a user message that got no
-        activity and after which no workflow task completed (the stuck turn, e.g. failing for
-        nondeterminism after an upgrade).
+        (1-based in the turn), ``model_event_id``, ``model_activity``, ``listings_before``
+        (listings scheduled before the model call), ``tool_calls``, ``listings_after``
+        (listings after the model call that belong to this step: those before its tool calls,
+        and on a turn's last step all of them), ``other``, ``listing_activities``,
+        ``tool_call_activities`` (lists of names), ``sequence`` (the step's activities as
+        letters in event order, e.g. ``L M L C``), ``status`` (``answered``, or ``stuck`` for a
+        turn after whose user message no workflow task completed) and ``failure`` (a stuck
+        turn's last workflow-task failure, e.g. the ``[TMPRL1100]`` message).
+
+        Steps cut the turn's activities without reordering them: what follows a model call up
+        to its last tool call stays with it, listings after that go to the next step; the
+        sequences of a turn's steps joined are the turn's sequence. A turn without a model step
+        gets one row with ``step`` 0 so that its activities are not lost; so does a stuck turn
+        that got no activity (its ``status`` says ``stuck`` and ``failure`` says why).
 
     Raises
     ------
     toolkit.errors.ToolkitError
-        When ``roles="auto"`` recognises no framework, or an unknown preset is named.
+        When ``roles="auto"`` recognises no framework, an unknown preset is named, or the named
+        preset recognises none of the history's activities.
     """
     spans, turns = _spans_and_turns(events, roles)
     rows: list[dict[str, Any]] = []
     for history, turn, trigger, group in _every_turn(spans, turns):
+        state = _turn_state(turns, history, turn)
         if group.empty:
-            rows.append(_empty_step(history, turn, trigger, spans))
+            rows.append({**_empty_step(history, turn, trigger, spans), **state})
         else:
-            rows.extend(_turn_steps(history, turn, group))
+            rows.extend({**step, **state} for step in _turn_steps(history, turn, group))
     columns = [
         "history", "run_id", "turn", "trigger", "step", "model_event_id", "model_activity",
         "listings_before", "tool_calls", "listings_after", "other", "listing_activities",
-        "tool_call_activities", "sequence",
+        "tool_call_activities", "sequence", "status", "failure",
     ]  # fmt: skip
     out = pd.DataFrame(rows, columns=columns)
     out["model_event_id"] = out["model_event_id"].astype("Int64")
     return out
+
+
+def _turn_state(turns: Mapping[int, list[_Turn]], history: int, turn: int) -> dict[str, Any]:
+    """``status`` and ``failure`` of a turn (turn 0, before any user message, is answered)."""
+    starts = turns.get(history, [])
+    if 1 <= turn <= len(starts):
+        _, _, answered, failure = starts[turn - 1]
+        if not answered:
+            return {"status": "stuck", "failure": failure}
+    return {"status": "answered", "failure": None}
 
 
 def _every_turn(
@@ -236,7 +276,7 @@ def _every_turn(
     out = []
     for history, starts in sorted(turns.items()):
         mine = spans[spans["history"] == history]
-        stuck = {number for number, (_, _, answered) in enumerate(starts, 1) if not answered}
+        stuck = {number for number, (_, _, answered, _) in enumerate(starts, 1) if not answered}
         for turn in sorted(set(mine["turn"].astype(int)) | stuck):
             trigger = starts[turn - 1][1] if turn >= 1 else None
             out.append((history, turn, trigger, mine[mine["turn"] == turn]))
@@ -258,61 +298,74 @@ def _empty_step(history: int, turn: int, trigger: str | None, spans: pd.DataFram
     }  # fmt: skip
 
 
+def _step_cuts(records: list[dict[str, Any]], models: list[int]) -> list[tuple[int, int]]:
+    """(start, end) slices of ``records``, one per model step, covering them in order.
+
+    Between two model calls, everything up to the last non-listing activity (the earlier step's
+    tool calls and the listings among them) stays with the earlier step; the listings after it
+    prepare the later step.
+    """
+    cuts = []
+    start = 0
+    for number, model in enumerate(models):
+        if number + 1 == len(models):
+            end = len(records)
+        else:
+            end = model + 1
+            for index in range(model + 1, models[number + 1]):
+                if records[index]["role"] != "listing":
+                    end = index + 1
+        cuts.append((start, end))
+        start = end
+    return cuts
+
+
 def _turn_steps(history: int, turn: int, group: pd.DataFrame) -> list[dict[str, Any]]:
     records = group.sort_values("event_id").to_dict("records")
     models = [i for i, r in enumerate(records) if r["role"] == "model"]
-    bounds = models or [len(records)]
+    cuts = _step_cuts(records, models) if models else [(0, len(records))]
     steps: list[dict[str, Any]] = []
-    for number, start in enumerate(bounds):
-        last = number + 1 == len(bounds)
-        gap = records[(bounds[number - 1] + 1 if number else 0) : start]
-        # What sits between two steps: tool calls stay with the earlier step, listings go to the
-        # later one; before the first step everything belongs to it.
-        before = gap if number == 0 else [r for r in gap if r["role"] == "listing"]
-        after_to = bounds[number + 1] if not last else len(records)
-        after = records[start + 1 : after_to] if models else []
-        kept_after = after if last else _staying_with_step(after)
-        listings = [r["activity_type"] for r in before if r["role"] == "listing"]
-        calls_before = [r for r in before if r["role"] == "tool_call"]
-        calls = [r["activity_type"] for r in kept_after if r["role"] == "tool_call"]
-        after_listings = [r["activity_type"] for r in kept_after if r["role"] == "listing"]
-        other = [r for r in before + kept_after if r["role"] == "other"]
-        span = before + ([records[start]] if models else []) + kept_after
+    for number, (start, end) in enumerate(cuts):
+        span = records[start:end]
+        model = models[number] if models else None
+        before = span[: model - start] if model is not None else span
+        after = span[model - start + 1 :] if model is not None else []
+        listings_before = [r["activity_type"] for r in before if r["role"] == "listing"]
+        listings_after = [r["activity_type"] for r in after if r["role"] == "listing"]
         steps.append(
             {
                 "history": history,
-                "run_id": records[0]["run_id"] if records else None,
+                "run_id": records[0]["run_id"],
                 "turn": turn,
-                "trigger": records[0]["trigger"] if records else None,
+                "trigger": records[0]["trigger"],
                 "step": number + 1 if models else 0,
-                "model_event_id": records[start]["event_id"] if models else None,
-                "model_activity": records[start]["activity_type"] if models else None,
-                "listings_before": len(listings),
-                "tool_calls": len(calls) + len(calls_before),
-                "listings_after": len(after_listings),
-                "other": len(other),
-                "listing_activities": listings + after_listings,
-                "tool_call_activities": [r["activity_type"] for r in calls_before] + calls,
+                "model_event_id": records[model]["event_id"] if model is not None else None,
+                "model_activity": records[model]["activity_type"] if model is not None else None,
+                "listings_before": len(listings_before),
+                "tool_calls": sum(r["role"] == "tool_call" for r in span),
+                "listings_after": len(listings_after),
+                "other": sum(r["role"] == "other" for r in span),
+                "listing_activities": listings_before + listings_after,
+                "tool_call_activities": [r["activity_type"] for r in span
+                                         if r["role"] == "tool_call"],  # fmt: skip
                 "sequence": " ".join(r["letter"] for r in span),
             }
         )
     return steps
 
 
-def _staying_with_step(after: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The activities after a (non-final) step that stay with it: everything but listings."""
-    return [r for r in after if r["role"] != "listing"]
-
-
 def _meta_labels(source: str | None) -> dict[str, Any]:
-    """Scalar fields of the lab's ``<name>.meta.json`` next to a history file."""
+    """Scalar fields of the lab's ``<name>.meta.json`` next to a history file (optional)."""
     if not source:
         return {}
     path = Path(source)
     meta = path.with_name(path.name.removesuffix(".json") + ".meta.json")
     if not meta.is_file():
         return {}
-    data = orjson.loads(meta.read_bytes())
+    try:
+        data = orjson.loads(meta.read_bytes())
+    except orjson.JSONDecodeError:
+        return {}  # a sidecar is a convenience; a broken one leaves the history's own labels
     if not isinstance(data, Mapping):
         return {}
     flat: dict[str, Any] = {}
@@ -326,92 +379,120 @@ def _meta_labels(source: str | None) -> dict[str, Any]:
     return flat
 
 
-def _sdk_label(one: pd.DataFrame) -> dict[str, Any]:
-    """SDK name and version from the first ``WorkflowTaskCompleted`` that names them."""
-    for attributes in one.loc[one["event_type"] == "WorkflowTaskCompleted", "attributes"]:
-        metadata = attributes.get("sdkMetadata") if isinstance(attributes, Mapping) else None
-        if isinstance(metadata, Mapping) and metadata.get("sdkName"):
-            return {"sdk_name": metadata.get("sdkName"), "sdk_version": metadata.get("sdkVersion")}
-    return {"sdk_name": None, "sdk_version": None}
-
-
 def _expand(histories: Any) -> list[Any]:
+    """Frames as they are; paths, folders and globs as history files (sidecars skipped)."""
     if isinstance(histories, pd.DataFrame):
         return [histories]
-    if isinstance(histories, (str, Path)) and Path(histories).is_dir():
-        return sorted(
-            p for p in Path(histories).rglob("*.json") if not p.name.endswith(".meta.json")
-        )
-    if isinstance(histories, (str, Path, bytes)):
+    if isinstance(histories, (str, Path)):
+        return list(find_history_files(histories))
+    if isinstance(histories, bytes):
         return [histories]
     if isinstance(histories, Iterable):
         return [item for h in histories for item in _expand(h)]
     return [histories]
 
 
-def listings_per_turn(histories: Any, roles: str | Roles = "auto") -> pd.DataFrame:
+def _per_source(frame: pd.DataFrame) -> list[pd.DataFrame]:
+    if "source" not in frame.columns or frame["source"].nunique(dropna=False) <= 1:
+        return [frame]
+    return [one for _, one in frame.groupby("source", sort=False, dropna=False)]
+
+
+def listings_per_turn(
+    histories: Any, roles: str | Roles = "auto", versions: Any = None
+) -> pd.DataFrame:
     """One row per (history, turn): listings, model steps and tool calls, with version labels.
 
     Parameters
     ----------
     histories
-        A history path, a directory (every ``*.json`` under it except ``*.meta.json``), an
-        events frame, or an iterable of these.
+        A history path, a directory or a glob (history files only: the lab's ``.meta.json``,
+        ``.mcp.jsonl`` request logs and other non-history files are skipped), an events frame
+        (one or many files), or an iterable of these.
     roles
         As in :func:`agent_steps`.
+    versions
+        Overrides of the version labels (see :func:`toolkit.histories.versions.apply_versions`:
+        a mapping from run id, workflow id, source or default label to a label, or a callable).
 
     Returns
     -------
     pandas.DataFrame
         ``source``, ``history``, ``run_id``, ``workflow_type``, ``turn``, ``trigger``,
         ``listings``, ``model_steps``, ``tool_calls``, ``other``, ``sequence`` (the turn's
-        activities as letters, e.g. ``L M L C L M``), ``sdk_name``, ``sdk_version`` (from the
-        history's ``sdkMetadata``), ``label`` (``meta_label``/``meta_variant``/... when the lab's
-        ``.meta.json`` sits next to the file, else the SDK name and version) and every scalar
-        field of that ``.meta.json`` as ``meta_<key>``.
+        activities as letters, e.g. ``L M L C L M``), ``status`` / ``failure`` (as in
+        :func:`agent_steps`), ``sdk_name``, ``sdk_version``, ``build_id``, ``label`` and
+        ``label_source``. The label comes from the history itself
+        (:mod:`toolkit.histories.versions`: deployment version, build id, SDK, binary checksum;
+        ``label_source`` says which); where the lab's optional ``<name>.meta.json`` sits next to
+        a file its ``label``/``variant``/``env`` is used instead (``label_source`` ``sidecar``)
+        and its scalar fields are added as ``meta_<key>``; ``versions`` overrides both.
     """
     rows: list[dict[str, Any]] = []
     for item in _expand(histories):
-        frame = events_frame(item)
-        spans, turns = _spans_and_turns(frame, roles)
-        identity: dict[int, dict[str, Any]] = {}
-        labels_of: dict[int, dict[str, Any]] = {}
-        for history, one in iter_histories(frame):
-            source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
-            identity[history] = {
-                "source": source,
-                "history": history,
-                "run_id": _text(one["run_id"].iloc[0]) if "run_id" in one else None,
-                "workflow_type": _text(one["workflow_type"].iloc[0])
-                if "workflow_type" in one
-                else None,
+        for frame in _per_source(events_frame(item)):
+            rows.extend(_listing_rows(frame, roles))
+    out = pd.DataFrame(rows)
+    if versions is not None and not out.empty:
+        runs = out.drop_duplicates(["source", "history"])
+        runs = apply_versions(runs, versions)[["source", "history", "label", "label_source"]]
+        out = out.drop(columns=["label", "label_source"]).merge(
+            runs, on=["source", "history"], how="left"
+        )
+    return out
+
+
+def _listing_rows(frame: pd.DataFrame, roles: str | Roles) -> list[dict[str, Any]]:
+    spans, turns = _spans_and_turns(frame, roles)
+    labels = version_labels(frame).set_index("history")
+    identity: dict[int, dict[str, Any]] = {}
+    labels_of: dict[int, dict[str, Any]] = {}
+    for history, one in iter_histories(frame):
+        source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
+        identity[history] = {
+            "source": source,
+            "history": history,
+            "run_id": _text(one["run_id"].iloc[0]) if "run_id" in one else None,
+            "workflow_type": _text(one["workflow_type"].iloc[0])
+            if "workflow_type" in one
+            else None,
+        }
+        own = labels.loc[history] if history in labels.index else None
+        found = {
+            "sdk_name": None if own is None else own["sdk_name"],
+            "sdk_version": None if own is None else own["sdk_version"],
+            "build_id": None if own is None else own["build_id"],
+            "label": "unknown" if own is None else own["label"],
+            "label_source": "none" if own is None else own["label_source"],
+        }
+        meta = _meta_labels(source)
+        sidecar = _sidecar_label(meta)
+        if sidecar is not None:
+            found["label"], found["label_source"] = sidecar, "sidecar"
+        labels_of[history] = {**found, **meta}
+    rows = []
+    # Every turn gets a row: one whose workflow task never completed has zero counts.
+    for history, turn, trigger, group in _every_turn(spans, turns):
+        ordered = group.sort_values("event_id")
+        rows.append(
+            {
+                **identity[history],
+                "turn": int(turn),
+                "trigger": trigger,
+                "listings": int((ordered["role"] == "listing").sum()),
+                "model_steps": int((ordered["role"] == "model").sum()),
+                "tool_calls": int((ordered["role"] == "tool_call").sum()),
+                "other": int((ordered["role"] == "other").sum()),
+                "sequence": " ".join(ordered["letter"]),
+                **_turn_state(turns, history, turn),
+                **labels_of[history],
             }
-            labels = {**_sdk_label(one), **_meta_labels(source)}
-            labels["label"] = _label(labels)
-            labels_of[history] = labels
-        # Every turn gets a row: one whose workflow task never completed has zero counts.
-        for history, turn, trigger, group in _every_turn(spans, turns):
-            ordered = group.sort_values("event_id")
-            rows.append(
-                {
-                    **identity[history],
-                    "turn": int(turn),
-                    "trigger": trigger,
-                    "listings": int((ordered["role"] == "listing").sum()),
-                    "model_steps": int((ordered["role"] == "model").sum()),
-                    "tool_calls": int((ordered["role"] == "tool_call").sum()),
-                    "other": int((ordered["role"] == "other").sum()),
-                    "sequence": " ".join(ordered["letter"]),
-                    **labels_of[history],
-                }
-            )
-    return pd.DataFrame(rows)
+        )
+    return rows
 
 
-def _label(labels: Mapping[str, Any]) -> str | None:
+def _sidecar_label(meta: Mapping[str, Any]) -> str | None:
     for key in ("meta_label", "meta_variant", "meta_env", "meta_google_adk", "meta_adk_version"):
-        if labels.get(key) is not None:
-            return str(labels[key])
-    if labels.get("sdk_name"):
-        return f"{labels['sdk_name']} {labels.get('sdk_version') or ''}".strip()
+        if meta.get(key) is not None:
+            return str(meta[key])
     return None

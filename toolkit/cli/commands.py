@@ -27,7 +27,7 @@ SHOW_COLUMNS = ("event_id", "event_time", "event_type", "workflow_task", "name",
 ACTIVITY_COLUMNS = ("activity_type", "activity_id", "attempt", "outcome", "retry_state",
                     "failure_message", "queue_duration", "run_duration")  # fmt: skip
 TURN_COLUMNS = ("turn", "trigger", "step", "model_activity", "listings_before", "tool_calls",
-                "listings_after", "sequence")  # fmt: skip
+                "listings_after", "sequence", "status", "failure")  # fmt: skip
 LOG_COLUMNS = ("line", "ts", "level", "logger", "message")
 #: What ``toolkit logs --detect NAME`` prints by default (``--json`` prints every column).
 DETECT_COLUMNS = {

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["LABEL_SOURCES", "task_versions", "version_labels"]
+__all__ = ["LABEL_SOURCES", "apply_versions", "task_versions", "version_labels"]
 
 #: ``label_source`` values, most specific first.
 LABEL_SOURCES = ("deployment", "build_id", "sdk", "binary_checksum", "none")
@@ -189,3 +189,44 @@ def version_labels(events: pd.DataFrame) -> pd.DataFrame:
     for column in ("labels", "failed_labels"):
         out[column] = [v if isinstance(v, list) else [] for v in out[column]]
     return out.reset_index(drop=True)
+
+
+def apply_versions(runs: pd.DataFrame, versions: Any) -> pd.DataFrame:
+    """Override the default labels of ``runs`` (a :func:`version_labels`-like table).
+
+    Parameters
+    ----------
+    runs
+        One row per run with at least ``label``; ``source``, ``run_id``, ``workflow_id`` are
+        used when present.
+    versions
+        None (keep the defaults); a mapping whose keys are run ids, workflow ids, source paths
+        or default labels (e.g. ``{"temporal-python 1.30.0 · build 3a02e624": "adk 1.28.1"}``);
+        or a callable taking the run's row as a dict and returning a label (None keeps the
+        default).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy with ``label`` replaced where ``versions`` says so and ``label_source`` set to
+        ``"versions"`` there.
+    """
+    if versions is None or runs.empty:
+        return runs
+    out = runs.copy()
+    if "label_source" not in out.columns:
+        out["label_source"] = None
+    labels = out["label"].tolist()
+    sources = out["label_source"].tolist()
+    for index, row in enumerate(out.to_dict("records")):
+        if callable(versions):
+            new = versions(row)
+        elif isinstance(versions, Mapping):
+            keys = (row.get("run_id"), row.get("workflow_id"), row.get("source"), row["label"])
+            new = next((versions[k] for k in keys if isinstance(k, str) and k in versions), None)
+        else:
+            raise TypeError("versions must be None, a mapping or a callable")
+        if new is not None:
+            labels[index], sources[index] = str(new), "versions"
+    out["label"], out["label_source"] = labels, sources
+    return out
