@@ -125,12 +125,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; options may come before, between or after a command's positionals.
+
+    argparse hands a subcommand its arguments in one pass, so ``toolkit sql --json "select 1"
+    data/`` would leave ``data/`` unparsed; the command's own parser reads them again, intermixed.
+    """
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return args
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = commands.choices[args.command]
+    rest = argv[argv.index(args.command) + 1 :]
+    again = command.parse_intermixed_args(rest)
+    again.command = args.command
+    return again
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (also the console script's entry point)."""
     from toolkit.cli.commands import HANDLERS
     from toolkit.errors import ToolkitError
 
-    args = build_parser().parse_args(argv)
+    args = _parse(build_parser(), list(sys.argv[1:] if argv is None else argv))
     try:
         return HANDLERS[args.command](args)
     except ToolkitError as exc:

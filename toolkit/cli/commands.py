@@ -18,6 +18,7 @@ __all__ = ["EXIT_FINDINGS", "EXIT_OK", "HANDLERS"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
+EXIT_USAGE = 2
 
 _LEVELS = ("debug", "info", "warning", "error", "critical")
 _NAME_COLUMNS = ("activity_type", "timer_id", "signal_name", "update_name", "child_workflow_type",
@@ -108,17 +109,50 @@ def turns(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _workflow_type(events: pd.DataFrame) -> str | None:
+    types = events["workflow_type"].dropna().unique() if "workflow_type" in events else []
+    return str(types[0]) if len(types) else None
+
+
+def _sureness(verdict: Any) -> list[str]:
+    """How sure a verdict is, in words (empty for an exact one)."""
+    if verdict.exact:
+        return []
+    lines = [f"Not exact (confidence: {verdict.confidence}): the two histories cannot settle "
+             "this verdict; replay the recorded history with the new code to be sure "
+             "(tk.replay_verdict(recorded, [NewWorkflow]))."]  # fmt: skip
+    lines += [f"  assumes: {text}" for text in verdict.assumptions]
+    return lines
+
+
 def diff(args: argparse.Namespace) -> int:
     """``toolkit diff A B``: where replaying A with the code that produced B fails."""
     import toolkit as tk
 
-    found = tk.first_divergence(args.recorded, args.replayed)
+    recorded, replayed = tk.read_history(args.recorded), tk.read_history(args.replayed)
+    types = _workflow_type(recorded), _workflow_type(replayed)
+    if None not in types and types[0] != types[1]:
+        reason = (f"Not comparable: {args.recorded} is a run of workflow type {types[0]!r} and "
+                  f"{args.replayed} one of {types[1]!r}; diff compares a recorded run with a run "
+                  "of the same workflow under new code.")  # fmt: skip
+        if args.json:
+            print_json({"comparable": False, "divergence": None, "reason": reason})
+        else:
+            print(reason)
+        return EXIT_USAGE
+    verdict = tk.replay_verdict(recorded, replayed)  # the verdict carries how sure it is
+    found = verdict.divergence
+    sureness = {} if verdict.exact else {"exact": False, "confidence": verdict.confidence,
+                                         "assumptions": list(verdict.assumptions)}  # fmt: skip
     if found is None:
         if args.json:
-            print_json({"divergence": None})
+            print_json({"divergence": None, **sureness})
         else:
+            hedge = "" if verdict.exact else " under the assumptions below"
             print(f"No divergence: replaying {args.recorded} with the code that produced "
-                  f"{args.replayed} succeeds.")  # fmt: skip
+                  f"{args.replayed} succeeds{hedge}.")  # fmt: skip
+            for line in _sureness(verdict):
+                print(line)
         return EXIT_OK
     if args.json:
         summary = found.to_frame().iloc[0].to_dict()
@@ -126,6 +160,8 @@ def diff(args: argparse.Namespace) -> int:
         return EXIT_FINDINGS
     print(f"First divergence at event {found.event_id} (workflow task {found.task}, "
           f"check {found.check}): expected {found.expected!r}, got {found.actual!r}")  # fmt: skip
+    for line in _sureness(verdict):
+        print(line)
     print()
     for sdk, message in (("core (Python, TypeScript, .NET, Ruby)", found.core_message),
                          ("Go", found.go_message), ("Java", found.java_message)):  # fmt: skip
@@ -177,11 +213,23 @@ def _detect(frame: pd.DataFrame, total: int, args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if len(found) else EXIT_OK
 
 
-def _tables_for(source: str | None, logs_file: str | None) -> dict[str, Any]:
+def note_skipped(skipped: list[tuple[Path, str]]) -> None:
+    """One stderr line for the files left out because they are not histories."""
+    if skipped:
+        kinds = pd.Series([kind for _, kind in skipped]).value_counts()
+        what = ", ".join(f"{kind}: {count}" for kind, count in kinds.items())
+        print(f"toolkit: skipped {len(skipped)} files that are not histories ({what})",
+              file=sys.stderr)  # fmt: skip
+
+
+def _tables_for(source: str | None, logs_file: str | None) -> tuple[dict[str, Any], int]:
+    """The tables for ``toolkit sql``, and how many history files could not be read."""
     import toolkit as tk
     from toolkit.datasets import is_dataset
+    from toolkit.histories.batch import find_history_files
 
     tables: dict[str, Any] = {}
+    unreadable = 0
     if source is not None:
         path = Path(source)
         if is_dataset(path):
@@ -189,25 +237,34 @@ def _tables_for(source: str | None, logs_file: str | None) -> dict[str, Any]:
         elif path.suffix == ".parquet":
             tables["data"] = path
         else:
+            skipped: list[tuple[Path, str]] = []
+            find_history_files(path, skipped)
+            note_skipped(skipped)
             batch = tk.read_histories(path, progress=False)
             for row in batch.errors.itertuples():
-                print(f"toolkit: skipped {row.message}", file=sys.stderr)
+                print(f"unreadable: {row.message}", file=sys.stderr)
             if batch.events.empty:
                 raise ToolkitError(f"{source}: no history could be read; expected a dataset, "
                                    "a Parquet file or history files")  # fmt: skip
             tables["events"] = batch.events
+            unreadable = len(batch.errors)
     if logs_file is not None:
         tables["logs"] = tk.read_logs(logs_file)
-    return tables
+    return tables, unreadable
 
 
 def sql(args: argparse.Namespace) -> int:
-    """``toolkit sql QUERY [SOURCE]``: DuckDB over a dataset, Parquet, histories or logs."""
+    """``toolkit sql QUERY [SOURCE]``: DuckDB over a dataset, Parquet, histories or logs.
+
+    Exits 1, as ``toolkit export`` does, when some history files could not be read (the query
+    ran over the others).
+    """
     from toolkit.datasets.query import sql as run_sql
 
-    result = run_sql(args.query, **_tables_for(args.source, args.logs))
+    tables, unreadable = _tables_for(args.source, args.logs)
+    result = run_sql(args.query, **tables)
     _emit(result, tuple(map(str, result.columns)), args)
-    return EXIT_OK
+    return EXIT_FINDINGS if unreadable else EXIT_OK
 
 
 def export(args: argparse.Namespace) -> int:
