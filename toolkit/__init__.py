@@ -85,6 +85,9 @@ _EXPORTS: dict[str, str] = {
     "mcp_client_failures": "toolkit.logs.detectors",
     "delivery_timeline": "toolkit.logs.deliveries",
     "plots": "toolkit.plots",
+    # The package is callable: ``tk.investigate(...)`` (see toolkit/investigate/__init__.py).
+    "investigate": "toolkit.investigate",
+    "Investigation": "toolkit.investigate.report",
 }
 
 #: Public names that differ from the defining module's name for the object.
@@ -141,6 +144,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         workflow_tasks,
     )
     from toolkit.histories.write import to_history, to_workflow_history, write_history
+    from toolkit.investigate import investigate
+    from toolkit.investigate.report import Investigation
     from toolkit.logs.correlate import correlate
     from toolkit.logs.deliveries import delivery_timeline
     from toolkit.logs.detectors import dead_letters, duplicate_tools, mcp_client_failures, retries

@@ -346,15 +346,16 @@ def _turn_steps(history: int, turn: int, group: pd.DataFrame) -> list[dict[str, 
                 "listings_after": len(listings_after),
                 "other": sum(r["role"] == "other" for r in span),
                 "listing_activities": listings_before + listings_after,
-                "tool_call_activities": [r["activity_type"] for r in span
-                                         if r["role"] == "tool_call"],  # fmt: skip
+                "tool_call_activities": [
+                    r["activity_type"] for r in span if r["role"] == "tool_call"
+                ],
                 "sequence": " ".join(r["letter"] for r in span),
             }
         )
     return steps
 
 
-def _meta_labels(source: str | None) -> dict[str, Any]:
+def sidecar_fields(source: str | None) -> dict[str, Any]:
     """Scalar fields of the lab's ``<name>.meta.json`` next to a history file (optional)."""
     if not source:
         return {}
@@ -420,7 +421,8 @@ def listings_per_turn(
     pandas.DataFrame
         ``source``, ``history``, ``run_id``, ``workflow_type``, ``turn``, ``trigger``,
         ``listings``, ``model_steps``, ``tool_calls``, ``other``, ``sequence`` (the turn's
-        activities as letters, e.g. ``L M L C L M``), ``status`` / ``failure`` (as in
+        activities as letters, e.g. ``L M L C L M``), ``listing_types`` (the listing activities'
+        names: one per toolset), ``status`` / ``failure`` (as in
         :func:`agent_steps`), ``sdk_name``, ``sdk_version``, ``build_id``, ``label`` and
         ``label_source``. The label comes from the history itself
         (:mod:`toolkit.histories.versions`: deployment version, build id, SDK, binary checksum;
@@ -465,8 +467,8 @@ def _listing_rows(frame: pd.DataFrame, roles: str | Roles) -> list[dict[str, Any
             "label": "unknown" if own is None else own["label"],
             "label_source": "none" if own is None else own["label_source"],
         }
-        meta = _meta_labels(source)
-        sidecar = _sidecar_label(meta)
+        meta = sidecar_fields(source)
+        sidecar = sidecar_label(meta)
         if sidecar is not None:
             found["label"], found["label_source"] = sidecar, "sidecar"
         labels_of[history] = {**found, **meta}
@@ -484,6 +486,9 @@ def _listing_rows(frame: pd.DataFrame, roles: str | Roles) -> list[dict[str, Any
                 "tool_calls": int((ordered["role"] == "tool_call").sum()),
                 "other": int((ordered["role"] == "other").sum()),
                 "sequence": " ".join(ordered["letter"]),
+                "listing_types": sorted(
+                    set(ordered.loc[ordered["role"] == "listing", "activity_type"].dropna())
+                ),
                 **_turn_state(turns, history, turn),
                 **labels_of[history],
             }
@@ -491,7 +496,7 @@ def _listing_rows(frame: pd.DataFrame, roles: str | Roles) -> list[dict[str, Any
     return rows
 
 
-def _sidecar_label(meta: Mapping[str, Any]) -> str | None:
+def sidecar_label(meta: Mapping[str, Any]) -> str | None:
     for key in ("meta_label", "meta_variant", "meta_env", "meta_google_adk", "meta_adk_version"):
         if meta.get(key) is not None:
             return str(meta[key])

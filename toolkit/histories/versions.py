@@ -90,9 +90,18 @@ def task_versions(events: pd.DataFrame) -> pd.DataFrame:
         )
     out = pd.DataFrame(
         rows,
-        columns=["history", "event_id", "event_type", "identity", "deployment", "build_id",
-                 "sdk_name", "sdk_version", "binary_checksum"],
-    )  # fmt: skip
+        columns=[
+            "history",
+            "event_id",
+            "event_type",
+            "identity",
+            "deployment",
+            "build_id",
+            "sdk_name",
+            "sdk_version",
+            "binary_checksum",
+        ],
+    )
     out.insert(0, "source", tasks["source"].to_numpy() if has_source else None)
     return out
 
@@ -161,8 +170,9 @@ def version_labels(events: pd.DataFrame) -> pd.DataFrame:
     for (source, history), one in tasks.groupby(keys, sort=False, dropna=False):
         completed = one[one["event_type"] == "WorkflowTaskCompleted"]
         first = completed if len(completed) else one
-        parts = {c: first[c].dropna().iloc[0] if first[c].notna().any() else None
-                 for c in parts_columns}  # fmt: skip
+        parts = {
+            c: first[c].dropna().iloc[0] if first[c].notna().any() else None for c in parts_columns
+        }
         label, label_source = _compose(parts, sdk_of_build)
         seen: list[str] = []
         failed: list[str] = []
@@ -172,12 +182,20 @@ def version_labels(events: pd.DataFrame) -> pd.DataFrame:
                 worker_label = _compose(record, sdk_of_build)[0]
             if worker_label and worker_label not in seen:
                 seen.append(worker_label)
-            if record["event_type"] == "WorkflowTaskFailed" and worker_label:
-                if worker_label not in failed:
-                    failed.append(worker_label)
-        rows.append({"source": source, "history": history, "label": label,
-                     "label_source": label_source, **parts, "labels": seen or [label],
-                     "failed_labels": failed})  # fmt: skip
+            failing = record["event_type"] == "WorkflowTaskFailed"
+            if failing and worker_label and worker_label not in failed:
+                failed.append(worker_label)
+        rows.append(
+            {
+                "source": source,
+                "history": history,
+                "label": label,
+                "label_source": label_source,
+                **parts,
+                "labels": seen or [label],
+                "failed_labels": failed,
+            }
+        )
     runs = events[keys].drop_duplicates()
     table = pd.DataFrame(
         rows, columns=[*keys, "label", "label_source", *parts_columns, "labels", "failed_labels"]

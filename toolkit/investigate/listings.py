@@ -1,0 +1,136 @@
+"""Agent runs: tool listings per turn, compared between version labels (``listing_change``).
+
+A change in how often an agent lists its tools per turn is the signature of an agent-framework
+upgrade that changes the commands it issues (the Go plugin's 3/4/2 listings, Python ADK's 3 -> 1
+at 1.29.0), and the reason old runs cannot replay on new workers. Labels are compared per
+workflow type and per number of tool calls in the turn (so that turns doing different work are
+not mixed), each with its count of runs and spread: never averaged into one value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from toolkit.agents.turns import listings_per_turn
+from toolkit.errors import ToolkitError
+from toolkit.investigate.findings import finding
+
+__all__ = ["agent_listings", "listing_change", "listing_summary"]
+
+
+def agent_listings(events: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`toolkit.listings_per_turn` of every agent run, with the investigation's labels.
+
+    Histories no agent-framework preset recognises are left out (they are no agents).
+    """
+    parts = []
+    for _, one in events.groupby("source", sort=False, dropna=False):
+        try:
+            parts.append(listings_per_turn(one))
+        except ToolkitError:
+            continue
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame()
+    table = pd.concat(parts, ignore_index=True).drop(columns=["label", "label_source"])
+    labels = runs[["source", "history", "label", "label_source", "start"]]
+    return table.merge(labels, on=["source", "history"], how="left")
+
+
+def listing_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per workflow type, tool calls in the turn and label: runs, turns, listings spread."""
+    if table.empty:
+        return pd.DataFrame()
+    # Runs with more toolsets list more often; they are compared with runs of as many toolsets.
+    toolsets = table.groupby(["source", "history"])["listing_types"].agg(
+        lambda names: len({n for turn in names for n in turn})
+    )
+    table = table.join(toolsets.rename("toolsets"), on=["source", "history"])
+    answered = table[table["status"] == "answered"]
+    summary = (
+        answered.groupby(["workflow_type", "toolsets", "tool_calls", "label"], sort=False)
+        .agg(
+            runs=("run_id", "nunique"),
+            turns=("turn", "size"),
+            listings_min=("listings", "min"),
+            listings_median=("listings", "median"),
+            listings_max=("listings", "max"),
+            first_seen=("start", "min"),
+        )
+        .reset_index()
+    )
+    return summary.sort_values(
+        ["workflow_type", "toolsets", "tool_calls", "first_seen"]
+    ).reset_index(drop=True)
+
+
+def _value(number: float) -> str:
+    return f"{number:g}"
+
+
+def listing_change(
+    table: pd.DataFrame, summary: pd.DataFrame, label_note: str
+) -> list[dict[str, Any]]:
+    """A finding per workflow type whose listings per turn differ between labels."""
+    if summary.empty:
+        return []
+    out = []
+    for workflow_type, of_type in summary.groupby("workflow_type", sort=False):
+        changes: list[tuple[bool, int, str]] = []
+        labels: list[str] = []
+        for (toolsets, calls), group in of_type.groupby(["toolsets", "tool_calls"], sort=True):
+            if group["listings_median"].nunique() < 2:
+                continue
+            # Consecutive labels (in order of first run) with the same median form one stage.
+            stages: list[tuple[float, list[str]]] = []
+            for row in group.itertuples():
+                if stages and stages[-1][0] == row.listings_median:
+                    stages[-1][1].append(row.label)
+                else:
+                    stages.append((row.listings_median, [row.label]))
+            path = " -> ".join(_value(v) for v, _ in stages)
+            text = f"{path} listings per turn ({toolsets} toolsets, {calls} tool calls)"
+            # The title shows the comparison with the most runs among turns that called a tool.
+            changes.append((bool(calls), int(group["runs"].sum()), text))
+            labels += [label for _, names in stages for label in names]
+        if not changes:
+            continue
+        rows = of_type[of_type["label"].isin(labels)]
+        headline = max(changes)[2]
+        stages_text = "; ".join(text for _, _, text in changes)
+        explanation = (
+            f"Turns of {workflow_type} list their tools a different number of times "
+            f"depending on the version: {stages_text} (medians per label, in order "
+            "of first run; the evidence table gives runs, turns and min/max per "
+            "label). Different listing activities mean different commands: runs "
+            "started on one side cannot replay on the other."
+        )
+        if label_note:
+            explanation += f" Labels: {label_note}."
+        out.append(
+            finding(
+                "listing_change",
+                "medium",
+                f"Tool listings per turn change between versions of {workflow_type}: {headline}",
+                runs=table.loc[
+                    (table["workflow_type"] == workflow_type) & table["label"].isin(labels),
+                    "run_id",
+                ],
+                times=rows["first_seen"],
+                versions=list(dict.fromkeys(labels)),
+                evidence={
+                    "table": "listing_summary",
+                    "workflow_type": workflow_type,
+                    "labels": list(dict.fromkeys(labels)),
+                },
+                explanation=explanation,
+                next_step="Compare the versions' agent-framework releases; keep runs started "
+                "on the old version on old workers until they finish, or patch the change.",
+                confidence="certain"
+                if "build ids" not in label_note and "SDK version only" not in label_note
+                else "labels from the history; see explanation",
+            )
+        )
+    return out

@@ -1,0 +1,261 @@
+"""The :class:`Investigation`: runs, findings, evidence, figures, and the report written from them.
+
+``_repr_html_`` shows it in Jupyter, :meth:`Investigation.to_html` writes one self-contained file
+(charts embedded as base64 PNG, no network needed to open it), :meth:`Investigation.to_markdown`
+a postmortem skeleton for a person to complete.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["Investigation", "LazyTables"]
+
+
+class LazyTables(Mapping[str, Any]):
+    """A mapping whose values are computed on first access (evidence tables, figures).
+
+    Building every table of a large investigation up front would cost more than the findings
+    need; each is built once, when someone looks at it.
+    """
+
+    def __init__(self, builders: Mapping[str, Callable[[], Any]]) -> None:
+        self._builders = dict(builders)
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            self._built[name] = self._builders[name]()
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._builders)
+
+    def __len__(self) -> int:
+        return len(self._builders)
+
+    def __repr__(self) -> str:
+        return f"LazyTables({sorted(self._builders)})"
+
+
+def _png(figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _when(value: Any) -> str:
+    return (
+        "" if value is None or pd.isna(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
+    )
+
+
+@dataclass
+class Investigation:
+    """What :func:`toolkit.investigate` found.
+
+    Attributes
+    ----------
+    runs : pandas.DataFrame
+        One row per run (:data:`toolkit.investigate.labels.RUN_COLUMNS`): ``source``,
+        ``history``, ``workflow_type``, ``workflow_id``, ``run_id``, ``status`` (``running``,
+        ``completed``, ``failed``, ...), ``start``, ``close``, ``label`` (the version label),
+        ``label_source`` (``deployment``, ``build_id``, ``sdk``, ``binary_checksum``, ``none``,
+        ``sidecar``, ``versions``), ``labels`` (every worker version that ran a task),
+        ``failed_labels``, ``events``, ``failed_workflow_tasks``, ``open``, ``stuck``,
+        ``stuck_reason``.
+    findings : pandas.DataFrame
+        One row per finding, ranked by severity then runs affected: ``kind``, ``severity``,
+        ``title``, ``runs`` (run ids), ``run_count``, ``first_seen``, ``last_seen``,
+        ``versions``, ``evidence`` (the evidence table's name and the sources, event ids and
+        log lines behind it), ``explanation``, ``next_step``, ``confidence``.
+    evidence : Mapping[str, pandas.DataFrame]
+        Tables built on first access: ``runs``, ``activities``, ``workflow_tasks``,
+        ``nondeterminism_errors``, ``agent_steps``, ``listings_per_turn``, ``listing_summary``,
+        and with logs ``logs``, ``duplicate_tools``, ``retries``, ``dead_letters``,
+        ``correlations``; with configs ``mcp_endpoints``; with workflows ``replay``.
+    figures : Mapping[str, matplotlib.figure.Figure]
+        Charts built on first access (``listings_per_turn`` for agent runs).
+    errors : pandas.DataFrame
+        Every input left out: ``source``, ``kind`` (history, logs, config), ``status``
+        (``skipped``: not a history, with what it is; ``failed``: could not be read) and
+        ``reason``.
+    label_note : str
+        How far the labels tell versions apart (see :mod:`toolkit.histories.versions`).
+    """
+
+    runs: pd.DataFrame
+    findings: pd.DataFrame
+    evidence: Mapping[str, Any]
+    figures: Mapping[str, Any]
+    errors: pd.DataFrame
+    label_note: str = ""
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One paragraph: what was read and what was found."""
+        failed = int((self.errors["status"] == "failed").sum()) if len(self.errors) else 0
+        skipped = int((self.errors["status"] == "skipped").sum()) if len(self.errors) else 0
+        kinds = self.findings["kind"].value_counts().to_dict() if len(self.findings) else {}
+        found = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "nothing"
+        log_lines = self.inputs.get("log_lines", 0)
+        return (
+            f"{len(self.runs)} runs ({int(self.runs['open'].sum()) if len(self.runs) else 0} "
+            f"open, {int(self.runs['stuck'].sum()) if len(self.runs) else 0} stuck) under "
+            f"{self.runs['label'].nunique() if len(self.runs) else 0} version labels, "
+            f"{log_lines} log records; {skipped} files skipped (not histories), {failed} "
+            f"failed to load. Found: {found}."
+        )
+
+    def __repr__(self) -> str:
+        lines = [f"Investigation: {self.summary()}"]
+        for row in self.findings.itertuples():
+            lines.append(f"  [{row.severity}] {row.kind}: {row.title}")
+        return "\n".join(lines)
+
+    # -- HTML ---------------------------------------------------------------------------------
+    def _html_body(self, charts: bool) -> str:
+        parts = [f"<p>{html.escape(self.summary())}</p>"]
+        if self.label_note:
+            parts.append(f"<p><b>Version labels:</b> {html.escape(self.label_note)}.</p>")
+        if len(self.findings):
+            shown = self.findings[
+                [
+                    "severity",
+                    "kind",
+                    "title",
+                    "run_count",
+                    "first_seen",
+                    "last_seen",
+                    "versions",
+                    "next_step",
+                ]
+            ]
+            parts.append("<h3>Findings</h3>" + shown.to_html(index=False, escape=True))
+            for row in self.findings.itertuples():
+                parts.append(
+                    f"<h4>[{row.severity}] {html.escape(row.title)}</h4>"
+                    f"<p>{html.escape(row.explanation)}</p>"
+                    f"<p><b>Next step:</b> {html.escape(row.next_step)}</p>"
+                    f"<p><b>Evidence:</b> <code>{html.escape(_evidence_text(row.evidence))}"
+                    "</code></p>"
+                )
+        else:
+            parts.append("<p>No findings.</p>")
+        if charts:
+            for name in self.figures:
+                figure = self.figures[name]
+                if figure is not None:
+                    parts.append(
+                        f"<h3>{html.escape(name)}</h3><img alt='{html.escape(name)}' "
+                        f"src='data:image/png;base64,{_png(figure)}'/>"
+                    )
+        runs = self.runs.drop(columns=["labels", "failed_labels"], errors="ignore")
+        parts.append("<h3>Runs</h3>" + runs.head(200).to_html(index=False, escape=True))
+        if len(self.errors):
+            parts.append("<h3>Inputs left out</h3>" + self.errors.to_html(index=False))
+        return "\n".join(parts)
+
+    def _repr_html_(self) -> str:
+        return "<div><h2>Investigation</h2>" + self._html_body(charts=True) + "</div>"
+
+    def to_html(self, path: str | Path | None = None) -> str:
+        """The report as one self-contained HTML page (charts embedded); written to ``path``."""
+        page = (
+            "<!doctype html><html><head><meta charset='utf-8'><title>Investigation</title>"
+            "<style>body{font-family:sans-serif;margin:2em;max-width:80em}table{border-"
+            "collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}"
+            "</style></head><body><h1>Investigation</h1>"
+            + self._html_body(charts=True)
+            + "</body></html>"
+        )
+        if path is not None:
+            Path(path).write_text(page, encoding="utf-8")
+        return page
+
+    # -- Markdown -----------------------------------------------------------------------------
+    def to_markdown(self) -> str:
+        """A postmortem skeleton: summary, timeline, impact, root causes, evidence, fix checks."""
+        lines = [
+            "# Postmortem: <title>",
+            "",
+            "## Summary",
+            "",
+            self.summary(),
+            "",
+            "<what happened, in two sentences>",
+            "",
+            "## Timeline (UTC)",
+            "",
+        ]
+        events = [
+            (row.first_seen, f"first seen: [{row.kind}] {row.title}")
+            for row in self.findings.itertuples()
+            if pd.notna(row.first_seen)
+        ]
+        events += [
+            (row.last_seen, f"last seen: [{row.kind}] {row.title}")
+            for row in self.findings.itertuples()
+            if pd.notna(row.last_seen) and row.last_seen != row.first_seen
+        ]
+        for when, text in sorted(events, key=lambda item: item[0]):
+            lines.append(f"- {_when(when)} {text}")
+        lines += [
+            "",
+            "## Impact",
+            "",
+            f"- runs examined: {len(self.runs)}; stuck: "
+            f"{int(self.runs['stuck'].sum()) if len(self.runs) else 0}",
+            f"- versions: {', '.join(self.runs['label'].unique()) if len(self.runs) else ''}",
+            "- <users / requests affected>",
+            "",
+            "## Root cause candidates",
+            "",
+        ]
+        for index, row in enumerate(self.findings.itertuples(), 1):
+            lines += [
+                f"{index}. **[{row.severity}] {row.title}** ({row.kind}, "
+                f"{row.run_count} runs; confidence: {row.confidence})",
+                f"   - {row.explanation}",
+                f"   - next step: {row.next_step}",
+            ]
+        if not len(self.findings):
+            lines.append("- none found in these inputs")
+        lines += ["", "## Evidence", ""]
+        for row in self.findings.itertuples():
+            lines.append(f"- {row.kind}: {_evidence_text(row.evidence)}")
+        if self.label_note:
+            lines.append(f"- version labels: {self.label_note}")
+        lines += [
+            "",
+            "## Fix checks",
+            "",
+            "- [ ] replay the affected histories with the fixed code "
+            "(`tk.replay_histories(paths, [Workflow])`): no nondeterminism",
+            "- [ ] stuck runs progress (or were reset) after the fix",
+            "- [ ] the error signatures above no longer appear in the worker logs",
+            "- [ ] <a test or alert that would have caught this>",
+            "",
+        ]
+        return "\n".join(lines)
+
+
+def _evidence_text(evidence: Mapping[str, Any]) -> str:
+    parts = []
+    for key, value in evidence.items():
+        if isinstance(value, list):
+            shown = ", ".join(map(str, value[:8])) + (
+                f", ... ({len(value)})" if len(value) > 8 else ""
+            )
+            parts.append(f"{key}=[{shown}]")
+        else:
+            parts.append(f"{key}={value}")
+    return "; ".join(parts)
