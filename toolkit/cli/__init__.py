@@ -13,12 +13,13 @@
     toolkit sql "select * from duplicate_tools" --logs worker.log   (detector tables)
     toolkit export exports/ --to histories.parquet
     toolkit dataset check histories.parquet     (or repair: rewrite damaged batches from sources)
+    toolkit investigate exports/ --logs worker.log --html report.html
 
 Every command takes ``--json`` (JSON Lines: one object per row, every column) and ``--width``
 (text tables fit the terminal's width: headers whole, the message column wrapped, other long
 cells cut; ``--width 0`` never cuts; piped output is never cut). Exit codes: 0 done, 1 findings
-(a divergence, unreadable or conflicting files on export), 2 bad usage or unreadable input (the
-message names the source and the position).
+(a divergence, unreadable or conflicting files on export, findings of ``investigate``), 2 bad
+usage or unreadable input (the message names the source and the position).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["DETECTORS", "EXIT_USAGE", "build_parser", "main"]
 
@@ -122,7 +124,24 @@ def build_parser() -> argparse.ArgumentParser:
                              help="check a dataset (every claimed run has its rows) or repair it")
     dataset.add_argument("action", choices=("check", "repair"))
     dataset.add_argument("path", help="the dataset folder")
+    _investigate_parser(sub, common)
     return parser
+
+
+def _investigate_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    investigate = sub.add_parser(
+        "investigate", parents=[common],
+        help="findings across runs, versions and logs (exit 1 when there are findings)",
+    )  # fmt: skip
+    investigate.add_argument("paths", nargs="*", help="history files, folders or globs")
+    investigate.add_argument("--logs", nargs="+", action="extend", default=[],
+                             help="worker/agent log files or folders")  # fmt: skip
+    investigate.add_argument("--configs", nargs="+", action="extend", default=[],
+                             help="MCP/agent config files (JSON or YAML)")  # fmt: skip
+    investigate.add_argument("--address", help="a Temporal server to fetch runs from")
+    investigate.add_argument("--query", help="visibility query for --address")
+    investigate.add_argument("--namespace", default="default", help="namespace for --address")
+    investigate.add_argument("--html", help="also write the report to this HTML file")
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

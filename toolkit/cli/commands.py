@@ -289,6 +289,43 @@ def export(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if report.files_failed or report.runs_conflicting else EXIT_OK
 
 
+FINDING_COLUMNS = ("severity", "kind", "run_count", "title")
+
+
+def investigate(args: argparse.Namespace) -> int:
+    """``toolkit investigate PATH...``: ranked findings; exit 1 when there are any."""
+    import toolkit as tk
+
+    if not args.paths and not args.address:
+        raise ToolkitError("investigate: give history files/folders/globs, or --address and "
+                           "--query to fetch runs from a server")  # fmt: skip
+    found = tk.investigate(args.paths or None, logs=args.logs or None,
+                           configs=args.configs or None, server=args.address, query=args.query,
+                           namespace=args.namespace)  # fmt: skip
+    if args.html:
+        found.to_html(args.html)
+    if args.json:
+        print_json({"summary": found.summary(), "label_note": found.label_note,
+                    "findings": found.findings, "runs": found.runs,
+                    "errors": found.errors})  # fmt: skip
+    else:
+        print(found.summary())
+        if found.label_note:
+            print(f"Version labels: {found.label_note}.")
+        if len(found.findings):
+            print()
+            print_table(found.findings, FINDING_COLUMNS, width=args.width)
+            for number, row in enumerate(found.findings.itertuples(), 1):
+                print(f"\n{number}. [{row.severity}] {row.title}\n   {row.explanation}\n"
+                      f"   next step: {row.next_step}")  # fmt: skip
+        failed = found.errors[found.errors["status"] == "failed"]
+        for row in failed.itertuples():
+            print(f"unreadable: {row.reason}", file=sys.stderr)
+        if args.html:
+            print(f"\nReport written to {args.html}")
+    return EXIT_FINDINGS if len(found.findings) else EXIT_OK
+
+
 HANDLERS = {"show": show, "activities": activities, "turns": turns, "diff": diff, "logs": logs,
-            "sql": sql, "export": export}  # fmt: skip
+            "sql": sql, "export": export, "investigate": investigate}  # fmt: skip
 HANDLERS["dataset"] = dataset_command
