@@ -200,7 +200,7 @@ def investigate(
     if replay is not None:
         rows += _kinds.replay_failures(replay, runs)
     rows += _kinds.stuck_runs(runs, failures)
-    rows += _kinds.activity_retries(activities)
+    rows += _kinds.activity_retries(activities, runs)
     rows += _kinds.duplicate_tool(
         log_tables["duplicate_tools"], log_tables["retries"], log_tables["dead_letters"], endpoints
     )
@@ -223,7 +223,7 @@ def investigate(
             replay,
         )
     )
-    figures = LazyTables({"listings_per_turn": lambda: _listings_figure(listings)})
+    figures = LazyTables({"listings_per_turn": lambda: _listings_figure(summary)})
     log_lines = int(log_frame["lines"].sum()) if log_frame is not None else 0
     return Investigation(
         runs=runs,
@@ -284,18 +284,25 @@ def _agent_steps(events: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()  # no agent runs among these histories
 
 
-def _listings_figure(listings: pd.DataFrame) -> Any:
-    if listings.empty:
+def _listings_figure(summary: pd.DataFrame) -> Any:
+    """Median listings per turn, one bar per (label, turn shape): runs of different work are
+    never averaged together (the summary table holds runs, turns and min/max per bar)."""
+    if summary.empty:
         return None
     from toolkit import plots
 
-    answered = listings[listings["status"] == "answered"]
+    shapes = summary.assign(
+        shape=[
+            f"{t} toolset{'s' * (t != 1)}, {c} call{'s' * (c != 1)}"
+            for t, c in zip(summary["toolsets"], summary["tool_calls"], strict=True)
+        ]
+    )
     return plots.plot_listings_per_turn(
-        answered,
+        shapes,
         group="label",
-        bars="turn",
-        value="listings",
-        title="Tool listings per turn, by version label",
+        bars="shape",
+        value="listings_median",
+        title="Median tool listings per turn, by version label and turn shape",
     )
 
 

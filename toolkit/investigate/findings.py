@@ -185,7 +185,7 @@ def stuck_runs(runs: pd.DataFrame, failures: Mapping[str, str]) -> list[dict[str
     return out
 
 
-def activity_retries(activities: pd.DataFrame) -> list[dict[str, Any]]:
+def activity_retries(activities: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, Any]]:
     """Retry storms, timeouts and final failures, by activity type."""
     if activities.empty:
         return []
@@ -199,9 +199,10 @@ def activity_retries(activities: pd.DataFrame) -> list[dict[str, Any]]:
         timeouts = group[group["outcome"] == "timed_out"]
         if retried.empty and final.empty:
             continue
-        severity = "high" if len(final) else ("medium" if group["attempt"].max() >= 3 else "low")
+        top = int(group["attempt"].fillna(1).max())  # an execution never started has no attempt
+        severity = "high" if len(final) else ("medium" if top >= 3 else "low")
         run_ids = pd.concat([retried, final])["run_id"].dropna().unique().tolist()
-        parts = [f"{len(retried)} executions retried (up to attempt {int(group['attempt'].max())})"]
+        parts = [f"{len(retried)} executions retried (up to attempt {top})"] if len(retried) else []
         if len(final):
             parts.append(f"{len(final)} failed for good")
         if len(timeouts):
@@ -218,6 +219,7 @@ def activity_retries(activities: pd.DataFrame) -> list[dict[str, Any]]:
                 f"Activity {activity_type}: {', '.join(parts)}",
                 runs=run_ids,
                 times=pd.concat([retried, final])["scheduled_time"],
+                versions=_labels_of(runs, run_ids),
                 evidence={
                     "table": "activities",
                     "activity_type": activity_type,
@@ -328,9 +330,11 @@ _SHAPE = [
 
 def message_shape(text: str) -> str:
     """A message with ids, quoted text and numbers replaced, to group records of one kind."""
+    lines = text.strip().splitlines()
+    text = lines[0] if lines else ""  # a stack trace's first line names it
     for pattern, placeholder in _SHAPE:
         text = pattern.sub(placeholder, text)
-    return text.strip()[:160]
+    return text.strip()[:120]
 
 
 def log_errors(logs: pd.DataFrame, explained: set[tuple[Any, int]]) -> list[dict[str, Any]]:

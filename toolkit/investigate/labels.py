@@ -59,7 +59,8 @@ def _stuck_reason(status: str, last_task: Any, last_message: Any, last_done: Any
     if status != "running":
         return None
     if last_task in ("WorkflowTaskFailed", "WorkflowTaskTimedOut"):
-        return f"its last workflow task {last_task.removeprefix('WorkflowTask').lower()}"
+        outcome = "failed" if last_task == "WorkflowTaskFailed" else "timed out"
+        return f"its last workflow task {outcome}"
     if pd.notna(last_message) and (pd.isna(last_done) or last_message > last_done):
         return "a signal or update was never answered (no workflow task completed after it)"
     return None
