@@ -55,7 +55,8 @@ def test_noise_names_what_a_reader_should_not_see() -> None:
 
 
 def test_there_are_notebooks() -> None:
-    assert {p.stem for p in NOTEBOOKS} >= {"first-look", "replay-divergence", "duplicate-tool"}
+    assert {p.stem for p in NOTEBOOKS} >= {"first-look", "replay-divergence", "duplicate-tool",
+                                              "postmortem"}
 
 
 @pytest.mark.slow

@@ -178,6 +178,7 @@ class Investigation:
             + "</body></html>"
         )
         if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(page, encoding="utf-8")
         return page
 
