@@ -39,9 +39,8 @@ def test_lab_bundle_finds_both_incidents_in_one_call() -> None:
         configs=GO_LOGS / "registry.json",
     )
     kinds = _kinds(found)
-    assert {"nondeterminism", "stuck_run", "listing_change", "duplicate_tool", "dead_letter"} <= set(
-        kinds
-    )
+    wanted = {"nondeterminism", "stuck_run", "listing_change", "duplicate_tool", "dead_letter"}
+    assert wanted <= set(kinds)
     severities = found.findings["severity"].map({"critical": 0, "high": 1, "medium": 2, "low": 3})
     assert severities.is_monotonic_increasing  # ranked by severity
     stuck = found.runs[found.runs["stuck"]]

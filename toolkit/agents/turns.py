@@ -79,6 +79,8 @@ def activity_spans(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
 _Turn = tuple[int, str, bool, str | None]
 
 _TASK_FAILURES = ("WorkflowTaskFailed", "WorkflowTaskTimedOut")
+_RECORD_COLUMNS = ("event_id", "event_type", "event_time", "signal_name", "update_name",
+                   "update_id", "scheduled_event_id", "failure_message", "cause")  # fmt: skip
 
 
 def _task_failure(records: list[dict[str, Any]], after: int) -> str | None:
@@ -139,7 +141,8 @@ def _spans_and_turns(
         source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
         scheduled = one[one["event_type"] == "ActivityTaskScheduled"]
         resolved = resolve_roles(roles, scheduled["activity_type"], source or "<events>")
-        records = one.to_dict("records")
+        # Only the columns read below: a record of every column costs more than the analysis.
+        records = one[[c for c in _RECORD_COLUMNS if c in one.columns]].to_dict("records")
         starts = turn_starts(one, resolved, scheduled, records)
         completed = one.loc[one["event_type"] == "WorkflowTaskCompleted", "event_id"]
         last_completed = int(completed.max()) if len(completed) else 0
@@ -162,7 +165,9 @@ def _spans_and_turns(
                 closes[int(link)] = event
             elif event["event_type"] == "ActivityTaskStarted":
                 started[int(link)] = event.get("event_time")
-        for event in scheduled.to_dict("records"):
+        wanted = [c for c in ("event_id", "activity_type", "activity_id", "run_id", "event_time")
+                  if c in scheduled.columns]  # fmt: skip
+        for event in scheduled[wanted].to_dict("records"):
             event_id = int(event["event_id"])
             before = [s for s in starts if s[0] < event_id]
             turn, trigger = (len(before), before[-1][1]) if before else (0, None)
@@ -433,7 +438,7 @@ def listings_per_turn(
     rows: list[dict[str, Any]] = []
     for item in _expand(histories):
         for frame in _per_source(events_frame(item)):
-            rows.extend(_listing_rows(frame, roles))
+            rows.extend(listing_rows(frame, roles))
     out = pd.DataFrame(rows)
     if versions is not None and not out.empty:
         runs = out.drop_duplicates(["source", "history"])
@@ -444,56 +449,72 @@ def listings_per_turn(
     return out
 
 
-def _listing_rows(frame: pd.DataFrame, roles: str | Roles) -> list[dict[str, Any]]:
+def listing_rows(
+    frame: pd.DataFrame, roles: str | Roles, with_labels: bool = True
+) -> list[dict[str, Any]]:
+    """The :func:`listings_per_turn` rows of one source (labels left out when not wanted)."""
     spans, turns = _spans_and_turns(frame, roles)
-    labels = version_labels(frame).set_index("history")
-    identity: dict[int, dict[str, Any]] = {}
-    labels_of: dict[int, dict[str, Any]] = {}
-    for history, one in iter_histories(frame):
-        source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
-        identity[history] = {
-            "source": source,
-            "history": history,
-            "run_id": _text(one["run_id"].iloc[0]) if "run_id" in one else None,
-            "workflow_type": _text(one["workflow_type"].iloc[0])
-            if "workflow_type" in one
-            else None,
-        }
-        own = labels.loc[history] if history in labels.index else None
-        found = {
-            "sdk_name": None if own is None else own["sdk_name"],
-            "sdk_version": None if own is None else own["sdk_version"],
-            "build_id": None if own is None else own["build_id"],
-            "label": "unknown" if own is None else own["label"],
-            "label_source": "none" if own is None else own["label_source"],
-        }
-        meta = sidecar_fields(source)
-        sidecar = sidecar_label(meta)
-        if sidecar is not None:
-            found["label"], found["label_source"] = sidecar, "sidecar"
-        labels_of[history] = {**found, **meta}
+    keys = [c for c in ("source", "run_id", "workflow_type") if c in frame.columns]
+    heads = frame.groupby("history", sort=True)[keys].first() if "history" in frame else None
+    labels = version_labels(frame).set_index("history") if with_labels else None
+    by_turn: dict[tuple[int, int], list[tuple[str, str, Any]]] = {}
+    ordered = spans.sort_values(["history", "event_id"], kind="stable")
+    for history, turn, role, letter, activity_type in zip(
+        ordered["history"], ordered["turn"], ordered["role"], ordered["letter"],
+        ordered["activity_type"], strict=True,
+    ):  # fmt: skip
+        by_turn.setdefault((int(history), int(turn)), []).append((role, letter, activity_type))
     rows = []
-    # Every turn gets a row: one whose workflow task never completed has zero counts.
-    for history, turn, trigger, group in _every_turn(spans, turns):
-        ordered = group.sort_values("event_id")
-        rows.append(
-            {
-                **identity[history],
-                "turn": int(turn),
-                "trigger": trigger,
-                "listings": int((ordered["role"] == "listing").sum()),
-                "model_steps": int((ordered["role"] == "model").sum()),
-                "tool_calls": int((ordered["role"] == "tool_call").sum()),
-                "other": int((ordered["role"] == "other").sum()),
-                "sequence": " ".join(ordered["letter"]),
-                "listing_types": sorted(
-                    set(ordered.loc[ordered["role"] == "listing", "activity_type"].dropna())
-                ),
-                **_turn_state(turns, history, turn),
-                **labels_of[history],
-            }
-        )
+    for history, starts in sorted(turns.items()):
+        head = heads.loc[history] if heads is not None and history in heads.index else {}
+        identity = {
+            "source": _text(head.get("source")),
+            "history": history,
+            "run_id": _text(head.get("run_id")),
+            "workflow_type": _text(head.get("workflow_type")),
+        }
+        found = _labels_of(labels, history, identity["source"]) if labels is not None else {}
+        stuck = {number for number, (_, _, answered, _) in enumerate(starts, 1) if not answered}
+        numbers = {t for h, t in by_turn if h == history} | stuck
+        # Every turn gets a row: one whose workflow task never completed has zero counts.
+        for turn in sorted(numbers):
+            spans_of = by_turn.get((history, turn), [])
+            roles_of = [role for role, _, _ in spans_of]
+            rows.append(
+                {
+                    **identity,
+                    "turn": int(turn),
+                    "trigger": starts[turn - 1][1] if turn >= 1 else None,
+                    "listings": roles_of.count("listing"),
+                    "model_steps": roles_of.count("model"),
+                    "tool_calls": roles_of.count("tool_call"),
+                    "other": roles_of.count("other"),
+                    "sequence": " ".join(letter for _, letter, _ in spans_of),
+                    "listing_types": sorted(
+                        {str(t) for r, _, t in spans_of if r == "listing" and t is not None}
+                    ),
+                    **_turn_state(turns, history, turn),
+                    **found,
+                }
+            )
     return rows
+
+
+def _labels_of(labels: pd.DataFrame, history: int, source: str | None) -> dict[str, Any]:
+    """Version label columns of one run: the history's own, or the lab sidecar's."""
+    own = labels.loc[history] if history in labels.index else None
+    found = {
+        "sdk_name": None if own is None else own["sdk_name"],
+        "sdk_version": None if own is None else own["sdk_version"],
+        "build_id": None if own is None else own["build_id"],
+        "label": "unknown" if own is None else own["label"],
+        "label_source": "none" if own is None else own["label_source"],
+    }
+    meta = sidecar_fields(source)
+    sidecar = sidecar_label(meta)
+    if sidecar is not None:
+        found["label"], found["label_source"] = sidecar, "sidecar"
+    return {**found, **meta}
 
 
 def sidecar_label(meta: Mapping[str, Any]) -> str | None:

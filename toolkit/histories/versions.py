@@ -159,25 +159,27 @@ def version_labels(events: pd.DataFrame) -> pd.DataFrame:
         ``failed_labels`` (labels of the workers whose workflow tasks failed).
     """
     tasks = task_versions(events)
-    keys = ["source", "history"]
     parts_columns = ["deployment", "build_id", "sdk_name", "sdk_version", "binary_checksum"]
-    known = tasks.dropna(subset=["build_id", "sdk_name"]).drop_duplicates("build_id")
-    sdk_of_build = {
-        row.build_id: " ".join(str(p) for p in (row.sdk_name, row.sdk_version) if p)
-        for row in known.itertuples()
-    }
+    # Plain Python over the task records: a pandas operation per run costs more than the run.
+    records = tasks.astype(object).where(tasks.notna(), None).to_dict("records")
+    sdk_of_build: dict[str, str] = {}
+    for record in records:
+        if record["build_id"] and record["sdk_name"] and record["build_id"] not in sdk_of_build:
+            sdk_of_build[record["build_id"]] = " ".join(
+                str(p) for p in (record["sdk_name"], record["sdk_version"]) if p
+            )
+    by_run: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for record in records:
+        by_run.setdefault((record["source"], record["history"]), []).append(record)
     rows = []
-    for (source, history), one in tasks.groupby(keys, sort=False, dropna=False):
-        completed = one[one["event_type"] == "WorkflowTaskCompleted"]
-        first = completed if len(completed) else one
-        parts = {
-            c: first[c].dropna().iloc[0] if first[c].notna().any() else None for c in parts_columns
-        }
+    for (source, history), one in by_run.items():
+        completed = [r for r in one if r["event_type"] == "WorkflowTaskCompleted"] or one
+        parts = {c: next((r[c] for r in completed if r[c]), None) for c in parts_columns}
         label, label_source = _compose(parts, sdk_of_build)
         seen: list[str] = []
         failed: list[str] = []
         worker_label: str | None = None
-        for record in one.astype(object).where(one.notna(), None).to_dict("records"):
+        for record in one:
             if record["build_id"] or record["deployment"] or record["binary_checksum"]:
                 worker_label = _compose(record, sdk_of_build)[0]
             if worker_label and worker_label not in seen:
@@ -196,7 +198,10 @@ def version_labels(events: pd.DataFrame) -> pd.DataFrame:
                 "failed_labels": failed,
             }
         )
-    runs = events[keys].drop_duplicates()
+    keys = ["source", "history"]
+    runs = events[keys].drop_duplicates() if "source" in events else events[["history"]]
+    if "source" not in runs:
+        runs = runs.assign(source=None)[keys]
     table = pd.DataFrame(
         rows, columns=[*keys, "label", "label_source", *parts_columns, "labels", "failed_labels"]
     )

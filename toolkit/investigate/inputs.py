@@ -76,7 +76,7 @@ def _histories(items: list[Any], rows: list[dict[str, Any]]) -> tuple[list[pd.Da
     ]
     if not files:
         return frames, 0
-    batch = read_histories(files, progress=len(files) > 200)
+    batch = read_histories(files, progress=False)
     rows += [
         {"source": row.source, "kind": "history", "status": "failed", "reason": row.message}
         for row in batch.errors.itertuples()

@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from toolkit.agents.turns import listings_per_turn
+from toolkit.agents.roles import detect_roles
+from toolkit.agents.turns import listing_rows
 from toolkit.errors import ToolkitError
 from toolkit.investigate.findings import finding
 
@@ -25,16 +26,19 @@ def agent_listings(events: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
     Histories no agent-framework preset recognises are left out (they are no agents).
     """
-    parts = []
-    for _, one in events.groupby("source", sort=False, dropna=False):
+    scheduled = events[events["event_type"] == "ActivityTaskScheduled"]
+    types = scheduled.groupby("source", sort=False)["activity_type"].unique()
+    # Histories whose activities no preset recognises are no agents: not read further.
+    agents = {source for source, names in types.items() if detect_roles(names) is not None}
+    rows: list[dict[str, Any]] = []
+    for _, one in events[events["source"].isin(agents)].groupby("source", sort=False):
         try:
-            parts.append(listings_per_turn(one))
+            rows += listing_rows(one, "auto", with_labels=False)
         except ToolkitError:
             continue
-    parts = [p for p in parts if len(p)]
-    if not parts:
+    if not rows:
         return pd.DataFrame()
-    table = pd.concat(parts, ignore_index=True).drop(columns=["label", "label_source"])
+    table = pd.DataFrame(rows)
     labels = runs[["source", "history", "label", "label_source", "start"]]
     return table.merge(labels, on=["source", "history"], how="left")
 
