@@ -179,8 +179,8 @@ def investigate(
     )
     nondeterminism = _nondeterminism(events, log_frame)
     activities = _activities(events) if len(events) else pd.DataFrame()
-    listings = agent_listings(events, runs) if len(events) else pd.DataFrame()
-    summary = listing_summary(listings)
+    compared = agent_listings(events, runs, compared_only=True) if len(events) else pd.DataFrame()
+    summary = listing_summary(compared)
     log_tables = _log_tables(log_frame)
     replay = None
     if workflows is not None and len(events):
@@ -204,7 +204,7 @@ def investigate(
     rows += _kinds.duplicate_tool(
         log_tables["duplicate_tools"], log_tables["retries"], log_tables["dead_letters"], endpoints
     )
-    rows += listing_change(listings, summary, note)
+    rows += listing_change(compared, summary, note)
     rows += _kinds.dead_letters(log_tables["dead_letters"])
     if log_frame is not None and len(log_frame):
         rows += _kinds.log_errors(log_frame, _explained_lines(rows))
@@ -217,7 +217,7 @@ def investigate(
             endpoints,
             nondeterminism,
             activities,
-            listings,
+            lambda: agent_listings(events, runs) if len(events) else pd.DataFrame(),
             summary,
             log_tables,
             replay,
@@ -243,7 +243,7 @@ def _evidence_builders(
     endpoints: pd.DataFrame | None,
     nondeterminism: pd.DataFrame,
     activities: pd.DataFrame,
-    listings: pd.DataFrame,
+    listings: Any,
     summary: pd.DataFrame,
     log_tables: dict[str, pd.DataFrame],
     replay: pd.DataFrame | None,
@@ -257,7 +257,7 @@ def _evidence_builders(
         "workflow_tasks": lambda: tables.workflow_tasks(events),
         "nondeterminism_errors": lambda: nondeterminism,
         "agent_steps": lambda: _agent_steps(events),
-        "listings_per_turn": lambda: listings,
+        "listings_per_turn": listings,
         "listing_summary": lambda: summary,
     }
     if logs is not None:

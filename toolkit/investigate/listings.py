@@ -21,11 +21,20 @@ from toolkit.investigate.findings import finding
 __all__ = ["agent_listings", "listing_change", "listing_summary"]
 
 
-def agent_listings(events: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+def agent_listings(
+    events: pd.DataFrame, runs: pd.DataFrame, compared_only: bool = False
+) -> pd.DataFrame:
     """:func:`toolkit.listings_per_turn` of every agent run, with the investigation's labels.
 
-    Histories no agent-framework preset recognises are left out (they are no agents).
+    Histories no agent-framework preset recognises are left out (they are no agents). With
+    ``compared_only``, so are runs of workflow types recorded under a single label: nothing
+    to compare them with (this is what the ``listing_change`` finding needs, and it saves most
+    of the work on a fleet running one version).
     """
+    if compared_only:
+        labels = runs.groupby("workflow_type", dropna=False)["label"].nunique()
+        compared = runs[runs["workflow_type"].map(labels).fillna(0) > 1]
+        events = events[events["source"].isin(set(compared["source"]))]
     scheduled = events[events["event_type"] == "ActivityTaskScheduled"]
     types = scheduled.groupby("source", sort=False)["activity_type"].unique()
     # Histories whose activities no preset recognises are no agents: not read further.
