@@ -9,6 +9,7 @@ import pytest
 
 import toolkit as tk
 from toolkit.errors import HistoryFormatError
+from toolkit.lab.server import DevServer
 
 ROOT = Path(__file__).resolve().parents[1]
 ADK = ROOT / "data" / "adk"
@@ -127,3 +128,24 @@ def test_report_html_is_self_contained_and_markdown_is_a_skeleton(tmp_path: Path
                     "## Fix checks"):  # fmt: skip
         assert section in markdown
     assert "duplicate_tool" in markdown
+
+
+def test_runs_from_a_server_and_replay_with_the_new_code(
+    dev_server: DevServer, samples: dict[str, Path]
+) -> None:
+    from toolkit.lab.samples.workflows import DriftingWorkflowV1, DriftingWorkflowV2
+
+    recorded = tk.read_history(samples["nondeterminism"])
+    query = "WorkflowType = 'DriftingWorkflow'"
+    new_code = tk.investigate(server=dev_server.address, query=query,
+                              workflows=[DriftingWorkflowV2])  # fmt: skip
+    assert recorded["run_id"].iloc[0] in set(new_code.runs["run_id"])
+    replay = new_code.evidence["replay"]
+    assert (replay["outcome"] == "nondeterminism").all()
+    confidences = set(new_code.findings.loc[new_code.findings["kind"] == "nondeterminism",
+                                            "confidence"])  # fmt: skip
+    assert "replayer" in confidences  # the Replayer's verdict, next to the recorded failure
+    old_code = tk.investigate(server=dev_server.address, query=query,
+                              workflows=[DriftingWorkflowV1])  # fmt: skip
+    assert (old_code.evidence["replay"]["outcome"] == "ok").all()
+    assert "replayer" not in set(old_code.findings["confidence"])
