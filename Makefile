@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_read_logs.py
 	$(PY) benchmarks/bench_datasets.py
 	$(PY) benchmarks/bench_detectors.py
+	$(PY) benchmarks/bench_investigate.py
 
 clean:
 	rm -rf build .pytest_cache
