@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -149,3 +152,23 @@ def test_runs_from_a_server_and_replay_with_the_new_code(
                               workflows=[DriftingWorkflowV1])  # fmt: skip
     assert (old_code.evidence["replay"]["outcome"] == "ok").all()
     assert "replayer" not in set(old_code.findings["confidence"])
+
+
+def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
+    def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "toolkit.cli", "investigate", *map(str, args)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+    report = tmp_path / "report.html"
+    found = run("--json", ADK / "adk-1.28.1", ADK / "adk-1.29.0", "--logs", GO_LOGS / "before.log",
+                "--html", report)  # fmt: skip
+    assert found.returncode == 1, found.stderr
+    kinds = {row["kind"] for row in json.loads(found.stdout)["findings"]}
+    assert {"nondeterminism", "duplicate_tool"} <= kinds and report.stat().st_size > 10_000
+    quiet = ROOT / "data" / "go_twin" / "with_fix-adk_v2.5.0" / "plain_turns.json"
+    nothing = run(quiet)
+    assert nothing.returncode == 0 and "Found: nothing" in nothing.stdout
+    (tmp_path / "bad.json").write_text("[1, 2")
+    bad = run(tmp_path / "bad.json")
+    assert bad.returncode == 2 and "no history could be read" in bad.stderr
+    assert "Traceback" not in bad.stderr
