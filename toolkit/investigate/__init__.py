@@ -104,6 +104,19 @@ def _log_tables(logs: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
     }
 
 
+def _task_failures(events: pd.DataFrame) -> dict[str, tuple[int, str]]:
+    """Per run id, its last failed or timed-out workflow task: (event id, what it says)."""
+    failed = events[events["event_type"].isin(["WorkflowTaskFailed", "WorkflowTaskTimedOut"])]
+    out = {}
+    for row in failed[
+        ["run_id", "event_id", "event_type", "failure_message", "cause"]
+    ].itertuples():
+        if isinstance(row.run_id, str):
+            text = next((v for v in (row.failure_message, row.cause) if isinstance(v, str)), None)
+            out[row.run_id] = (int(row.event_id), text or row.event_type)
+    return out
+
+
 def _explained_lines(rows: list[dict[str, Any]]) -> set[tuple[Any, int]]:
     """(source, line) of every log record some finding already cites."""
     out = set()
@@ -187,13 +200,7 @@ def investigate(
         from toolkit.replay.replayer import replay as replay_with
 
         replay = replay_with(events, list(workflows))
-    failures = {
-        str(r): str(m)
-        for r, m in zip(
-            nondeterminism.get("run_id", []), nondeterminism.get("message", []), strict=True
-        )
-        if isinstance(r, str)
-    }
+    failures = _task_failures(events)
 
     rows: list[dict[str, Any]] = []
     rows += _kinds.nondeterminism(nondeterminism, runs)

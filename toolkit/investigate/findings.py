@@ -156,15 +156,19 @@ def nondeterminism(errors: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, A
     return out
 
 
-def stuck_runs(runs: pd.DataFrame, failures: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Open runs whose last workflow task failed, or whose last message got no answer."""
+def stuck_runs(runs: pd.DataFrame, failures: Mapping[str, tuple[int, str]]) -> list[dict[str, Any]]:
+    """Open runs whose last workflow task failed, or whose last message got no answer.
+
+    ``failures`` maps a run id to its last failed workflow task (event id, what it says).
+    """
     stuck = runs[runs["stuck"]]
     out = []
     for (workflow_type, reason), group in stuck.groupby(
         ["workflow_type", "stuck_reason"], dropna=False, sort=False
     ):
         run_ids = group["run_id"].tolist()
-        messages = sorted({failures[r] for r in run_ids if r in failures})
+        messages = sorted({failures[r][1] for r in run_ids if r in failures})
+        event_ids = [failures[r][0] for r in run_ids if r in failures]
         out.append(
             finding(
                 "stuck_run",
@@ -173,7 +177,11 @@ def stuck_runs(runs: pd.DataFrame, failures: Mapping[str, str]) -> list[dict[str
                 runs=run_ids,
                 times=group["start"],
                 versions=_labels_of(runs, run_ids, "labels"),
-                evidence={"table": "runs", "sources": group["source"].tolist()},
+                evidence={
+                    "table": "runs",
+                    "sources": group["source"].tolist(),
+                    "event_ids": event_ids,
+                },
                 explanation=(
                     f"These runs are open and make no progress: {reason}."
                     + (f" Last failure: {messages[0]}" if messages else "")
