@@ -172,3 +172,22 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     bad = run(tmp_path / "bad.json")
     assert bad.returncode == 2 and "no history could be read" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_when_the_history_cannot_tell_versions_apart_it_says_so(tmp_path: Path) -> None:
+    # Exports whose workers set no build id: only the SDK version (the same) is left.
+    for env in ("adk-1.28.1", "adk-1.29.0"):
+        history = json.loads((ADK / env / "two_turns.json").read_text())
+        for event in history["events"]:
+            for key, value in event.items():
+                if key.endswith("EventAttributes") and isinstance(value, dict):
+                    value.pop("workerVersion", None)
+        (tmp_path / f"{env}.json").write_text(json.dumps(history))
+    found = tk.investigate(tmp_path)
+    assert set(found.runs["label"]) == {"temporal-python 1.30.0"}
+    assert set(found.runs["label_source"]) == {"sdk"}
+    assert "SDK version only" in found.label_note
+    change = found.findings[found.findings["kind"] == "listing_change"].iloc[0]
+    assert change["confidence"].startswith("low") and "1 to 3 listings" in change["title"]
+    summary = found.evidence["listing_summary"]
+    assert (summary["listings_min"] < summary["listings_max"]).any()  # spread, not an average

@@ -18,7 +18,10 @@ from toolkit.agents.turns import listing_rows
 from toolkit.errors import ToolkitError
 from toolkit.investigate.findings import finding
 
-__all__ = ["agent_listings", "listing_change", "listing_summary"]
+__all__ = ["WEAK_LABELS", "agent_listings", "listing_change", "listing_summary"]
+
+#: Label sources that cannot tell two releases of the application apart.
+WEAK_LABELS = ("sdk", "binary_checksum", "none")
 
 
 def agent_listings(
@@ -33,7 +36,11 @@ def agent_listings(
     """
     if compared_only:
         labels = runs.groupby("workflow_type", dropna=False)["label"].nunique()
-        compared = runs[runs["workflow_type"].map(labels).fillna(0) > 1]
+        # A label that cannot tell releases apart may hide a change inside it: kept too.
+        compared = runs[
+            (runs["workflow_type"].map(labels).fillna(0) > 1)
+            | runs["label_source"].isin(WEAK_LABELS)
+        ]
         events = events[events["source"].isin(set(compared["source"]))]
     scheduled = events[events["event_type"] == "ActivityTaskScheduled"]
     types = scheduled.groupby("source", sort=False)["activity_type"].unique()
@@ -65,6 +72,7 @@ def listing_summary(table: pd.DataFrame) -> pd.DataFrame:
     summary = (
         answered.groupby(["workflow_type", "toolsets", "tool_calls", "label"], sort=False)
         .agg(
+            label_source=("label_source", "first"),
             runs=("run_id", "nunique"),
             turns=("turn", "size"),
             listings_min=("listings", "min"),
@@ -93,8 +101,11 @@ def listing_change(
     for workflow_type, of_type in summary.groupby("workflow_type", sort=False):
         changes: list[tuple[bool, int, str]] = []
         labels: list[str] = []
+        unsure: list[tuple[str, str]] = []
         for (toolsets, calls), group in of_type.groupby(["toolsets", "tool_calls"], sort=True):
+            shape = f"{toolsets} toolsets, {calls} tool calls"
             if group["listings_median"].nunique() < 2:
+                unsure += _hidden_changes(group, shape)
                 continue
             # Consecutive labels (in order of first run) with the same median form one stage.
             stages: list[tuple[float, list[str]]] = []
@@ -104,10 +115,12 @@ def listing_change(
                 else:
                     stages.append((row.listings_median, [row.label]))
             path = " -> ".join(_value(v) for v, _ in stages)
-            text = f"{path} listings per turn ({toolsets} toolsets, {calls} tool calls)"
+            text = f"{path} listings per turn ({shape})"
             # The title shows the comparison with the most runs among turns that called a tool.
             changes.append((bool(calls), int(group["runs"].sum()), text))
             labels += [label for _, names in stages for label in names]
+        if not changes and unsure:
+            out.append(_unsure_finding(table, of_type, workflow_type, unsure))
         if not changes:
             continue
         rows = of_type[of_type["label"].isin(labels)]
@@ -147,3 +160,44 @@ def listing_change(
             )
         )
     return out
+
+
+def _hidden_changes(group: pd.DataFrame, shape: str) -> list[tuple[str, str]]:
+    """(label, text) for weak labels whose turns of one shape list tools a varying number of
+    times: runs of different releases may hide behind one label."""
+    varying = group[
+        (group["listings_min"] != group["listings_max"]) & group["label_source"].isin(WEAK_LABELS)
+    ]
+    return [
+        (
+            row.label,
+            f"{_value(row.listings_min)} to {_value(row.listings_max)} listings per turn "
+            f"({shape}) within label {row.label!r} ({row.runs} runs)",
+        )
+        for row in varying.itertuples()
+    ]
+
+
+def _unsure_finding(
+    table: pd.DataFrame, of_type: pd.DataFrame, workflow_type: str, unsure: list[tuple[str, str]]
+) -> dict[str, Any]:
+    labels = list(dict.fromkeys(label for label, _ in unsure))
+    # The title shows turns that called a tool where there are some.
+    headline = next((text for _, text in unsure if " 0 tool calls" not in text), unsure[0][1])
+    return finding(
+        "listing_change",
+        "low",
+        f"Tool listings per turn vary within one version label of {workflow_type}: {headline}",
+        runs=table.loc[
+            (table["workflow_type"] == workflow_type) & table["label"].isin(labels), "run_id"
+        ],
+        times=of_type.loc[of_type["label"].isin(labels), "first_seen"],
+        versions=labels,
+        evidence={"table": "listing_summary", "workflow_type": workflow_type, "labels": labels},
+        explanation="; ".join(text for _, text in unsure) + ". These runs carry no build id or "
+        "deployment version, so the history cannot tell whether they ran different releases of "
+        "the agent (which would explain the difference) or the same one: their label (SDK "
+        "version or binary checksum) is too coarse.",
+        next_step="Label the runs with their release (versions=...) and investigate again.",
+        confidence="low: the history cannot tell these runs' versions apart",
+    )
