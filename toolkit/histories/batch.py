@@ -16,7 +16,7 @@ from toolkit.gc_pause import paused_gc
 from toolkit.histories.events import HistoryParts, frame_from_parts
 from toolkit.histories.pool import decode_chunks
 from toolkit.histories.read import read_history_parts
-from toolkit.histories.sidecars import sidecar_kind
+from toolkit.histories.sidecars import LAB_SIDECARS, sidecar_kind
 
 __all__ = [
     "HistoryBatch",
@@ -55,26 +55,29 @@ def find_history_files(paths: Any, skipped: list[tuple[Path, str]] | None = None
 
     Files that are not histories by their name (:func:`toolkit.histories.sidecars.sidecar_kind`:
     the lab's ``.meta.json``, ``.mcp.jsonl`` request logs, logs, notes) are left out, and listed
-    as ``(path, what it is)`` in ``skipped`` when a list is given.
+    as ``(path, what it is)`` in ``skipped`` when a list is given. A file named explicitly is
+    left out only when it is one of the lab's sidecars; any other is tried.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    candidates: list[Path] = []
+    candidates: list[tuple[Path, bool]] = []  # (path, named explicitly)
     for item in paths:
         text = os.fspath(item)
         if any(ch in text for ch in "*?["):
             found = [Path(p) for p in sorted(glob.glob(text, recursive=True))]
-            candidates += [p for p in found if p.is_file()]
+            candidates += [(p, False) for p in found if p.is_file()]
         elif Path(text).is_dir():
-            candidates += sorted(
-                p for p in Path(text).rglob("*") if p.is_file() and _is_history_file(p)
-            )
+            candidates += [
+                (p, False)
+                for p in sorted(Path(text).rglob("*"))
+                if p.is_file() and _is_history_file(p)
+            ]
         else:
-            candidates.append(Path(text))
+            candidates.append((Path(text), True))
     files: list[Path] = []
-    for path in candidates:
+    for path, explicit in candidates:
         kind = sidecar_kind(path)
-        if kind is None:
+        if kind is None or (explicit and kind not in LAB_SIDECARS):
             files.append(path)
         elif skipped is not None:
             skipped.append((path, kind))

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["sidecar_kind"]
+__all__ = ["LAB_SIDECARS", "sidecar_kind"]
+
+#: Kinds skipped even when a file is named explicitly (the lab writes them next to histories,
+#: so a list built with ``glob("data/adk/*/*.json")`` holds them); other kinds are skipped only
+#: when a folder or a glob is expanded, and a file named explicitly is always tried.
+LAB_SIDECARS = ("lab metadata sidecar", "MCP request log")
 
 #: Name endings (lower case) of files that are never histories, and what they are.
 _ENDINGS = (
@@ -18,7 +23,6 @@ _ENDINGS = (
     (".mcp.jsonl", "MCP request log"),
     (".log", "log file"),
     (".log.gz", "log file"),
-    (".txt", "text file"),
     (".md", "notes"),
     (".csv", "table"),
     (".parquet", "table"),
