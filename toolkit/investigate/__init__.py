@@ -230,7 +230,7 @@ def investigate(
             replay,
         )
     )
-    figures = LazyTables({"listings_per_turn": lambda: _listings_figure(summary)})
+    figures = LazyTables({"listings_per_turn": lambda: _listings_figure(compared)})
     log_lines = int(log_frame["lines"].sum()) if log_frame is not None else 0
     return Investigation(
         runs=runs,
@@ -291,25 +291,31 @@ def _agent_steps(events: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()  # no agent runs among these histories
 
 
-def _listings_figure(summary: pd.DataFrame) -> Any:
-    """Median listings per turn, one bar per (label, turn shape): runs of different work are
-    never averaged together (the summary table holds runs, turns and min/max per bar)."""
-    if summary.empty:
+def _listings_figure(compared: pd.DataFrame) -> Any:
+    """Listings per turn, one bar per (label, turn shape) with the runs' min-max: turns doing
+    different work (toolsets, tool calls) are never averaged together, nor are versions."""
+    if compared.empty:
         return None
     from toolkit import plots
 
-    shapes = summary.assign(
+    answered = compared[compared["status"] == "answered"]
+    toolsets = answered.groupby(["source", "history"])["listing_types"].agg(
+        lambda names: len({n for turn in names for n in turn})
+    )
+    shaped = answered.join(toolsets.rename("toolsets"), on=["source", "history"])
+    shaped = shaped.assign(
         shape=[
             f"{t} toolset{'s' * (t != 1)}, {c} call{'s' * (c != 1)}"
-            for t, c in zip(summary["toolsets"], summary["tool_calls"], strict=True)
+            for t, c in zip(shaped["toolsets"], shaped["tool_calls"], strict=True)
         ]
     )
     return plots.plot_listings_per_turn(
-        shapes,
+        shaped,
         group="label",
         bars="shape",
-        value="listings_median",
-        title="Median tool listings per turn, by version label and turn shape",
+        value="listings",
+        runs="run_id",
+        title="Tool listings per turn, by version label and turn shape",
     )
 
 
