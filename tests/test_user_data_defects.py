@@ -108,7 +108,7 @@ def test_sql_and_export_agree_and_sql_takes_options_anywhere(tmp_path: Path) -> 
     queried = run("sql", "--json", query, folder)  # an option before the positionals
     exported = run("export", folder, "--to", tmp_path / "ds")
     assert (queried.returncode, exported.returncode) == (0, 0)
-    assert json.loads(queried.stdout) == [{"runs": 4}]
+    assert [json.loads(line) for line in queried.stdout.splitlines()] == [{"runs": 4}]
     assert "not histories" in queried.stderr  # the sidecars, as a note
     (folder / "broken.json").write_text('{"events": [')
     queried = run("sql", query, "--json", folder, "--width", "0")
