@@ -59,11 +59,25 @@ def test_show_prints_every_event_in_a_table_that_fits() -> None:
     assert max(len(line) for line in result.stdout.splitlines()) <= 90
 
 
+def _summary(stdout: str) -> dict[str, str]:
+    """The summary block above the table: ``key  value`` lines, long values wrapped onto
+    indented continuation lines."""
+    summary: dict[str, str] = {}
+    key = ""
+    for line in stdout.split("\n\n")[0].splitlines():
+        if line[:1].isspace():
+            summary[key] += " " + line.strip()
+        else:
+            key, value = line.split(None, 1)
+            summary[key] = value
+    return summary
+
+
 def test_show_summary_says_type_status_result_and_duration() -> None:
     path = DATA / "gallery" / "activity-renamed" / "v1.json"
     events = tk.read_history(path)
     result = run("show", path, "--width", "100")
-    summary = dict(line.split(None, 1) for line in result.stdout.split("\n\n")[0].splitlines())
+    summary = _summary(result.stdout)
     assert summary["workflow"].startswith(events["workflow_type"].iloc[0])
     assert summary["status"] == "Completed"
     assert summary["result"] == events["result"].iloc[-1][0]
@@ -91,8 +105,8 @@ def test_show_wraps_the_failure_message_instead_of_cutting_it() -> None:
     result = run("show", path, "--width", "100", "--type", "WorkflowTaskFailed")
     assert result.returncode == 0, result.stderr
     head, table = result.stdout.split("\n\n", 1)
-    assert "Running (1 workflow task failed)" in head
-    assert " ".join(line[10:] for line in head.splitlines()[2:4]) == message  # the failure
+    assert _summary(head)["status"] == "Running (1 workflow task failed)"
+    assert _summary(head)["failure"] == message  # the failure, wrapped whole
     lines = table.splitlines()
     assert max(len(line) for line in result.stdout.splitlines()) <= 100
     column = lines[0].index("failure_message")
