@@ -40,6 +40,14 @@ def test_readme_glob_with_sidecars_works() -> None:
     assert tk.read_histories(ADK, progress=False).errors.empty  # .mcp.jsonl is no broken history
 
 
+@pytest.mark.parametrize("folder", ["openai_agents", "pydantic_ai"])
+def test_lab_folders_of_every_framework_hold_no_broken_histories(folder: str) -> None:
+    # The framework recorders keep per-server MCP request logs (mcp.jsonl, mcp_twice.jsonl)
+    # next to the histories: JSON lines, which no history dialect is, so they are skipped.
+    loaded = tk.read_histories(ROOT / "data" / folder, progress=False)
+    assert loaded.errors.empty, loaded.errors.to_string()
+
+
 def test_labels_without_sidecars_tell_1_28_1_from_1_29_0(tmp_path: Path) -> None:
     for env in ("adk-1.28.1", "adk-1.29.0"):
         shutil.copy(ADK / env / "two_turns.json", tmp_path / f"{env}.json")

@@ -21,6 +21,10 @@ LAB_SIDECARS = ("lab metadata sidecar", "MCP request log")
 _ENDINGS = (
     (".meta.json", "lab metadata sidecar"),
     (".mcp.jsonl", "MCP request log"),
+    # No history dialect is JSON lines; such files next to histories are logs (the lab's
+    # per-server ``mcp.jsonl`` request logs, structured worker logs).
+    (".jsonl", "JSON lines log"),
+    (".ndjson", "JSON lines log"),
     (".log", "log file"),
     (".log.gz", "log file"),
     (".md", "notes"),
