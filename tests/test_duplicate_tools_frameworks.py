@@ -199,3 +199,41 @@ def test_openai_agents_worker_log_one_finding_per_failed_activation(path: Path) 
     per_run = found["correlation_id"].str.removeprefix("run_id=").value_counts().sort_index()
     assert len(expected) == 2
     assert per_run.to_dict() == expected.to_dict()
+
+
+FRAMEWORK_DATA = Path(__file__).parent.parent / "data"
+
+
+@pytest.mark.parametrize(("folder", "event_type", "behaviour", "retried_by"), [
+    ("openai_agents", "WorkflowTaskFailed", "retried", "workflow_task"),
+    ("pydantic_ai", "WorkflowExecutionFailed", "failed", None),
+])
+def test_duplicate_tools_recorded_in_histories(folder: str, event_type: str, behaviour: str,
+                                               retried_by: str | None) -> None:
+    # The real recordings of two toolsets on one endpoint: these frameworks raise the error in
+    # workflow code, so it is in the history, not only in the logs.
+    events = tk.read_histories(FRAMEWORK_DATA / folder, progress=False).events
+    found = tk.duplicate_tools(events)
+    failures = events[events["failure_message"].fillna("").str.contains(
+        "Duplicate tool names found|conflicts with existing tool")]
+    assert len(found) == len(failures) > 0  # one row per failure event, independently counted
+    assert set(found["event_type"]) == {event_type}
+    assert set(found["behaviour"]) == {behaviour}
+    assert set(found["retried_by"].fillna("none")) == {retried_by or "none"}
+    assert set(found["source"].str.rsplit("/", n=1).str[-1]) <= {
+        "two_servers.json", "same_server_twice.json"}
+    if folder == "pydantic_ai":  # names both toolsets of the one endpoint
+        assert set(found["toolset"]) == {"MCPToolset 'weather_token'"}
+        assert set(found["existing"]) == {"MCPToolset 'weather'"}
+        assert set(found["tool"]) == {"get_weather"}
+
+
+@pytest.mark.parametrize("folder", ["openai_agents", "pydantic_ai"])
+def test_investigate_finds_the_duplicate_tool_of_every_framework(folder: str) -> None:
+    events = tk.read_histories(FRAMEWORK_DATA / folder, progress=False).events
+    investigation = tk.investigate(FRAMEWORK_DATA / folder)
+    found = investigation.findings[investigation.findings["kind"] == "duplicate_tool"]
+    assert len(found) == 1
+    failed_runs = set(tk.duplicate_tools(events)["run_id"])
+    assert set(found["runs"].iloc[0]) == failed_runs
+    assert investigation.errors["status"].eq("skipped").all()  # sidecars, never broken files

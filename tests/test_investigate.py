@@ -52,7 +52,8 @@ def test_lab_bundle_finds_both_incidents_in_one_call() -> None:
     nondeterminism = found.findings[found.findings["kind"] == "nondeterminism"].iloc[0]
     assert nondeterminism["versions"] == ["adk-1.28.1", "adk-1.29.0"]  # recorded, failing
     assert "weather-list-tools" in nondeterminism["title"]
-    duplicate = found.findings[found.findings["kind"] == "duplicate_tool"].iloc[0]
+    duplicates = found.findings[found.findings["kind"] == "duplicate_tool"]
+    duplicate = duplicates[duplicates["title"].str.contains("(go_adk)", regex=False)].iloc[0]
     assert "5 failures" in duplicate["title"]  # the retry and dead-letter lines not counted again
     assert "bundled-session-memory-s3ss10n" in duplicate["next_step"]  # the entry to keep
     # Sidecars and request logs are notes, never errors; nothing failed to load.

@@ -30,6 +30,7 @@ from toolkit.investigate.inputs import gather
 from toolkit.investigate.labels import label_note, runs_table
 from toolkit.investigate.listings import agent_listings, listing_change, listing_summary
 from toolkit.investigate.report import Investigation, LazyTables
+from toolkit.logs.duplicates import duplicate_tools_in_history
 
 __all__ = ["Investigation", "investigate"]
 
@@ -211,6 +212,9 @@ def investigate(
     rows += _kinds.duplicate_tool(
         log_tables["duplicate_tools"], log_tables["retries"], log_tables["dead_letters"], endpoints
     )
+    in_history = duplicate_tools_in_history(events) if len(events) else pd.DataFrame()
+    if len(in_history):
+        rows += _kinds.duplicate_tool_in_history(in_history, runs)
     rows += listing_change(compared, summary, note)
     rows += _kinds.dead_letters(log_tables["dead_letters"])
     if log_frame is not None and len(log_frame):
@@ -229,6 +233,7 @@ def investigate(
             log_tables,
             replay,
         )
+        | {"duplicate_tools_in_history": lambda: in_history}
     )
     figures = LazyTables({"listings_per_turn": lambda: _listings_figure(compared)})
     log_lines = int(log_frame["lines"].sum()) if log_frame is not None else 0

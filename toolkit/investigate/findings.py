@@ -398,3 +398,47 @@ def replay_failures(replay: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, 
             )
         )
     return out
+
+
+def duplicate_tool_in_history(found: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, Any]]:
+    """Duplicate-tool failures the histories record (frameworks that raise the error in
+    workflow code), one finding per framework and tool; see
+    :func:`toolkit.logs.duplicates.duplicate_tools_in_history`."""
+    out = []
+    for (framework, tool), group in found.groupby(["framework", "tool"], sort=False):
+        run_ids = group["run_id"].dropna().unique().tolist()
+        where = {
+            "workflow_task": "fails the workflow task, which the server retries: the run is "
+            "stuck until the code changes",
+            "activity": "fails the activity, which its retry policy retries",
+        }
+        surfaced = sorted({
+            where.get(r, "fails the workflow run") if b != "shadowed" else "shadows silently"
+            for b, r in zip(group["behaviour"], group["retried_by"], strict=True)
+        })
+        toolsets = sorted({t for t in group["toolset"].dropna()} | {
+            e for e in group["existing"].dropna()})
+        out.append(
+            finding(
+                "duplicate_tool",
+                "high",
+                f"Duplicate tool {tool!r} ({framework}): {len(group)} failures recorded in "
+                f"{len(run_ids)} runs",
+                runs=run_ids,
+                times=group["event_time"],
+                versions=_labels_of(runs, run_ids),
+                evidence={
+                    "table": "duplicate_tools_in_history",
+                    "sources": group["source"].unique().tolist(),
+                    "event_ids": group["event_id"].astype(int).tolist(),
+                },
+                explanation=(
+                    f"Two toolsets{' (' + ', '.join(toolsets) + ')' if toolsets else ''} declare "
+                    f"the same tool names; {framework} raises in workflow code and "
+                    + "; ".join(surfaced) + f". Recorded error: {group['text'].iloc[0]}"
+                ),
+                next_step="Declare each MCP server once (one entry per endpoint), or give the "
+                "toolsets distinct tool prefixes; then reset or restart the affected runs.",
+            )
+        )
+    return out

@@ -155,6 +155,11 @@ def duplicate_tools(logs: pd.DataFrame) -> pd.DataFrame:
     Goose's and Cline's ``Duplicate tool name: <name>``, Claude's ``tools: Tool names must be
     unique``, LangChain4j's ``Duplicated definition for tool`` and mcp-go's registration panics.
 
+    Given an events frame instead of logs, the same shapes are matched against the failures
+    the histories record (:func:`toolkit.logs.duplicates.duplicate_tools_in_history`: one row
+    per failure event with ``run_id``, ``event_id``, ``event_type``; frameworks that raise the
+    error in workflow code, OpenAI Agents and pydantic-ai, leave it there).
+
     A failure is counted once: a retry record (``delivery_attempt=N``, ...) or a dead-letter
     record that follows it (same correlation id, e.g. ``command_id``, else the same quoted tool)
     is linked to it (``attempt``, ``retry_line``, ``dead_letter_line``), never counted again,
@@ -173,8 +178,10 @@ def duplicate_tools(logs: pd.DataFrame) -> pd.DataFrame:
         the activity's failure once it gave up: the agent runner's "node failed" lines),
         ``text`` (the matched text).
     """
-    from toolkit.logs.duplicates import find_duplicate_tools  # it builds on retries/dead_letters
+    from toolkit.logs.duplicates import duplicate_tools_in_history, find_duplicate_tools
 
+    if isinstance(logs, pd.DataFrame) and "event_type" in logs.columns and "raw" not in logs:
+        return duplicate_tools_in_history(logs)  # an events frame (see the module's doc)
     _require(logs)
     return find_duplicate_tools(logs)
 

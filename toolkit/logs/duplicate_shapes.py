@@ -90,7 +90,10 @@ DUPLICATE_SHAPES: tuple[DuplicateShape, ...] = (
            "Duplicate tool names found on MCP server",
            "openai/openai-agents-python src/agents/mcp/util.py (_validate_unique_tool_names)"),
     _shape("pydantic_ai", "pydantic_ai", "failed",
-           r"(?P<toolset>\w+(?:\([^()\n]*\))?) defines a tool whose name conflicts with existing "
+           # The toolset is named by its repr: ``MCPServerStreamableHTTP(url=...)`` in 1.x,
+           # ``MCPToolset 'weather_token'`` (its id) in the 2.x releases the lab records.
+           r"(?P<toolset>\w+(?:\([^()\n]*\)| '[^'\n]*')?) defines a tool whose name conflicts "
+           r"with existing "
            r"tool from (?P<existing>[^\n]*?): '(?P<tool>[^']+)'",
            "conflicts with existing tool",
            "pydantic/pydantic-ai pydantic_ai_slim/pydantic_ai/toolsets/combined.py"),

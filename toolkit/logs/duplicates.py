@@ -212,3 +212,51 @@ def find_duplicate_tools(logs: pd.DataFrame) -> pd.DataFrame:
     for column in ("retried_by", "toolset", "existing", "correlation_id", "dead_letter_reason"):
         linked[column] = linked[column].astype(object).where(linked[column].notna(), None)
     return linked
+
+
+#: Columns of :func:`duplicate_tools_in_history`.
+HISTORY_DUPLICATE_COLUMNS = ["source", "history", "workflow_type", "workflow_id", "run_id",
+                             "event_id", "event_time", "event_type", "kind", "framework",
+                             "behaviour", "retried_by", "tool", "toolset", "existing", "text"]
+
+# Where a failure recorded in a history leaves the run: the server retries a failed workflow
+# task (the run stays open and stuck), an activity failure is retried by its policy unless the
+# retry state says it gave up, and a failed workflow execution is the end of the run.
+_EVENT_BEHAVIOUR = {
+    "WorkflowTaskFailed": ("retried", "workflow_task"),
+    "ActivityTaskFailed": ("retried", "activity"),
+    "WorkflowExecutionFailed": ("failed", None),
+    "ChildWorkflowExecutionFailed": ("failed", None),
+}
+
+
+def duplicate_tools_in_history(events: pd.DataFrame) -> pd.DataFrame:
+    """Duplicate-tool errors recorded in histories: one row per failure event that quotes one.
+
+    Frameworks that raise the error in workflow code leave it in the history, not only in
+    logs: OpenAI Agents on Temporal fails the workflow task (``WorkflowTaskFailed``, retried
+    by the server, the run stuck), pydantic-ai fails the workflow (``WorkflowExecutionFailed``).
+    The same exact shapes as :func:`toolkit.duplicate_tools` are matched against each event's
+    ``failure_message``.
+    """
+    failed = events[events["failure_message"].notna()
+                    & events["event_type"].isin(list(_EVENT_BEHAVIOUR))]
+    needles = shape_needles()
+    rows = []
+    for row in failed.to_dict("records"):
+        text = str(row["failure_message"])
+        if not any(needle in text for needle in needles):
+            continue
+        behaviour, retried_by = _EVENT_BEHAVIOUR[row["event_type"]]
+        if row["event_type"] == "ActivityTaskFailed" and str(row.get("retry_state") or "") not in (
+                "", "RETRY_STATE_IN_PROGRESS", "RETRY_STATE_UNSPECIFIED"):
+            behaviour, retried_by = "failed", None  # the activity gave up
+        for quote in _extract(text, {}):
+            rows.append({
+                **{key: row.get(key) for key in HISTORY_DUPLICATE_COLUMNS[:8]},
+                **{key: quote[key] for key in ("kind", "framework", "tool", "toolset",
+                                               "existing", "text")},
+                "behaviour": "shadowed" if quote["behaviour"] == "shadowed" else behaviour,
+                "retried_by": None if quote["behaviour"] == "shadowed" else retried_by,
+            })
+    return pd.DataFrame(rows, columns=HISTORY_DUPLICATE_COLUMNS)
