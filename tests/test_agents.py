@@ -10,7 +10,7 @@ import pytest
 from toolkit.agents.roles import PRESETS, Roles, detect_roles
 from toolkit.agents.turns import activity_spans, agent_steps, listings_per_turn
 from toolkit.errors import ToolkitError
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 
 ROOT = Path(__file__).resolve().parents[1]
 ADK = ROOT / "data" / "adk"

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import toolkit as tk
-from toolkit.histories.batch import find_history_files
+from toolkit.histories.reading.batch import find_history_files
 
 ROOT = Path(__file__).resolve().parents[1]
 

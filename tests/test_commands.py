@@ -9,7 +9,7 @@ import pytest
 
 from toolkit.errors import HistoryFormatError
 from toolkit.histories.enums import COMMAND_EVENT_TYPES
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 from toolkit.replay.commands import COMMAND_KIND, commands
 
 

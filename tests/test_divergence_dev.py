@@ -22,7 +22,7 @@ from temporalio.client import Client
 from temporalio.common import RawValue
 from temporalio.worker import Worker
 
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 from toolkit.replay.replayer import replay
 from toolkit.replay.verdict import replay_verdict
 

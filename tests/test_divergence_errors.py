@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from toolkit.errors import ToolkitError
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 from toolkit.replay.errors_table import NONDETERMINISM_COLUMNS, nondeterminism_errors
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 from toolkit.replay.messages import parse_nondeterminism
 from toolkit.replay.verdict import InexactVerdictWarning, ReplayVerdict, replay_verdict
 

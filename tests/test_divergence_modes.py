@@ -10,7 +10,7 @@ import pytest
 from temporalio.bridge.proto.workflow_commands import WorkflowCommand
 
 from toolkit.errors import ToolkitError
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 from toolkit.replay.code_replay import command_row
 from toolkit.replay.divergence import first_divergence
 from toolkit.replay.run_random import reseed_ids, uuid_offsets

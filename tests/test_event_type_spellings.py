@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import toolkit as tk
-from toolkit.histories.columns_common import type_info
+from toolkit.histories.columns.common import type_info
 from toolkit.histories.enums import EVENT_TYPES, camel
 
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from toolkit.errors import HistoryFormatError, ToolkitError
-from toolkit.histories.read import read_history
-from toolkit.histories.tables_activities import activities
-from toolkit.histories.tables_markers import markers
+from toolkit.histories.reading.read import read_history
+from toolkit.histories.tables.activity import activities
+from toolkit.histories.tables.marker import markers
 from toolkit.replay.commands import commands
 
 SEED = 12

@@ -18,7 +18,7 @@ import pytest
 from toolkit.agents.roles import PRESETS, detect_roles
 from toolkit.agents.step_commands import step_commands
 from toolkit.agents.turns import agent_steps, listings_per_turn
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 from toolkit.lab.adk_python.matrix import MATRIX_NAME, history_files, read_matrix
 from toolkit.lab.adk_python.scenarios import TOKEN_QUERY
 from toolkit.lab.pydantic_ai.envs import ENVIRONMENTS

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowHistory
 
-from toolkit.histories.read import read_history
-from toolkit.histories.tables_markers import markers
+from toolkit.histories.reading.read import read_history
+from toolkit.histories.tables.marker import markers
 from toolkit.lab.gallery import get_case, replay_with
 from toolkit.replay.commands import commands
 from toolkit.replay.divergence import first_divergence

@@ -26,7 +26,7 @@ from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer, Worker
 
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 from toolkit.replay.divergence import first_divergence
 from toolkit.replay.flags import history_flags
 from toolkit.replay.tasks import split_history

@@ -13,8 +13,8 @@ from temporalio.worker import Worker
 from test_divergence_dev import any_activity, plan_workflow
 
 from toolkit.errors import HistoryFormatError
-from toolkit.histories.batch import read_histories
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.batch import read_histories
+from toolkit.histories.reading.read import read_history
 from toolkit.replay.replayer import replay
 
 pytestmark = pytest.mark.server

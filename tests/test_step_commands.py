@@ -11,7 +11,7 @@ from toolkit.agents.roles import PRESETS, Roles
 from toolkit.agents.step_commands import STEP_COMMAND_COLUMNS, command_letter, step_commands
 from toolkit.agents.turns import listings_per_turn
 from toolkit.errors import ToolkitError
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 
 ROOT = Path(__file__).resolve().parents[1]
 TWIN = ROOT / "data" / "go_twin"

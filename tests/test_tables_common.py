@@ -18,10 +18,10 @@ from temporalio.api.enums.v1 import (
 
 from toolkit.errors import HistoryFormatError
 from toolkit.histories import read_histories, read_history, tables
+from toolkit.histories.columns.lazy import LazyAttributes, LazyPayloads
 from toolkit.histories.enums import canonical_enum
-from toolkit.histories.lazy import LazyAttributes, LazyPayloads
-from toolkit.histories.tables_build import canonical_of
-from toolkit.histories.tables_common import HISTORY_SCHEMA, canonical, event_rows
+from toolkit.histories.tables.build import canonical_of
+from toolkit.histories.tables.common import HISTORY_SCHEMA, canonical, event_rows
 
 ENUMS = (
     ParentClosePolicy, RetryState, SignalExternalWorkflowExecutionFailedCause,

@@ -38,12 +38,12 @@ __version__ = "0.1.0"
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
-    "HistoryBatch": "toolkit.histories.batch",
-    "read_histories": "toolkit.histories.batch",
-    "iter_histories": "toolkit.histories.batch",
-    "read_history": "toolkit.histories.read",
-    "fetch_history": "toolkit.histories.fetch",
-    "fetch_histories": "toolkit.histories.fetch",
+    "HistoryBatch": "toolkit.histories.reading.batch",
+    "read_histories": "toolkit.histories.reading.batch",
+    "iter_histories": "toolkit.histories.reading.batch",
+    "read_history": "toolkit.histories.reading.read",
+    "fetch_history": "toolkit.histories.reading.fetch",
+    "fetch_histories": "toolkit.histories.reading.fetch",
     "write_history": "toolkit.histories.write",
     "to_history": "toolkit.histories.write",
     "to_workflow_history": "toolkit.histories.write",
@@ -131,9 +131,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit.datasets.check import check_dataset, repair_dataset
     from toolkit.datasets.query import sql
     from toolkit.datasets.writer import DatasetWrite, write_dataset
-    from toolkit.histories.batch import HistoryBatch, iter_histories, read_histories
-    from toolkit.histories.fetch import fetch_histories, fetch_history
-    from toolkit.histories.read import read_history
+    from toolkit.histories.reading.batch import HistoryBatch, iter_histories, read_histories
+    from toolkit.histories.reading.fetch import fetch_histories, fetch_history
+    from toolkit.histories.reading.read import read_history
     from toolkit.histories.tables import (
         activities,
         child_workflows,

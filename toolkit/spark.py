@@ -41,7 +41,7 @@ from toolkit.datasets.layout import TABLES, file_schema
 from toolkit.datasets.manifest import RUNS_SCHEMA, commit_batch, new_batch_id, open_manifest
 from toolkit.datasets.tables import RUN_KEYS
 from toolkit.datasets.writer import DatasetWrite, _errors_frame, _keep, encode_files
-from toolkit.histories.batch import ERROR_COLUMNS, _is_history_file
+from toolkit.histories.reading.batch import ERROR_COLUMNS, _is_history_file
 
 __all__ = ["SparkHistories", "read_histories", "tables", "write_dataset"]
 

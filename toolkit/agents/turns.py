@@ -22,7 +22,7 @@ import orjson
 import pandas as pd
 
 from toolkit.agents.roles import Roles, resolve_roles
-from toolkit.histories.batch import find_history_files
+from toolkit.histories.reading.batch import find_history_files
 from toolkit.histories.versions import apply_versions, version_labels
 from toolkit.replay.commands import events_frame, iter_histories, per_source
 

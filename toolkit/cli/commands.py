@@ -226,7 +226,7 @@ def _tables_for(source: str | None, logs_file: str | None) -> tuple[dict[str, An
     """The tables for ``toolkit sql``, and how many history files could not be read."""
     import toolkit as tk
     from toolkit.datasets import is_dataset
-    from toolkit.histories.batch import find_history_files
+    from toolkit.histories.reading.batch import find_history_files
 
     tables: dict[str, Any] = {}
     unreadable = 0

@@ -23,7 +23,7 @@ _GAP = "  "
 
 def plain(value: Any) -> Any:
     """A cell as a JSON-ready value: lazy cells decoded, times ISO 8601, durations in seconds."""
-    if type(value).__module__ == "toolkit.histories.lazy":
+    if type(value).__module__ == "toolkit.histories.columns.lazy":
         value = value.value
     if _missing(value):
         return None

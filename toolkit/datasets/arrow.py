@@ -37,16 +37,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.histories.lazy import LazyAttributes, LazyExtra
+from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra
 
 __all__ = ["ARROW_TYPES", "json_text", "schema_of", "to_arrow"]
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 _FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_ENVELOPE = frozenset({"eventId", "eventTime", "eventType"})  # as toolkit.histories.lazy
+_ENVELOPE = frozenset({"eventId", "eventTime", "eventType"})  # as toolkit.histories.columns.lazy
 
-#: The derived tables' dtype names (``toolkit.histories.tables_common.build_frame``) -> Arrow.
+#: The derived tables' dtype names (``toolkit.histories.tables.common.build_frame``) -> Arrow.
 ARROW_TYPES: dict[str, pa.DataType] = {
     "object": pa.string(),
     "str": pa.string(),
@@ -75,7 +75,7 @@ def _fallback(value: Any) -> Any:
             "metadata": dict(value.metadata),
             "base64": _b64(bytes(value.data)),
         }
-    if hasattr(value, "value") and type(value).__module__ == "toolkit.histories.lazy":
+    if hasattr(value, "value") and type(value).__module__ == "toolkit.histories.columns.lazy":
         return value.value
     if isinstance(value, Mapping):
         return dict(value)
@@ -119,7 +119,7 @@ def json_text(value: Any) -> str | None:
         return None
     if type(value) in (LazyAttributes, LazyExtra):
         return _raw_json_text(value)
-    if type(value).__module__ == "toolkit.histories.lazy":
+    if type(value).__module__ == "toolkit.histories.columns.lazy":
         value = value.value
         if value is None:
             return None

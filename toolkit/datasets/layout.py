@@ -34,8 +34,8 @@ import pyarrow as pa
 
 from toolkit.datasets.arrow import schema_of
 from toolkit.histories.events import COLUMNS
-from toolkit.histories.tables_activities import ACTIVITY_COLUMNS
-from toolkit.histories.tables_workflow_tasks import WORKFLOW_TASK_COLUMNS
+from toolkit.histories.tables.activity import ACTIVITY_COLUMNS
+from toolkit.histories.tables.workflow_task import WORKFLOW_TASK_COLUMNS
 
 __all__ = [
     "FORMAT",

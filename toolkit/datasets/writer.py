@@ -39,10 +39,10 @@ from toolkit.datasets.manifest import FILES_SCHEMA, RUNS_SCHEMA, Manifest, prepa
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
 from toolkit.errors import HistoryFormatError, ToolkitError
 from toolkit.gc_pause import paused_gc
-from toolkit.histories.batch import ERROR_COLUMNS, error_row, find_history_files
 from toolkit.histories.events import HistoryParts, frame_from_parts
-from toolkit.histories.pool import run_chunks
-from toolkit.histories.read import read_history_parts
+from toolkit.histories.reading.batch import ERROR_COLUMNS, error_row, find_history_files
+from toolkit.histories.reading.pool import run_chunks
+from toolkit.histories.reading.read import read_history_parts
 
 __all__ = ["DatasetWrite", "EncodedBatch", "encode_files", "write_dataset"]
 
@@ -123,7 +123,7 @@ def write_dataset(
         80 events, 1.03 GB for 2,000).
     workers
         Processes decoding batches (``None``: one per core); the parent hashes files,
-        deduplicates runs and commits batches in order. See :mod:`toolkit.histories.pool`.
+        deduplicates runs and commits batches in order. See :mod:`toolkit.histories.reading.pool`.
     errors
         ``"collect"`` (default): unreadable files are listed in ``errors``; ``"raise"``: the
         first one raises.

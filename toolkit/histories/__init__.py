@@ -1,5 +1,20 @@
 """Workflow histories: read any exported dialect, fetch from a server, write back, derive tables.
 
+The package follows a history from bytes to tables, one folder per step:
+
+- ``reading/``: bytes from anywhere (``sources``: paths, gzip, file objects, SDK objects; with
+  the input limits), which container and dialect (``dialects``; ``wire`` for binary protobuf),
+  ``read`` (one source), ``batch`` and ``pool`` (many files, a frame per batch, processes),
+  ``sidecars`` (files next to histories that are not histories), ``fetch`` (a live server).
+- ``columns/``: the per-event column decoders (``from_json``, ``from_proto``, ``from_wire`` on
+  ``common``), the links between events (``links``) and the cells decoded on first use
+  (``lazy``, ``lazy_proto``).
+- the frame: ``events`` (columns -> the events DataFrame, schema below), ``views``, ``enums``,
+  ``payloads``, ``versions`` (version labels read from the history).
+- ``tables/``: derived tables (``activity``, ``workflow_task``, ``timer``, ``message``,
+  ``child``, ``marker`` built on ``common`` and ``build``).
+- ``write``: back to proto-JSON the Replayer accepts.
+
 The events frame
 ----------------
 :func:`toolkit.read_history` returns one row per event, sorted by ``history`` then ``event_id``.
@@ -79,10 +94,10 @@ Where each id comes from, first found wins:
     the started event's ``workflowType``.
 """
 
-from toolkit.histories.batch import HistoryBatch, iter_histories, read_histories
 from toolkit.histories.events import COLUMNS
-from toolkit.histories.fetch import fetch_histories, fetch_history
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.batch import HistoryBatch, iter_histories, read_histories
+from toolkit.histories.reading.fetch import fetch_histories, fetch_history
+from toolkit.histories.reading.read import read_history
 from toolkit.histories.write import to_history, to_workflow_history, write_history
 
 __all__ = [

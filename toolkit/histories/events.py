@@ -1,8 +1,8 @@
 """Column lists -> the events DataFrame (the schema is documented in :mod:`toolkit.histories`).
 
-The column builders (:mod:`~toolkit.histories.columns_json` and
-:mod:`~toolkit.histories.columns_proto`) produce numpy arrays; this module sorts them, adds the
-links one event learns from another (:mod:`~toolkit.histories.links`) and the history-level
+The column builders (:mod:`~toolkit.histories.columns.from_json` and
+:mod:`~toolkit.histories.columns.from_proto`) produce numpy arrays; this module sorts them, adds the
+links one event learns from another (:mod:`~toolkit.histories.columns.links`) and the history-level
 columns, and wraps everything in one DataFrame with the documented dtypes, built once.
 """
 
@@ -17,13 +17,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.errors import HistoryFormatError
-from toolkit.histories.columns_common import EventColumns
-from toolkit.histories.columns_json import json_columns
-from toolkit.histories.columns_proto import proto_columns
-from toolkit.histories.columns_wire import wire_columns
-from toolkit.histories.dialects import RawHistory, check_proto_events
-from toolkit.histories.links import copy_from_linked, fill_update_names, workflow_task_ordinals
-from toolkit.histories.wire import WireError
+from toolkit.histories.columns.common import EventColumns
+from toolkit.histories.columns.from_json import json_columns
+from toolkit.histories.columns.from_proto import proto_columns
+from toolkit.histories.columns.from_wire import wire_columns
+from toolkit.histories.columns.links import (
+    copy_from_linked,
+    fill_update_names,
+    workflow_task_ordinals,
+)
+from toolkit.histories.reading.dialects import RawHistory, check_proto_events
+from toolkit.histories.reading.wire import WireError
 
 __all__ = [
     "COLUMNS",

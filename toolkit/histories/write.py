@@ -23,7 +23,7 @@ from temporalio.api.history.v1 import History, HistoryEvent
 
 from toolkit.errors import HistoryFormatError
 from toolkit.histories import enums
-from toolkit.histories.lazy import LazyProto
+from toolkit.histories.columns.lazy import LazyProto
 from toolkit.histories.payloads import decode_payload
 
 __all__ = ["to_history", "to_workflow_history", "write_history"]

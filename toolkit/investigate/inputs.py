@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 
 from toolkit.errors import HistoryFormatError, ToolkitError
-from toolkit.histories.batch import find_history_files, read_histories
 from toolkit.histories.events import empty_events_frame
+from toolkit.histories.reading.batch import find_history_files, read_histories
 
 __all__ = ["ERRORS_COLUMNS", "Inputs", "gather"]
 
@@ -140,7 +140,7 @@ def gather(
     rows: list[dict[str, Any]] = []
     frames, files = _histories(_as_list(histories), rows)
     if server is not None:
-        from toolkit.histories.fetch import fetch_histories
+        from toolkit.histories.reading.fetch import fetch_histories
 
         fetched = fetch_histories(server, query, namespace=namespace)
         if len(fetched):

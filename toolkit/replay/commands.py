@@ -22,8 +22,8 @@ from typing import Any
 import pandas as pd
 
 from toolkit.errors import HistoryFormatError, ToolkitError
-from toolkit.histories.marker_details import patch_identity, version_identity
 from toolkit.histories.payloads import decode_payload
+from toolkit.histories.tables.marker_details import patch_identity, version_identity
 
 __all__ = [
     "COMMAND_KIND",
@@ -107,7 +107,9 @@ def events_frame(source: Any) -> pd.DataFrame:
                 expected="the frame toolkit.read_history returns",
             )
         return source
-    from toolkit.histories.read import read_history  # late: the loader imports heavier modules
+    from toolkit.histories.reading.read import (
+        read_history,  # late: the loader imports heavier modules
+    )
 
     return read_history(source)
 

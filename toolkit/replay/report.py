@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.errors import ToolkitError
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 from toolkit.replay.divergence import first_divergence
 from toolkit.replay.divergence_messages import core_message_matches
 from toolkit.replay.messages import parse_nondeterminism

@@ -8,9 +8,9 @@ import pandas as pd
 
 from toolkit.errors import HistoryFormatError
 from toolkit.gc_pause import paused_gc
-from toolkit.histories.dialects import split_histories
 from toolkit.histories.events import HistoryParts, frame_from_parts, history_parts
-from toolkit.histories.sources import IdsFromName, Source, open_source
+from toolkit.histories.reading.dialects import split_histories
+from toolkit.histories.reading.sources import IdsFromName, Source, open_source
 from toolkit.limits import MAX_BYTES, deepest_point
 
 __all__ = ["DECODER_DEPTH", "read_history", "read_history_parts"]
@@ -51,7 +51,7 @@ def read_history(
         A path (``.json``, ``.json.gz``, ``.bin``/``.binpb``, a Cloud export file), ``bytes``,
         JSON text, an open file, parsed JSON (``dict``/``list``), a
         ``temporalio.client.WorkflowHistory`` or a ``temporalio.api.history.v1.History``.
-        Every dialect in :mod:`toolkit.histories.dialects` is recognised automatically.
+        Every dialect in :mod:`toolkit.histories.reading.dialects` is recognised automatically.
     codec
         A ``temporalio.converter.PayloadCodec`` applied to payloads before decoding (for
         encrypted payloads); without it encrypted payloads stay opaque.

@@ -1,6 +1,6 @@
 """Binary ``History`` bytes -> column arrays, read straight from the wire format.
 
-The events, their times and their attributes are walked with :mod:`toolkit.histories.wire`
+The events, their times and their attributes are walked with :mod:`toolkit.histories.reading.wire`
 (numpy, a level at a time); each attributes field is routed to its column through a table built
 from the installed descriptors (attributes type x field number -> column), never by hand. The
 parsed protobuf ``History`` (which validated the bytes) backs the lazy ``attributes``/``extra``/
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from temporalio.api.history.v1 import HistoryEvent
 
-from toolkit.histories.columns_common import (
+from toolkit.histories.columns.common import (
     EventColumns,
     cause_name,
     failure_columns,
@@ -25,11 +25,10 @@ from toolkit.histories.columns_common import (
     retry_state_name,
     scatter,
 )
-from toolkit.histories.columns_proto import sparse_columns
-from toolkit.histories.dialects import RawHistory, bad_event_id
-from toolkit.histories.lazy import LazyEventPayloads, lazy_proto_cells
-from toolkit.histories.views import failure_view_from_proto
-from toolkit.histories.wire import (
+from toolkit.histories.columns.from_proto import sparse_columns
+from toolkit.histories.columns.lazy import LazyEventPayloads, lazy_proto_cells
+from toolkit.histories.reading.dialects import RawHistory, bad_event_id
+from toolkit.histories.reading.wire import (
     Fields,
     WireError,
     as_array,
@@ -38,6 +37,7 @@ from toolkit.histories.wire import (
     split_records,
     strings,
 )
+from toolkit.histories.views import failure_view_from_proto
 
 __all__ = ["wire_columns"]
 

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 from temporalio.api.enums.v1 import SignalExternalWorkflowExecutionFailedCause
 
-from toolkit.histories.tables_build import (
+from toolkit.histories.tables.build import (
     EntityJoin,
     Record,
     Records,
@@ -26,7 +26,7 @@ from toolkit.histories.tables_build import (
     record_failure,
     stamp,
 )
-from toolkit.histories.tables_common import (
+from toolkit.histories.tables.common import (
     EVENT_BASICS,
     HISTORY_SCHEMA,
     HistoryKey,

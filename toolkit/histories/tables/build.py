@@ -23,7 +23,7 @@ from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 from temporalio.api.enums.v1 import RetryState
 
 from toolkit.histories.enums import camel
-from toolkit.histories.tables_common import (
+from toolkit.histories.tables.common import (
     EVENT_BASICS,
     HistoryKey,
     attr,
@@ -168,7 +168,7 @@ class EntityJoin:
     link : str
         The frame column naming the opening event on ``others`` (``scheduled_event_id``).
     reads : tuple[str, ...]
-        Frame columns the table reads beyond :data:`~toolkit.histories.tables_common.EVENT_BASICS`.
+        Frame columns the table reads beyond :data:`~toolkit.histories.tables.common.EVENT_BASICS`.
     requires : tuple[str, ...]
         Frame columns the table cannot work without (beyond the always-needed ones).
     starts : Mapping[str, Any]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from toolkit.histories.tables_build import (
+from toolkit.histories.tables.build import (
     EntityJoin,
     Record,
     close,
@@ -15,7 +15,7 @@ from toolkit.histories.tables_build import (
     fill_once,
     stamp,
 )
-from toolkit.histories.tables_common import HISTORY_SCHEMA, attr, duration, nullable
+from toolkit.histories.tables.common import HISTORY_SCHEMA, attr, duration, nullable
 
 __all__ = ["TIMER_COLUMNS", "timers"]
 

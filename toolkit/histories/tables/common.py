@@ -4,7 +4,7 @@ Every table is built the same way: select the few event types it joins, walk the
 order, and fill one record per entity (activity, workflow task, timer, ...) keyed by the history it
 belongs to and the event id that opens it. Events whose opening event is missing (partial or
 corrupt histories) still get a record, with the opening fields left empty, so nothing is dropped.
-This module reads and converts values; :mod:`toolkit.histories.tables_build` fills the records.
+This module reads and converts values; :mod:`toolkit.histories.tables.build` fills the records.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pandas as pd
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
 from toolkit.errors import HistoryFormatError
+from toolkit.histories.columns.lazy import LazyCell
 from toolkit.histories.enums import canonical_enum
-from toolkit.histories.lazy import LazyCell
 
 __all__ = [
     "EVENT_BASICS",

@@ -33,10 +33,9 @@ from typing import Any
 
 import pandas as pd
 
-from toolkit.histories.marker_details import legacy_version, patch_identity, version_identity
 from toolkit.histories.payloads import decode_payloads
-from toolkit.histories.tables_build import Record, column_or_attribute, new_record, record_failure
-from toolkit.histories.tables_common import (
+from toolkit.histories.tables.build import Record, column_or_attribute, new_record, record_failure
+from toolkit.histories.tables.common import (
     EVENT_BASICS,
     HISTORY_SCHEMA,
     attr,
@@ -47,6 +46,7 @@ from toolkit.histories.tables_common import (
     nullable,
     to_int,
 )
+from toolkit.histories.tables.marker_details import legacy_version, patch_identity, version_identity
 
 __all__ = ["MARKER_COLUMNS", "markers"]
 

@@ -5,7 +5,7 @@ message type has is read with one C-level ``attrgetter`` pass and scattered into
 arrays. Field plans are derived from the installed descriptors, never written by hand.
 
 Used for histories that arrive as messages (``WorkflowHistory``, ``History``, a server fetch,
-Cloud exports) and for binary files the wire reader (:mod:`~toolkit.histories.columns_wire`)
+Cloud exports) and for binary files the wire reader (:mod:`~toolkit.histories.columns.from_wire`)
 declines; serialized ``History`` bytes normally go through the wire reader, which is faster.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.descriptor import Descriptor
 
-from toolkit.histories.columns_common import (
+from toolkit.histories.columns.common import (
     EventColumns,
     cause_name,
     failure_columns,
@@ -28,8 +28,8 @@ from toolkit.histories.columns_common import (
     scatter,
     type_info,
 )
-from toolkit.histories.dialects import RawHistory
-from toolkit.histories.lazy import LazyPayloads, lazy_proto_cells
+from toolkit.histories.columns.lazy import LazyPayloads, lazy_proto_cells
+from toolkit.histories.reading.dialects import RawHistory
 from toolkit.histories.views import failure_view_from_proto
 
 __all__ = ["proto_columns", "sparse_columns"]

@@ -13,12 +13,12 @@ Examples
 >>> acts[acts.outcome != "completed"][["activity_type", "attempt", "failure_message"]]
 """
 
-from toolkit.histories.tables_activities import ACTIVITY_COLUMNS, activities
-from toolkit.histories.tables_children import CHILD_WORKFLOW_COLUMNS, child_workflows
-from toolkit.histories.tables_markers import MARKER_COLUMNS, markers
-from toolkit.histories.tables_messages import SIGNAL_COLUMNS, UPDATE_COLUMNS, signals, updates
-from toolkit.histories.tables_timers import TIMER_COLUMNS, timers
-from toolkit.histories.tables_workflow_tasks import WORKFLOW_TASK_COLUMNS, workflow_tasks
+from toolkit.histories.tables.activity import ACTIVITY_COLUMNS, activities
+from toolkit.histories.tables.child import CHILD_WORKFLOW_COLUMNS, child_workflows
+from toolkit.histories.tables.marker import MARKER_COLUMNS, markers
+from toolkit.histories.tables.message import SIGNAL_COLUMNS, UPDATE_COLUMNS, signals, updates
+from toolkit.histories.tables.timer import TIMER_COLUMNS, timers
+from toolkit.histories.tables.workflow_task import WORKFLOW_TASK_COLUMNS, workflow_tasks
 
 __all__ = [
     "ACTIVITY_COLUMNS",

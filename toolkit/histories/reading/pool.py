@@ -2,9 +2,9 @@
 
 A worker decodes a whole chunk of files into one events frame and sends it back. The frame's
 ``attributes``, ``extra`` and payload cells normally pickle as their decoded values (see
-:mod:`toolkit.histories.lazy`), which would make the parent pay for decoding every event twice
-over; between processes of this pool they travel as what they are (the raw JSON they will decode
-from), so the parent receives what an in-process read gives, at the cost of copying bytes.
+:mod:`toolkit.histories.columns.lazy`), which would make the parent pay for decoding every event
+twice over; between processes of this pool they travel as what they are (the raw JSON they will
+decode from), so the parent receives what an in-process read gives, at the cost of copying bytes.
 
 Processes come from the ``forkserver`` start method (no fork of a threaded Jupyter kernel) and
 import the toolkit once per worker; a pool pays off from a few hundred files on. A script run
@@ -28,8 +28,8 @@ from typing import Any
 
 import msgspec
 
-from toolkit.histories.dialects import RawHistory
-from toolkit.histories.lazy import LazyAttributes, LazyExtra, LazyPayloads
+from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
+from toolkit.histories.reading.dialects import RawHistory
 
 __all__ = ["decode_chunks", "resolve_workers", "run_chunks"]
 
@@ -67,7 +67,7 @@ def run_chunks(
         return
     queued = chain(first, queued)
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["toolkit.histories.batch", "toolkit.datasets.writer"])
+    context.set_forkserver_preload(["toolkit.histories.reading.batch", "toolkit.datasets.writer"])
     with ProcessPoolExecutor(count, mp_context=context) as pool:
         pending = deque(pool.submit(function, chunk, *args) for chunk in islice(queued, count + 1))
         while pending:
@@ -95,8 +95,8 @@ def decode_chunks(
     chunks: list[list[Path]], raise_errors: bool, read_options: dict[str, Any], workers: int | None
 ) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
     """``(events frame, error rows)`` of each chunk of files, in order (see
-    :func:`toolkit.histories.batch.decode_files`)."""
-    from toolkit.histories.batch import decode_files
+    :func:`toolkit.histories.reading.batch.decode_files`)."""
+    from toolkit.histories.reading.batch import decode_files
 
     if resolve_workers(workers) <= 1 or len(chunks) <= 1:
         for chunk in chunks:

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 from temporalio.api.enums.v1 import TaskQueueKind, TimeoutType, WorkflowTaskFailedCause
 
-from toolkit.histories.tables_build import (
+from toolkit.histories.tables.build import (
     EntityJoin,
     Record,
     canonical_of,
@@ -25,7 +25,7 @@ from toolkit.histories.tables_build import (
     record_failure,
     stamp,
 )
-from toolkit.histories.tables_common import (
+from toolkit.histories.tables.common import (
     HISTORY_SCHEMA,
     HistoryKey,
     attr,

@@ -31,8 +31,8 @@ from temporalio.api.export.v1 import ExportedExecutions
 from temporalio.api.history.v1 import HistoryEvent
 
 from toolkit.errors import HistoryFormatError
-from toolkit.histories.lazy_proto import LazyHistoryEvents
-from toolkit.histories.sources import Source, describe
+from toolkit.histories.columns.lazy_proto import LazyHistoryEvents
+from toolkit.histories.reading.sources import Source, describe
 from toolkit.histories.views import tagged_document_decoder, typed_document_decoder
 
 __all__ = ["RawHistory", "bad_event_id", "check_proto_events", "split_histories"]

@@ -1,13 +1,13 @@
 """The events of a binary ``History``, parsed by the protobuf library only when first read.
 
-The binary loader reads its columns straight from the wire bytes (:mod:`toolkit.histories.wire`,
-which checks tags, wire types and lengths); the parsed messages are needed only for the lazy
-``attributes`` / ``extra`` / payload cells, the few failures and nested updates the columns take
-from them, and the fallback reader. Parsing the whole history up front cost about a fifth of a
-binary read, so it is deferred: one event at a time once the wire reader has found each event's
-byte range, the whole history otherwise. Bytes the protobuf library rejects then raise the same
-located ``HistoryFormatError`` as a damaged file at load, naming the event where known.
-"""
+The binary loader reads its columns straight from the wire bytes
+(:mod:`toolkit.histories.reading.wire`, which checks tags, wire types and lengths); the parsed
+messages are needed only for the lazy ``attributes`` / ``extra`` / payload cells, the few failures
+and nested updates the columns take from them, and the fallback reader. Parsing the whole history up
+front cost about a fifth of a binary read, so it is deferred: one event at a time once the wire
+reader has found each event's byte range, the whole history otherwise. Bytes the protobuf library
+rejects then raise the same located ``HistoryFormatError`` as a damaged file at load, naming the
+event where known. """
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import msgspec
 import numpy as np
 
 from toolkit.errors import HistoryFormatError
-from toolkit.histories.columns_common import (
+from toolkit.histories.columns.common import (
     NULL,
     BadFieldValue,
     EventColumns,
@@ -32,8 +32,8 @@ from toolkit.histories.columns_common import (
     retry_state_name,
     scatter,
 )
-from toolkit.histories.dialects import RawHistory
-from toolkit.histories.lazy import LazyPayloads, lazy_json_cells
+from toolkit.histories.columns.lazy import LazyPayloads, lazy_json_cells
+from toolkit.histories.reading.dialects import RawHistory
 from toolkit.histories.views import (
     ATTRIBUTE_VIEWS,
     TAGGED_EVENTS,

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 from temporalio.api.enums.v1 import TimeoutType
 
-from toolkit.histories.tables_build import (
+from toolkit.histories.tables.build import (
     RETRY_STATE,
     EntityJoin,
     Record,
@@ -19,7 +19,7 @@ from toolkit.histories.tables_build import (
     record_failure,
     stamp,
 )
-from toolkit.histories.tables_common import (
+from toolkit.histories.tables.common import (
     HISTORY_SCHEMA,
     attr,
     duration,

@@ -14,9 +14,9 @@ from tqdm.auto import tqdm
 from toolkit.errors import HistoryFormatError, ToolkitError
 from toolkit.gc_pause import paused_gc
 from toolkit.histories.events import HistoryParts, frame_from_parts
-from toolkit.histories.pool import decode_chunks
-from toolkit.histories.read import read_history_parts
-from toolkit.histories.sidecars import LAB_SIDECARS, sidecar_kind
+from toolkit.histories.reading.pool import decode_chunks
+from toolkit.histories.reading.read import read_history_parts
+from toolkit.histories.reading.sidecars import LAB_SIDECARS, sidecar_kind
 
 __all__ = [
     "HistoryBatch",
@@ -53,10 +53,11 @@ def _is_history_file(path: Path) -> bool:
 def find_history_files(paths: Any, skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
     """Expand a path, a directory (recursively), a glob pattern, or a list of them into files.
 
-    Files that are not histories by their name (:func:`toolkit.histories.sidecars.sidecar_kind`:
-    the lab's ``.meta.json``, ``.mcp.jsonl`` request logs, logs, notes) are left out, and listed
-    as ``(path, what it is)`` in ``skipped`` when a list is given. A file named explicitly is
-    left out only when it is one of the lab's sidecars; any other is tried.
+    Files that are not histories by their name
+    (:func:`toolkit.histories.reading.sidecars.sidecar_kind`: the lab's ``.meta.json``,
+    ``.mcp.jsonl`` request logs, logs, notes) are left out, and listed as ``(path, what it is)``
+    in ``skipped`` when a list is given. A file named explicitly is left out only when it is one
+    of the lab's sidecars; any other is tried.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

@@ -9,7 +9,7 @@ import pandas as pd
 from toolkit.errors import ServerError
 from toolkit.event_loop import run_sync
 from toolkit.histories.events import empty_events_frame
-from toolkit.histories.read import read_history
+from toolkit.histories.reading.read import read_history
 
 __all__ = ["fetch_histories", "fetch_histories_async", "fetch_history", "fetch_history_async"]
 
