@@ -3,6 +3,8 @@ versions."""
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -93,7 +95,11 @@ def plot_listings_per_turn(
     palette = matplotlib.colormaps[_PALETTES[len(categories) > 10]].colors
     colors = {c: palette[i % len(palette)] for i, c in enumerate(categories)}
     sizes = [max(1, drawn.loc[drawn["facet"] == f, "group"].nunique()) for f in facets]
-    width = 1.6 + sum(0.35 * max(1, len(categories)) * n + 0.3 for n in sizes)
+    # A cluster is as wide as its bars or its (wrapped) tick label, whichever needs more.
+    label_inches = 0.075 * max((len(line) for g in drawn["group"].unique()
+                                for line in _tick_text(g).splitlines()), default=0)
+    cluster = max(0.35 * max(1, len(categories)), label_inches + 0.15)
+    width = 1.6 + sum(cluster * n + 0.3 for n in sizes)
     figure = new_figure(max(5.0, width), 4.2)
     axes = figure.subplots(1, len(facets), sharey=True, squeeze=False,
                            width_ratios=sizes)[0]  # fmt: skip
@@ -107,7 +113,7 @@ def plot_listings_per_turn(
     axes[0].set_ylim(0, max(1.0, top) * 1.18 + 0.3)
     if categories:
         handles = [Patch(color=colors[c], label=str(c)) for c in categories]
-        figure.legend(handles=handles, title=human(bars), loc="outside right upper",
+        figure.legend(handles=handles, title=human(bars), loc="outside right center",
                       fontsize=9, title_fontsize=9, frameon=False)  # fmt: skip
     figure.suptitle(title or f"{human(value)} per {human(bars)}", fontsize=11)
     return figure
@@ -139,8 +145,16 @@ def _draw_panel(
                         fontsize=8)  # fmt: skip
     runs = drawn.groupby("group")["runs"].max()
     several = (runs > 1).any()
-    labels = [f"{g}\n{runs[g]} runs" if several else str(g) for g in groups]
-    rotate = max((len(str(g)) for g in groups), default=0) * len(groups) > 60
+    labels = [_tick_text(g) + (f"\n{runs[g]} runs" if several else "") for g in groups]
+    # Clusters are sized for their wrapped labels; only an unbreakable long word is rotated.
+    rotate = max((len(line) for g in groups for line in _tick_text(g).splitlines()),
+                 default=0) > 22
     ax.set_xticks(np.arange(len(groups)), labels, rotation=30 if rotate else 0,
                   ha="right" if rotate else "center", fontsize=8.5)  # fmt: skip
     ax.set_xlim(-0.6, len(groups) - 0.4)
+
+
+def _tick_text(group: object) -> str:
+    """A version label on at most a few short lines (labels such as ``temporal-python 1.30.0 ·
+    build 3a02e624`` would otherwise be rotated and collide)."""
+    return textwrap.fill(str(group), 22, break_long_words=False, break_on_hyphens=False)
