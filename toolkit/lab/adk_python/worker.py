@@ -11,15 +11,10 @@ toolset name the scenarios use (the factory connects to the URL the workflow pas
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import dataclasses
-import json
-import signal
-import sys
 from collections.abc import Sequence
 from typing import Any
 
+from toolkit.lab import lab_worker
 from toolkit.lab.adk_python.compat import PASSTHROUGH_MODULES, plugin_name, versions
 from toolkit.lab.model import register_scripted_model
 
@@ -46,45 +41,22 @@ def build_plugin() -> Any:
 
 def sandbox_runner() -> Any:
     """The default sandbox plus the pass-through modules old plugins do not add themselves."""
-    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-
-    runner = SandboxedWorkflowRunner()
-    return dataclasses.replace(
-        runner, restrictions=runner.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
-    )
+    return lab_worker.sandbox_runner(PASSTHROUGH_MODULES)
 
 
 async def run_worker(address: str, task_queue: str, identity: str) -> None:
     """Poll ``task_queue`` until SIGTERM/SIGINT."""
-    from temporalio.client import Client
-    from temporalio.worker import Worker
-
     from toolkit.lab.adk_python.workflow import LabAdkAgentWorkflow
 
     register_scripted_model()
-    client = await Client.connect(address, plugins=[build_plugin()])
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    worker = Worker(
-        client, task_queue=task_queue, workflows=[LabAdkAgentWorkflow],
-        workflow_runner=sandbox_runner(), identity=identity,
-    )
-    async with worker:
-        print(json.dumps({"ready": True, "identity": identity, **versions()}), flush=True)
-        await stop.wait()
+    await lab_worker.serve(address, task_queue, identity, LabAdkAgentWorkflow,
+                           client_plugins=[build_plugin()], passthrough=PASSTHROUGH_MODULES,
+                           versions=versions)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Recorder A worker (one version environment).")
-    parser.add_argument("--address", required=True, help="Temporal frontend, host:port")
-    parser.add_argument("--task-queue", required=True)
-    parser.add_argument("--identity", default=None)
-    args = parser.parse_args(argv)
-    identity = args.identity or f"lab-adk-worker@{versions()['google_adk']}"
-    asyncio.run(run_worker(args.address, args.task_queue, identity))
-    sys.exit(0)
+    lab_worker.main(argv, "Recorder A worker (one version environment).",
+                    lambda: f"lab-adk-worker@{versions()['google_adk']}", run_worker)
 
 
 if __name__ == "__main__":

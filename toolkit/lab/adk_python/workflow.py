@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
 
     from toolkit.lab.adk_python.compat import plugin_name
     from toolkit.lab.adk_python.scenarios import WORKFLOW_TYPE
+    from toolkit.lab.turn_workflow import TurnWorkflow
 
 __all__ = ["WORKFLOW_TYPE", "AgentSpec", "LabAdkAgentWorkflow", "ToolsetSpec"]
 
@@ -81,25 +82,8 @@ def _reply_text(event: Any) -> str | None:
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
-class LabAdkAgentWorkflow:
+class LabAdkAgentWorkflow(TurnWorkflow):
     """An ADK agent that answers one signalled user turn at a time."""
-
-    def __init__(self) -> None:
-        self._inbox: list[str] = []
-        self._replies: list[str] = []
-        self._finished = False
-
-    @workflow.signal
-    def user_turn(self, text: str) -> None:
-        self._inbox.append(text)
-
-    @workflow.signal
-    def finish(self) -> None:
-        self._finished = True
-
-    @workflow.query
-    def replies(self) -> list[str]:
-        return list(self._replies)
 
     @workflow.run
     async def run(self, spec: AgentSpec) -> list[str]:
@@ -118,15 +102,14 @@ class LabAdkAgentWorkflow:
         )
         runner = InMemoryRunner(agent=agent, app_name=APP_NAME)
         session = await runner.session_service.create_session(app_name=APP_NAME, user_id=USER_ID)
-        while True:
-            await workflow.wait_condition(lambda: bool(self._inbox) or self._finished)
-            if not self._inbox:
-                return list(self._replies)
-            text = self._inbox.pop(0)
+
+        async def answer(text: str) -> str:
             message = types.Content(role="user", parts=[types.Part(text=text)])
             reply = ""
             async for event in runner.run_async(
                 user_id=USER_ID, session_id=session.id, new_message=message
             ):
                 reply = _reply_text(event) or reply
-            self._replies.append(reply)
+            return reply
+
+        return await self.answer_turns(answer)

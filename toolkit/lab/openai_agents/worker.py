@@ -12,17 +12,12 @@ with ``"ready": true`` and its versions; SIGTERM or SIGINT shut it down graceful
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import dataclasses
-import json
 import os
-import signal
-import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from toolkit.lab import lab_worker
 from toolkit.lab.openai_agents.compat import (
     PASSTHROUGH_MODULES,
     has_mcp_v2,
@@ -64,41 +59,21 @@ def build_plugin() -> Any:
 
 def sandbox_runner() -> Any:
     """The default sandbox plus the lab's pass-through modules (the plugin adds its own)."""
-    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-
-    runner = SandboxedWorkflowRunner()
-    return dataclasses.replace(
-        runner, restrictions=runner.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES))
+    return lab_worker.sandbox_runner(PASSTHROUGH_MODULES)
 
 
 async def run_worker(address: str, task_queue: str, identity: str) -> None:
     """Poll ``task_queue`` until SIGTERM/SIGINT."""
-    from temporalio.client import Client
-    from temporalio.worker import Worker
-
     from toolkit.lab.openai_agents.workflow import LabOpenAIAgentWorkflow
 
-    client = await Client.connect(address, plugins=[build_plugin()])
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    worker = Worker(client, task_queue=task_queue, workflows=[LabOpenAIAgentWorkflow],
-                    workflow_runner=sandbox_runner(), identity=identity)
-    async with worker:
-        print(json.dumps({"ready": True, "identity": identity, **versions()}), flush=True)
-        await stop.wait()
+    await lab_worker.serve(address, task_queue, identity, LabOpenAIAgentWorkflow,
+                           client_plugins=[build_plugin()], passthrough=PASSTHROUGH_MODULES,
+                           versions=versions)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="OpenAI Agents lab worker (one environment).")
-    parser.add_argument("--address", required=True, help="Temporal frontend, host:port")
-    parser.add_argument("--task-queue", required=True)
-    parser.add_argument("--identity", default=None)
-    args = parser.parse_args(argv)
-    identity = args.identity or f"lab-openai-agents-worker@{versions()['openai_agents']}"
-    asyncio.run(run_worker(args.address, args.task_queue, identity))
-    sys.exit(0)
+    lab_worker.main(argv, "OpenAI Agents lab worker (one environment).",
+                    lambda: f"lab-openai-agents-worker@{versions()['openai_agents']}", run_worker)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
 
     from toolkit.lab.openai_agents.compat import integration_name
     from toolkit.lab.openai_agents.scenarios import WORKFLOW_TYPE
+    from toolkit.lab.turn_workflow import TurnWorkflow
 
 __all__ = ["AgentSpec", "LabOpenAIAgentWorkflow", "ServerSpec"]
 
@@ -59,25 +60,8 @@ def _activity_config(max_attempts: int) -> dict[str, Any]:
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
-class LabOpenAIAgentWorkflow:
+class LabOpenAIAgentWorkflow(TurnWorkflow):
     """An OpenAI agent that answers one signalled user turn at a time."""
-
-    def __init__(self) -> None:
-        self._inbox: list[str] = []
-        self._replies: list[str] = []
-        self._finished = False
-
-    @workflow.signal
-    def user_turn(self, text: str) -> None:
-        self._inbox.append(text)
-
-    @workflow.signal
-    def finish(self) -> None:
-        self._finished = True
-
-    @workflow.query
-    def replies(self) -> list[str]:
-        return list(self._replies)
 
     @workflow.run
     async def run(self, spec: AgentSpec) -> list[str]:
@@ -97,11 +81,12 @@ class LabOpenAIAgentWorkflow:
             mcp_servers=servers,
         )
         conversation: list[Any] = []
-        while True:
-            await workflow.wait_condition(lambda: bool(self._inbox) or self._finished)
-            if not self._inbox:
-                return list(self._replies)
-            conversation.append({"role": "user", "content": self._inbox.pop(0)})
+
+        async def answer(text: str) -> str:
+            nonlocal conversation
+            conversation.append({"role": "user", "content": text})
             result = await Runner.run(agent, conversation)
             conversation = result.to_input_list()
-            self._replies.append(str(result.final_output))
+            return str(result.final_output)
+
+        return await self.answer_turns(answer)

@@ -10,15 +10,10 @@ and its versions; SIGTERM or SIGINT shut it down gracefully.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import dataclasses
-import json
-import signal
-import sys
 from collections.abc import Sequence
 from typing import Any
 
+from toolkit.lab import lab_worker
 from toolkit.lab.pydantic_ai.agents import build_agents, versions
 
 __all__ = ["plugins", "sandbox_runner"]
@@ -31,44 +26,28 @@ def plugins() -> tuple[Any, list[Any]]:
     return PydanticAIPlugin(), [AgentPlugin(agent) for agent in build_agents().values()]
 
 
+PASSTHROUGH_MODULES = ("toolkit",)
+"""The lab's modules, passed through the sandbox (the plugin adds its own)."""
+
+
 def sandbox_runner() -> Any:
     """The default sandbox with the lab's modules passed through (the plugin adds its own)."""
-    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-
-    runner = SandboxedWorkflowRunner()
-    return dataclasses.replace(
-        runner, restrictions=runner.restrictions.with_passthrough_modules("toolkit"))
+    return lab_worker.sandbox_runner(PASSTHROUGH_MODULES)
 
 
 async def run_worker(address: str, task_queue: str, identity: str) -> None:
     """Poll ``task_queue`` until SIGTERM/SIGINT."""
-    from temporalio.client import Client
-    from temporalio.worker import Worker
-
     from toolkit.lab.pydantic_ai.workflow import LabPydanticAIAgentWorkflow
 
     client_plugin, agent_plugins = plugins()
-    client = await Client.connect(address, plugins=[client_plugin])
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    worker = Worker(client, task_queue=task_queue, workflows=[LabPydanticAIAgentWorkflow],
-                    workflow_runner=sandbox_runner(), identity=identity, plugins=agent_plugins)
-    async with worker:
-        print(json.dumps({"ready": True, "identity": identity, **versions()}), flush=True)
-        await stop.wait()
+    await lab_worker.serve(address, task_queue, identity, LabPydanticAIAgentWorkflow,
+                           client_plugins=[client_plugin], passthrough=PASSTHROUGH_MODULES,
+                           versions=versions, worker_plugins=agent_plugins)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="pydantic-ai lab worker (one environment).")
-    parser.add_argument("--address", required=True, help="Temporal frontend, host:port")
-    parser.add_argument("--task-queue", required=True)
-    parser.add_argument("--identity", default=None)
-    args = parser.parse_args(argv)
-    identity = args.identity or f"lab-pydantic-ai-worker@{versions()['pydantic_ai']}"
-    asyncio.run(run_worker(args.address, args.task_queue, identity))
-    sys.exit(0)
+    lab_worker.main(argv, "pydantic-ai lab worker (one environment).",
+                    lambda: f"lab-pydantic-ai-worker@{versions()['pydantic_ai']}", run_worker)
 
 
 if __name__ == "__main__":
