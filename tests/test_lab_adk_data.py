@@ -7,32 +7,21 @@ outcomes the matrix recorded for it.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from lab_recordings import load_recording, recordings_dir
 
 from toolkit.lab.adk_python.envs import ENVIRONMENTS, MAIN_ENV, environment
 from toolkit.lab.adk_python.matrix import MATRIX_NAME, history_files, read_matrix
 from toolkit.lab.adk_python.scenarios import SCENARIOS, TOKEN_QUERY, UPGRADES
 
-ADK_DIR = Path(__file__).resolve().parents[1] / "data" / "adk"
+ADK_DIR = recordings_dir("adk")
 LIST, MODEL, CALL = "weather-list-tools", "invoke_model", "weather-call-tool"
-
-if not (ADK_DIR / MATRIX_NAME).exists():
-    pytest.skip(f"no recorded data in {ADK_DIR} (run `make record`)", allow_module_level=True)
-
-
-def _load(env: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    path = ADK_DIR / env / f"{name}.json"
-    return (json.loads(path.read_text()),
-            json.loads(path.with_suffix(".meta.json").read_text()))
-
 
 def _parallel_listing(env: str) -> bool:
     """Whether ``env`` schedules its two toolsets' listings in one workflow task."""
-    history, _ = _load(env, "two_toolsets")
+    history, _ = load_recording(ADK_DIR, env, "two_toolsets")
     tasks = {}
     for event in history["events"]:
         attributes = event.get("activityTaskScheduledEventAttributes")
@@ -45,7 +34,7 @@ def _parallel_listing(env: str) -> bool:
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_every_scenario_is_recorded_with_the_pinned_versions(env: Any) -> None:
     for scenario in SCENARIOS:
-        history, meta = _load(env.name, scenario.name)
+        history, meta = load_recording(ADK_DIR, env.name, scenario.name)
         assert (meta["scenario"], meta["env"]) == (scenario.name, env.name)
         assert (meta["google_adk"], meta["temporalio"]) == (env.google_adk, env.temporalio)
         assert meta["events"] == len(history["events"]) and meta["run_id"]
@@ -54,7 +43,7 @@ def test_every_scenario_is_recorded_with_the_pinned_versions(env: Any) -> None:
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_listings_per_turn_follow_the_policy_of_the_version(env: Any) -> None:
-    _, meta = _load(env.name, "two_turns")
+    _, meta = load_recording(ADK_DIR, env.name, "two_turns")
     assert meta["status"] == "COMPLETED"
     if env.listing_policy == "per-step":  # google-adk < 1.29
         assert meta["activities"] == [LIST, MODEL, LIST, CALL, LIST, MODEL, LIST, MODEL, LIST]
@@ -66,7 +55,7 @@ def test_listings_per_turn_follow_the_policy_of_the_version(env: Any) -> None:
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_two_toolsets_on_one_endpoint_always_route_the_call_to_the_last(env: Any) -> None:
-    _, meta = _load(env.name, "two_toolsets")
+    _, meta = load_recording(ADK_DIR, env.name, "two_toolsets")
     assert meta["status"] == "COMPLETED"
     assert "weather-token-call-tool" in meta["activities"] and CALL not in meta["activities"]
     calls = [r for r in meta["mcp_requests"]["tools_sequence"] if r["mcp_method"] == "tools/call"]
@@ -75,7 +64,7 @@ def test_two_toolsets_on_one_endpoint_always_route_the_call_to_the_last(env: Any
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_a_server_listing_twice_fails_the_call(env: Any) -> None:
-    history, meta = _load(env.name, "list_twice")
+    history, meta = load_recording(ADK_DIR, env.name, "list_twice")
     assert meta["status"] == "FAILED"
     failures = [e["activityTaskFailedEventAttributes"]["failure"]["message"]
                 for e in history["events"] if "activityTaskFailedEventAttributes" in e]
@@ -84,7 +73,7 @@ def test_a_server_listing_twice_fails_the_call(env: Any) -> None:
 
 def test_rolling_upgrade_across_the_boundary_fails_the_workflow_task() -> None:
     upgrade = UPGRADES[0]
-    history, meta = _load(upgrade.before, upgrade.name)
+    history, meta = load_recording(ADK_DIR, upgrade.before, upgrade.name)
     assert environment(upgrade.before).listing_policy != environment(upgrade.after).listing_policy
     failed = [e["workflowTaskFailedEventAttributes"] for e in history["events"]
               if "workflowTaskFailedEventAttributes" in e]
@@ -99,7 +88,7 @@ def test_rolling_upgrade_across_the_boundary_fails_the_workflow_task() -> None:
 
 def test_rolling_upgrade_on_one_side_of_the_boundary_completes() -> None:
     upgrade = UPGRADES[1]
-    history, meta = _load(upgrade.before, upgrade.name)
+    history, meta = load_recording(ADK_DIR, upgrade.before, upgrade.name)
     assert environment(upgrade.before).listing_policy == environment(upgrade.after).listing_policy
     assert meta["status"] == "COMPLETED" and all(t["reply"] for t in meta["turns"])
     assert not any("workflowTaskFailedEventAttributes" in e for e in history["events"])

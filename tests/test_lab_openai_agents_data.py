@@ -10,10 +10,10 @@ scenario and release, the listings, what duplicate tool names do, the replay mat
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from lab_recordings import event_attributes, load_recording, recordings_dir
 
 from toolkit.agents.roles import PRESETS, detect_roles
 from toolkit.agents.step_commands import step_commands
@@ -25,7 +25,7 @@ from toolkit.lab.openai_agents.envs import ENVIRONMENTS, environment
 from toolkit.lab.openai_agents.scenarios import SCENARIOS, UPGRADES
 from toolkit.replay.divergence import first_divergence
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "openai_agents"
+DATA = recordings_dir("openai_agents")
 LIST, MODEL = "weather-stateless-list-tools", "invoke_model_activity"
 CALL = "weather-stateless-call-tool-v2"
 V2_LIST, V2_CALL = "temporalio.mcp.weather.list-tools", "temporalio.mcp.weather.call-tool"
@@ -35,20 +35,6 @@ DUPLICATE = (
     "`mcp_config={'include_server_in_tool_names': True}` on the agent to prefix tool names with "
     "their server name and avoid collisions.")
 
-if not (DATA / MATRIX_NAME).exists():
-    pytest.skip(f"no recorded data in {DATA} (run `make record`)", allow_module_level=True)
-
-
-def _load(env: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    path = DATA / env / f"{name}.json"
-    return (json.loads(path.read_text()),
-            json.loads(path.with_suffix(".meta.json").read_text()))
-
-
-def _attributes(history: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    return [e[key] for e in history["events"] if key in e]
-
-
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_every_scenario_is_recorded_with_the_pinned_versions(env: Any) -> None:
     recorded = {p.name for p in (DATA / env.name).glob("*.meta.json")}
@@ -56,7 +42,7 @@ def test_every_scenario_is_recorded_with_the_pinned_versions(env: Any) -> None:
         if scenario.mcp_v2 and not env.mcp_v2:  # the contrib integration has no MCP v2 servers
             assert f"{scenario.name}.meta.json" not in recorded
             continue
-        history, meta = _load(env.name, scenario.name)
+        history, meta = load_recording(DATA, env.name, scenario.name)
         assert (meta["scenario"], meta["env"]) == (scenario.name, env.name)
         assert (meta["openai_agents"], meta["temporalio"]) == (env.openai_agents, env.temporalio)
         contrib = env.integration == "temporalio"
@@ -67,11 +53,11 @@ def test_every_scenario_is_recorded_with_the_pinned_versions(env: Any) -> None:
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_every_release_lists_once_per_model_step_unless_cached(env: Any) -> None:
-    _, plain = _load(env.name, "two_turns")
+    _, plain = load_recording(DATA, env.name, "two_turns")
     assert plain["status"] == "COMPLETED"
     assert plain["activities"] == [LIST, MODEL, CALL, LIST, MODEL, LIST, MODEL]
     assert plain["listings_per_turn"] == [2, 1]
-    _, cached = _load(env.name, "two_turns_cached")
+    _, cached = load_recording(DATA, env.name, "two_turns_cached")
     assert cached["status"] == "COMPLETED"
     assert cached["activities"] == [LIST, MODEL, CALL, MODEL, MODEL]
     assert cached["listings_per_turn"] == [1, 0]
@@ -79,7 +65,7 @@ def test_every_release_lists_once_per_model_step_unless_cached(env: Any) -> None
 
 @pytest.mark.parametrize("env", [e for e in ENVIRONMENTS if e.mcp_v2], ids=lambda e: e.name)
 def test_mcp_v2_servers_list_once_per_workflow_by_default(env: Any) -> None:
-    _, meta = _load(env.name, "mcp_v2")
+    _, meta = load_recording(DATA, env.name, "mcp_v2")
     assert meta["status"] == "COMPLETED" and meta["temporalio_mcp"] == "0.2.0"
     assert meta["activities"] == [V2_LIST, MODEL, V2_CALL, MODEL, MODEL]
     assert meta["listings_per_turn"] == [1, 0]
@@ -104,7 +90,8 @@ def test_the_preset_reads_turns_steps_listings_and_calls(env: Any) -> None:
         assert steps["tool_call_activities"].iloc[0] == [call]
         assert steps["sequence"].tolist() == sequences and steps["other"].sum() == 0
         turns = listings_per_turn(path)
-        assert turns["listings"].tolist() == _load(env.name, name)[1]["listings_per_turn"]
+        meta = load_recording(DATA, env.name, name)[1]
+        assert turns["listings"].tolist() == meta["listings_per_turn"]
         assert turns["label"].unique().tolist() == [env.name]
         commands = step_commands(path)
         first = commands[(commands["turn"] == 1) & (commands["step"] == 1)].iloc[0]
@@ -113,22 +100,23 @@ def test_the_preset_reads_turns_steps_listings_and_calls(env: Any) -> None:
 
 def test_every_history_is_recognised_as_openai_agents() -> None:
     for path in history_files(DATA):
-        types = [a["activityType"]["name"] for a in
-                 _attributes(json.loads(path.read_text()), "activityTaskScheduledEventAttributes")]
+        history = json.loads(path.read_text())
+        types = [a["activityType"]["name"]
+                 for a in event_attributes(history, "activityTaskScheduledEventAttributes")]
         assert detect_roles(types) is PRESETS["openai_agents"], path
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 @pytest.mark.parametrize("name", ["two_servers", "same_server_twice"])
 def test_duplicate_names_across_servers_fail_the_workflow_task(env: Any, name: str) -> None:
-    history, meta = _load(env.name, name)
+    history, meta = load_recording(DATA, env.name, name)
     # Raised inside workflow code: the workflow task fails and retries, no activity fails.
-    failed = _attributes(history, "workflowTaskFailedEventAttributes")
+    failed = event_attributes(history, "workflowTaskFailedEventAttributes")
     assert failed and {f["cause"] for f in failed} == {
         "WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE"}
     assert {(f["failure"]["applicationFailureInfo"]["type"], f["failure"]["message"])
             for f in failed} == {("UserError", DUPLICATE)}
-    assert not _attributes(history, "activityTaskFailedEventAttributes")
+    assert not event_attributes(history, "activityTaskFailedEventAttributes")
     second = "weather-token-stateless-list-tools" if name == "two_servers" else LIST
     assert meta["activities"] == [LIST, second]  # both listed, then nothing more
     assert meta["turns"][0]["status"] == "WORKFLOW_TASK_FAILED"
@@ -140,25 +128,25 @@ def test_duplicate_names_across_servers_fail_the_workflow_task(env: Any, name: s
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_a_server_listing_every_tool_twice_is_silently_accepted(env: Any) -> None:
-    history, meta = _load(env.name, "list_twice")
+    history, meta = load_recording(DATA, env.name, "list_twice")
     assert meta["status"] == "COMPLETED" and meta["turns"][0]["reply"].startswith("get_weather")
     assert meta["activities"].count(CALL) == 1
-    assert not _attributes(history, "workflowTaskFailedEventAttributes")
+    assert not event_attributes(history, "workflowTaskFailedEventAttributes")
 
 
 def test_rolling_upgrade_across_the_integration_move_completes() -> None:
     upgrade = UPGRADES[0]
-    history, meta = _load(upgrade.before, upgrade.name)
+    history, meta = load_recording(DATA, upgrade.before, upgrade.name)
     assert meta["integration_module"] == "temporalio.contrib.openai_agents"
     assert meta["versions_after"]["integration_module"] == "temporalio.openai_agents"
     assert meta["status"] == "COMPLETED" and all(t["reply"] for t in meta["turns"])
     assert meta["listings_per_turn"] == [2, 1]
-    assert not _attributes(history, "workflowTaskFailedEventAttributes")
+    assert not event_attributes(history, "workflowTaskFailedEventAttributes")
 
 
 def _written_by_standalone(row: dict[str, str]) -> bool:
     """Whether the history's last worker ran the temporalio-openai-agents package."""
-    _, meta = _load(*row["history"].removesuffix(".json").split("/"))
+    _, meta = load_recording(DATA, *row["history"].removesuffix(".json").split("/"))
     last = meta.get("versions_after", meta)
     return bool(last["integration_module"] == "temporalio.openai_agents")
 

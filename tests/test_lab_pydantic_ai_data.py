@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lab_recordings import event_attributes, load_recording, recordings_dir
 
 from toolkit.agents.roles import PRESETS, detect_roles
 from toolkit.agents.step_commands import step_commands
@@ -24,25 +25,11 @@ from toolkit.lab.adk_python.scenarios import TOKEN_QUERY
 from toolkit.lab.pydantic_ai.envs import ENVIRONMENTS
 from toolkit.lab.pydantic_ai.scenarios import SCENARIOS, UPGRADES
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "pydantic_ai"
+DATA = recordings_dir("pydantic_ai")
 CONFLICT = (
     "MCPToolset 'weather_token' defines a tool whose name conflicts with existing tool from "
     "MCPToolset 'weather': 'get_weather'. Rename the tool or wrap the toolset in a "
     "`PrefixedToolset` to avoid name conflicts.")
-
-if not (DATA / MATRIX_NAME).exists():
-    pytest.skip(f"no recorded data in {DATA} (run `make record`)", allow_module_level=True)
-
-
-def _load(env: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    path = DATA / env / f"{name}.json"
-    return (json.loads(path.read_text()),
-            json.loads(path.with_suffix(".meta.json").read_text()))
-
-
-def _attributes(history: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    return [e[key] for e in history["events"] if key in e]
-
 
 def _names(agent: str) -> tuple[str, str, str]:
     prefix = f"agent__{agent}"
@@ -59,7 +46,7 @@ def _caches_per_process(env: Any) -> bool:
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_every_scenario_is_recorded_with_the_pinned_versions(env: Any) -> None:
     for scenario in SCENARIOS:
-        history, meta = _load(env.name, scenario.name)
+        history, meta = load_recording(DATA, env.name, scenario.name)
         assert (meta["scenario"], meta["env"]) == (scenario.name, env.name)
         assert (meta["pydantic_ai"], meta["temporalio"]) == (env.pydantic_ai, env.temporalio)
         assert meta["events"] == len(history["events"]) and meta["run_id"]
@@ -68,7 +55,7 @@ def test_every_scenario_is_recorded_with_the_pinned_versions(env: Any) -> None:
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_listings_per_turn_per_release(env: Any) -> None:
     get_tools, model, call = _names("two_turns")
-    _, cached = _load(env.name, "two_turns")
+    _, cached = load_recording(DATA, env.name, "two_turns")
     assert cached["status"] == "COMPLETED"
     if _caches_per_process(env):
         assert cached["activities"] == [get_tools, model, call, model, model]
@@ -77,7 +64,7 @@ def test_listings_per_turn_per_release(env: Any) -> None:
         assert cached["activities"] == [get_tools, model, call, model, get_tools, model]
         assert cached["listings_per_turn"] == [1, 1]
     get_tools, model, call = _names("two_turns_uncached")
-    _, uncached = _load(env.name, "two_turns_uncached")
+    _, uncached = load_recording(DATA, env.name, "two_turns_uncached")
     assert uncached["activities"] == [get_tools, model, call, get_tools, model, get_tools, model]
     assert uncached["listings_per_turn"] == [2, 1]
 
@@ -94,7 +81,8 @@ def test_the_preset_reads_turns_steps_listings_and_calls(env: Any) -> None:
         assert steps["tool_calls"].tolist() == [1, 0, 0] and steps["other"].sum() == 0
         assert steps["tool_call_activities"].iloc[0] == [_names(name)[2]]
         turns = listings_per_turn(path)
-        assert turns["listings"].tolist() == _load(env.name, name)[1]["listings_per_turn"]
+        meta = load_recording(DATA, env.name, name)[1]
+        assert turns["listings"].tolist() == meta["listings_per_turn"]
         assert turns["label"].unique().tolist() == [env.name]
         commands = step_commands(path)
         first = commands[(commands["turn"] == 1) & (commands["step"] == 1)].iloc[0]
@@ -103,21 +91,22 @@ def test_the_preset_reads_turns_steps_listings_and_calls(env: Any) -> None:
 
 def test_every_history_is_recognised_as_pydantic_ai() -> None:
     for path in history_files(DATA):
-        types = [a["activityType"]["name"] for a in
-                 _attributes(json.loads(path.read_text()), "activityTaskScheduledEventAttributes")]
+        history = json.loads(path.read_text())
+        types = [a["activityType"]["name"]
+                 for a in event_attributes(history, "activityTaskScheduledEventAttributes")]
         assert detect_roles(types) is PRESETS["pydantic_ai"], path
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_two_toolsets_on_one_endpoint_fail_the_workflow(env: Any) -> None:
-    history, meta = _load(env.name, "two_servers")
+    history, meta = load_recording(DATA, env.name, "two_servers")
     # UserError is one of the plugin's workflow failure types: the run fails at once, before
     # any model request, after both toolsets listed their tools.
     assert meta["status"] == "FAILED"
-    failed = _attributes(history, "workflowExecutionFailedEventAttributes")
+    failed = event_attributes(history, "workflowExecutionFailedEventAttributes")
     assert [(f["failure"]["applicationFailureInfo"]["type"], f["failure"]["message"])
             for f in failed] == [("UserError", CONFLICT)]
-    assert not _attributes(history, "workflowTaskFailedEventAttributes")
+    assert not event_attributes(history, "workflowTaskFailedEventAttributes")
     assert meta["activities"] == ["agent__two_servers__mcp_server__weather__get_tools",
                                   "agent__two_servers__mcp_server__weather_token__get_tools"]
     assert [r["query"] for r in meta["mcp_requests"]["tools_sequence"]] == ["", TOKEN_QUERY]
@@ -125,17 +114,17 @@ def test_two_toolsets_on_one_endpoint_fail_the_workflow(env: Any) -> None:
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_a_server_listing_every_tool_twice_is_silently_accepted(env: Any) -> None:
-    history, meta = _load(env.name, "list_twice")
+    history, meta = load_recording(DATA, env.name, "list_twice")
     assert meta["status"] == "COMPLETED" and meta["turns"][0]["reply"].startswith("get_weather")
     assert meta["activities"].count(_names("list_twice")[2]) == 1
-    assert not _attributes(history, "activityTaskFailedEventAttributes")
+    assert not event_attributes(history, "activityTaskFailedEventAttributes")
 
 
 def test_rolling_upgrade_across_the_listing_change_fails_the_workflow_task() -> None:
     upgrade = UPGRADES[0]
-    history, meta = _load(upgrade.before, upgrade.name)
+    history, meta = load_recording(DATA, upgrade.before, upgrade.name)
     assert [t["status"] for t in meta["turns"]] == ["RUNNING", "RUNNING", "WORKFLOW_TASK_FAILED"]
-    failed = _attributes(history, "workflowTaskFailedEventAttributes")
+    failed = event_attributes(history, "workflowTaskFailedEventAttributes")
     assert [f["cause"] for f in failed] == ["WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR"]
     assert failed[0]["failure"]["message"] == (
         "[TMPRL1100] Nondeterminism error: Activity type of scheduled event "
@@ -145,14 +134,15 @@ def test_rolling_upgrade_across_the_listing_change_fails_the_workflow_task() -> 
 
 def test_rolling_upgrade_with_the_same_listings_completes() -> None:
     upgrade = UPGRADES[1]
-    history, meta = _load(upgrade.before, upgrade.name)
+    history, meta = load_recording(DATA, upgrade.before, upgrade.name)
     assert meta["status"] == "COMPLETED" and all(t["reply"] for t in meta["turns"])
     assert meta["listings_per_turn"] == [1, 1, 1]
-    assert not _attributes(history, "workflowTaskFailedEventAttributes")
+    assert not event_attributes(history, "workflowTaskFailedEventAttributes")
 
 
 def _agent(history: Path) -> str:
-    scheduled = _attributes(json.loads(history.read_text()), "activityTaskScheduledEventAttributes")
+    scheduled = event_attributes(json.loads(history.read_text()),
+                                 "activityTaskScheduledEventAttributes")
     return str(scheduled[0]["activityType"]["name"].split("__")[1])
 
 
@@ -166,7 +156,7 @@ def _expected_outcome(row: dict[str, str], envs: dict[str, Any], cached: set[str
     2.40.0 on each run lists once; histories whose second turn reused the cache then fail.
     """
     history = DATA / row["history"]
-    _, meta = _load(*row["history"].removesuffix(".json").split("/"))
+    _, meta = load_recording(DATA, *row["history"].removesuffix(".json").split("/"))
     old_replayer = _caches_per_process(envs[row["replayer_env"]])
     # The releases whose commands the history holds (a failed workflow task adds none).
     writers = {_caches_per_process(envs[meta["env"]])}
