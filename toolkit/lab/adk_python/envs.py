@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from toolkit.errors import LabError
+from toolkit.lab.lookup import by_name
 from toolkit.lab.processes import REPO_ROOT, process_env
 
 __all__ = [
@@ -41,8 +42,25 @@ class VersionEnvironment(Protocol):
     def python(self, venvs_dir: Path = ...) -> Path: ...
 
 
+class VenvPaths:
+    """Where a version environment (a dataclass with ``name`` and ``main``) lives: the
+    project's own interpreter for the main environment, else ``<venvs_dir>/<name>``."""
+
+    name: str
+    main: bool
+
+    def venv_dir(self, venvs_dir: Path = VENVS_DIR) -> Path:
+        return Path(sys.prefix) if self.main else venvs_dir / self.name
+
+    def python(self, venvs_dir: Path = VENVS_DIR) -> Path:
+        """The interpreter of this environment."""
+        if self.main:
+            return Path(sys.executable)
+        return self.venv_dir(venvs_dir) / "bin" / "python"
+
+
 @dataclass(frozen=True)
-class AdkEnvironment:
+class AdkEnvironment(VenvPaths):
     """A google-adk / temporalio pair and where its interpreter lives.
 
     Attributes
@@ -69,14 +87,6 @@ class AdkEnvironment:
         major, minor = (int(p) for p in self.google_adk.split(".")[:2])
         return "per-step" if (major, minor) < (1, 29) else "cached"
 
-    def venv_dir(self, venvs_dir: Path = VENVS_DIR) -> Path:
-        return Path(sys.prefix) if self.main else venvs_dir / self.name
-
-    def python(self, venvs_dir: Path = VENVS_DIR) -> Path:
-        """The interpreter of this environment."""
-        if self.main:
-            return Path(sys.executable)
-        return self.venv_dir(venvs_dir) / "bin" / "python"
 
 
 def _pair(google_adk: str, temporalio: str, *extra: str) -> AdkEnvironment:
@@ -112,11 +122,7 @@ def environment(name: str) -> AdkEnvironment:
     LabError
         For an unknown name (the message lists the known ones).
     """
-    for env in ENVIRONMENTS:
-        if env.name == name:
-            return env
-    raise LabError(f"unknown ADK environment {name!r}; expected one of "
-                   + ", ".join(e.name for e in ENVIRONMENTS))
+    return by_name(ENVIRONMENTS, name, "ADK environment")
 
 
 def ensure_environment(env: VersionEnvironment, venvs_dir: Path = VENVS_DIR) -> Path:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolkit.lab.lookup import by_name
+
 __all__ = ["SCENARIOS", "UPGRADES", "WORKFLOW_TYPE", "Scenario", "Upgrade", "scenario"]
 
 WORKFLOW_TYPE = "LabAdkAgent"
@@ -97,10 +99,4 @@ def scenario(name: str) -> Scenario:
     LabError
         For an unknown name (the message lists the known ones).
     """
-    for candidate in SCENARIOS:
-        if candidate.name == name:
-            return candidate
-    from toolkit.errors import LabError
-
-    raise LabError(f"unknown scenario {name!r}; expected one of "
-                   + ", ".join(s.name for s in SCENARIOS))
+    return by_name(SCENARIOS, name, "scenario")

@@ -19,18 +19,16 @@ under ``data/venvs/<name>`` (gitignored), built from the exact pins below; the p
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from toolkit.errors import LabError
-from toolkit.lab.adk_python.envs import VENVS_DIR
+from toolkit.lab.adk_python.envs import VenvPaths
+from toolkit.lab.lookup import by_name
 
 __all__ = ["ENVIRONMENTS", "AgentsEnvironment", "environment"]
 
 
 @dataclass(frozen=True)
-class AgentsEnvironment:
+class AgentsEnvironment(VenvPaths):
     """An openai-agents release with the integration that accepts it.
 
     Attributes
@@ -54,13 +52,6 @@ class AgentsEnvironment:
     requirements: tuple[str, ...]
     mcp_v2: bool = False
     main: bool = False
-
-    def venv_dir(self, venvs_dir: Path = VENVS_DIR) -> Path:
-        return Path(sys.prefix) if self.main else venvs_dir / self.name
-
-    def python(self, venvs_dir: Path = VENVS_DIR) -> Path:
-        """The interpreter of this environment."""
-        return self.venv_dir(venvs_dir) / "bin" / "python"
 
 
 def _contrib(openai_agents: str, temporalio: str, *extra: str) -> AgentsEnvironment:
@@ -100,8 +91,4 @@ def environment(name: str) -> AgentsEnvironment:
     LabError
         For an unknown name (the message lists the known ones).
     """
-    for env in ENVIRONMENTS:
-        if env.name == name:
-            return env
-    raise LabError(f"unknown OpenAI Agents environment {name!r}; expected one of "
-                   + ", ".join(e.name for e in ENVIRONMENTS))
+    return by_name(ENVIRONMENTS, name, "OpenAI Agents environment")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolkit.errors import LabError
 from toolkit.lab.adk_python.scenarios import PLAIN_TURN, TOKEN_QUERY, TOOL_TURN
+from toolkit.lab.lookup import by_name
 
 __all__ = ["SCENARIOS", "SERVER_NAMES", "UPGRADES", "WORKFLOW_TYPE", "Scenario", "Upgrade",
            "scenario"]
@@ -113,8 +113,4 @@ def scenario(name: str) -> Scenario:
     LabError
         For an unknown name (the message lists the known ones).
     """
-    for candidate in SCENARIOS:
-        if candidate.name == name:
-            return candidate
-    raise LabError(f"unknown scenario {name!r}; expected one of "
-                   + ", ".join(s.name for s in SCENARIOS))
+    return by_name(SCENARIOS, name, "scenario")

@@ -10,18 +10,16 @@ naming into ``TemporalOperationNamer`` (the names stayed). Environments live und
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from toolkit.errors import LabError
-from toolkit.lab.adk_python.envs import VENVS_DIR
+from toolkit.lab.adk_python.envs import VenvPaths
+from toolkit.lab.lookup import by_name
 
 __all__ = ["ENVIRONMENTS", "PydanticAIEnvironment", "environment"]
 
 
 @dataclass(frozen=True)
-class PydanticAIEnvironment:
+class PydanticAIEnvironment(VenvPaths):
     """A pydantic-ai release with temporalio.
 
     Attributes
@@ -39,13 +37,6 @@ class PydanticAIEnvironment:
     temporalio: str
     requirements: tuple[str, ...]
     main: bool = False
-
-    def venv_dir(self, venvs_dir: Path = VENVS_DIR) -> Path:
-        return Path(sys.prefix) if self.main else venvs_dir / self.name
-
-    def python(self, venvs_dir: Path = VENVS_DIR) -> Path:
-        """The interpreter of this environment."""
-        return self.venv_dir(venvs_dir) / "bin" / "python"
 
 
 def _release(pydantic_ai: str, *extra: str, temporalio: str = "1.35.0") -> PydanticAIEnvironment:
@@ -76,8 +67,4 @@ def environment(name: str) -> PydanticAIEnvironment:
     LabError
         For an unknown name (the message lists the known ones).
     """
-    for env in ENVIRONMENTS:
-        if env.name == name:
-            return env
-    raise LabError(f"unknown pydantic-ai environment {name!r}; expected one of "
-                   + ", ".join(e.name for e in ENVIRONMENTS))
+    return by_name(ENVIRONMENTS, name, "pydantic-ai environment")

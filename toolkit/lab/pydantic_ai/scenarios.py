@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolkit.errors import LabError
 from toolkit.lab.adk_python.scenarios import PLAIN_TURN, TOKEN_QUERY, TOOL_TURN
+from toolkit.lab.lookup import by_name
 
 __all__ = ["MCP_TWICE_URL_ENV", "MCP_URL_ENV", "SCENARIOS", "UPGRADES", "WORKFLOW_TYPE",
            "Scenario", "Upgrade", "scenario"]
@@ -105,8 +105,4 @@ def scenario(name: str) -> Scenario:
     LabError
         For an unknown name (the message lists the known ones).
     """
-    for candidate in SCENARIOS:
-        if candidate.name == name:
-            return candidate
-    raise LabError(f"unknown scenario {name!r}; expected one of "
-                   + ", ".join(s.name for s in SCENARIOS))
+    return by_name(SCENARIOS, name, "scenario")
