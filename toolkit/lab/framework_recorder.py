@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import re
 import tempfile
 import time
 import uuid
@@ -37,7 +35,7 @@ from toolkit.lab.adk_python import driver
 from toolkit.lab.adk_python.envs import VersionEnvironment
 from toolkit.lab.adk_python.matrix import build_matrix
 from toolkit.lab.adk_python.processes import WorkerProcess
-from toolkit.lab.adk_python.recorder import _request_summary, activity_sequence
+from toolkit.lab.adk_python.recorder import _request_summary, listings_per_turn, write_recording
 from toolkit.lab.mcp_server import McpServer
 
 __all__ = ["Framework", "Scenario", "listings_per_turn", "record_all", "record_env",
@@ -113,21 +111,6 @@ class Framework:
     version_keys: tuple[str, ...]
     applies: Callable[[Any, Any], bool] | None = None
     mcp_env: tuple[str, str] | None = None
-
-
-def listings_per_turn(history: dict[str, Any], listing: str) -> list[int]:
-    """Listing activities (type matching ``listing`` in full) scheduled after each ``user_turn``
-    signal, before the next."""
-    pattern = re.compile(listing)
-    counts: list[int] = []
-    for event in history["events"]:
-        signal = event.get("workflowExecutionSignaledEventAttributes")
-        if signal and signal.get("signalName") == "user_turn":
-            counts.append(0)
-        scheduled = event.get("activityTaskScheduledEventAttributes")
-        if scheduled and counts and pattern.fullmatch(scheduled["activityType"]["name"]):
-            counts[-1] += 1
-    return counts
 
 
 def _versions(framework: Framework, info: dict[str, Any]) -> dict[str, Any]:
@@ -217,19 +200,8 @@ async def _run_scenario(framework: Framework, client: Client, address: str,
                     "run_seconds": round(time.monotonic() - began, 3)},
         "mcp_requests": _request_summary(servers.requests),
     }
-    return _write(out_dir / env.name / f"{scenario.name}.json", history, meta,
-                  framework.listing)
-
-
-def _write(out: Path, history: dict[str, Any], meta: dict[str, Any], listing: str) -> Path:
-    """The history as exported, and its metadata with the activity sequence and listings."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
-    meta = {**meta, "activities": activity_sequence(history),
-            "listings_per_turn": listings_per_turn(history, listing),
-            "events": len(history["events"])}
-    out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    return out
+    return write_recording(out_dir / env.name / f"{scenario.name}.json", history, meta,
+                           framework.listing)
 
 
 async def record_env(framework: Framework, env: VersionEnvironment, address: str,
@@ -292,8 +264,8 @@ async def record_upgrade(framework: Framework, upgrade: Upgrade, address: str, o
                     "run_seconds": round(time.monotonic() - began, 3)},
         "mcp_requests": _request_summary(requests),
     }
-    return _write(out_dir / before.name / f"{upgrade.name}.json", history, meta,
-                  framework.listing)
+    return write_recording(out_dir / before.name / f"{upgrade.name}.json", history, meta,
+                           framework.listing)
 
 
 def record_all(framework: Framework, data_dir: Path, address: str,

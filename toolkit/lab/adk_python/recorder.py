@@ -11,6 +11,7 @@ there too.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import time
 import uuid
@@ -29,7 +30,7 @@ from toolkit.lab.model import SCRIPTED_MODEL_NAME
 
 __all__ = [
     "activity_sequence", "agent_spec", "listings_per_turn", "record_env", "record_upgrade",
-    "scenario_mcp_server", "send_turns",
+    "scenario_mcp_server", "send_turns", "write_recording",
 ]
 
 
@@ -42,15 +43,21 @@ def activity_sequence(history: dict[str, Any]) -> list[str]:
     ]
 
 
-def listings_per_turn(history: dict[str, Any]) -> list[int]:
-    """``*-list-tools`` activities scheduled after each ``user_turn`` signal (before the next)."""
+LISTING = r"(?s).*-list-tools"
+"""ADK's listing activity types (``<toolset>-list-tools``), as a full-match expression."""
+
+
+def listings_per_turn(history: dict[str, Any], listing: str = LISTING) -> list[int]:
+    """Listing activities (type matching ``listing`` in full) scheduled after each ``user_turn``
+    signal, before the next."""
+    pattern = re.compile(listing)
     counts: list[int] = []
     for event in history["events"]:
         signal = event.get("workflowExecutionSignaledEventAttributes")
         if signal and signal.get("signalName") == "user_turn":
             counts.append(0)
         scheduled = event.get("activityTaskScheduledEventAttributes")
-        if scheduled and counts and scheduled["activityType"]["name"].endswith("-list-tools"):
+        if scheduled and counts and pattern.fullmatch(scheduled["activityType"]["name"]):
             counts[-1] += 1
     return counts
 
@@ -71,11 +78,15 @@ def _request_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _write(out: Path, history: dict[str, Any], meta: dict[str, Any]) -> Path:
+def write_recording(out: Path, history: dict[str, Any], meta: dict[str, Any],
+                    listing: str = LISTING) -> Path:
+    """The history as exported, and its metadata with the activity sequence and the listings
+    per turn (activity types matching ``listing``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(history, indent=1) + "\n", encoding="utf-8")
     meta = {**meta, "activities": activity_sequence(history),
-            "listings_per_turn": listings_per_turn(history), "events": len(history["events"])}
+            "listings_per_turn": listings_per_turn(history, listing),
+            "events": len(history["events"])}
     out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     return out
 
@@ -131,7 +142,7 @@ async def _run_scenario(
                     "run_seconds": round(run_seconds, 3)},
         "mcp_requests": _request_summary(requests),
     }
-    return _write(out_dir / env.name / f"{scenario.name}.json", history, meta)
+    return write_recording(out_dir / env.name / f"{scenario.name}.json", history, meta)
 
 
 async def record_env(
@@ -201,4 +212,4 @@ async def record_upgrade(
                     "run_seconds": round(time.monotonic() - began, 3)},
         "mcp_requests": _request_summary(requests),
     }
-    return _write(out_dir / before.name / f"{upgrade.name}.json", history, meta)
+    return write_recording(out_dir / before.name / f"{upgrade.name}.json", history, meta)
