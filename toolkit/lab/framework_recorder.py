@@ -90,7 +90,10 @@ class Framework:
     spec
         The workflow input for a scenario whose MCP server is at a URL.
     environment
-        Looks an environment up by name (for upgrades).
+        Looks an environment up by name (for upgrades and :func:`record_all`'s ``envs``).
+    environments, scenarios, upgrades
+        Everything :func:`record_all` records by default: environments oldest first, the
+        scenarios recorded in each, the rolling upgrades.
     version_keys
         Keys of the worker's ready line copied into the metadata.
     applies
@@ -109,6 +112,9 @@ class Framework:
     spec: Callable[[Any, str], dict[str, Any]]
     environment: Callable[[str], Any]
     version_keys: tuple[str, ...]
+    environments: Sequence[VersionEnvironment]
+    scenarios: Sequence[Any]
+    upgrades: Sequence[Upgrade]
     applies: Callable[[Any, Any], bool] | None = None
     mcp_env: tuple[str, str] | None = None
 
@@ -269,22 +275,25 @@ async def record_upgrade(framework: Framework, upgrade: Upgrade, address: str, o
 
 
 def record_all(framework: Framework, data_dir: Path, address: str,
-               environments: Sequence[VersionEnvironment], scenarios: Sequence[Any],
-               upgrades: Sequence[Upgrade]) -> list[Path]:
-    """Record every scenario in every environment, the upgrades whose two environments are
-    selected, then replay every history in every environment (``replay_matrix.csv``).
+               envs: Sequence[str] | None = None) -> list[Path]:
+    """Record every scenario in every environment (or those named in ``envs``), the upgrades
+    whose two environments are selected, then replay every history in every selected environment
+    (``replay_matrix.csv``).
 
     Histories go to ``data_dir/<framework.name>/<env>/``, environments are built under
     ``data_dir/venvs/<env>`` when missing. Returns the history files, then the matrix CSV.
     """
+    environments = (list(framework.environments) if envs is None
+                    else [framework.environment(name) for name in envs])
     out_dir, venvs_dir = Path(data_dir) / framework.name, Path(data_dir) / "venvs"
     names = {env.name for env in environments}
     paths: list[Path] = []
     for env in environments:
-        chosen = [s for s in scenarios if framework.applies is None or framework.applies(env, s)]
+        chosen = [s for s in framework.scenarios
+                  if framework.applies is None or framework.applies(env, s)]
         paths += asyncio.run(record_env(framework, env, address, out_dir, chosen,
                                         venvs_dir=venvs_dir, log_dir=out_dir / env.name / "logs"))
-    for upgrade in upgrades:
+    for upgrade in framework.upgrades:
         if {upgrade.before, upgrade.after} <= names:
             paths.append(asyncio.run(record_upgrade(
                 framework, upgrade, address, out_dir, venvs_dir=venvs_dir,

@@ -26,15 +26,16 @@ def spec(scenario: Any, url: str) -> dict[str, Any]:
 
 def _framework() -> Any:
     from toolkit.lab.framework_recorder import Framework
-    from toolkit.lab.openai_agents.envs import environment
-    from toolkit.lab.openai_agents.scenarios import WORKFLOW_TYPE
+    from toolkit.lab.openai_agents.envs import ENVIRONMENTS, environment
+    from toolkit.lab.openai_agents.scenarios import SCENARIOS, UPGRADES, WORKFLOW_TYPE
 
     return Framework(
         name="openai_agents", workflow_type=WORKFLOW_TYPE,
         worker_module="toolkit.lab.openai_agents.worker",
         replay_module="toolkit.lab.openai_agents.replay",
         listing=r".+-list-tools|temporalio\.mcp\..+\.list-tools", spec=spec,
-        environment=environment,
+        environment=environment, environments=ENVIRONMENTS, scenarios=SCENARIOS,
+        upgrades=UPGRADES,
         version_keys=("openai_agents", "temporalio", "integration_module", "integration",
                       "openai", "mcp", "temporalio_mcp", "python"),
         applies=lambda env, scenario: env.mcp_v2 or not scenario.mcp_v2,
@@ -51,9 +52,5 @@ def record_all(data_dir: Path, server_address: str, envs: list[str] | None = Non
         History files, then the replay matrix CSV.
     """
     from toolkit.lab import framework_recorder
-    from toolkit.lab.openai_agents.envs import ENVIRONMENTS, environment
-    from toolkit.lab.openai_agents.scenarios import SCENARIOS, UPGRADES
 
-    selected = list(ENVIRONMENTS) if envs is None else [environment(name) for name in envs]
-    return framework_recorder.record_all(_framework(), data_dir, server_address, selected,
-                                         SCENARIOS, UPGRADES)
+    return framework_recorder.record_all(_framework(), data_dir, server_address, envs)

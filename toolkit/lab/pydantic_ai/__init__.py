@@ -23,14 +23,21 @@ def spec(scenario: Any, url: str) -> dict[str, Any]:
 
 def _framework() -> Any:
     from toolkit.lab.framework_recorder import Framework
-    from toolkit.lab.pydantic_ai.envs import environment
-    from toolkit.lab.pydantic_ai.scenarios import MCP_TWICE_URL_ENV, MCP_URL_ENV, WORKFLOW_TYPE
+    from toolkit.lab.pydantic_ai.envs import ENVIRONMENTS, environment
+    from toolkit.lab.pydantic_ai.scenarios import (
+        MCP_TWICE_URL_ENV,
+        MCP_URL_ENV,
+        SCENARIOS,
+        UPGRADES,
+        WORKFLOW_TYPE,
+    )
 
     return Framework(
         name="pydantic_ai", workflow_type=WORKFLOW_TYPE,
         worker_module="toolkit.lab.pydantic_ai.worker",
         replay_module="toolkit.lab.pydantic_ai.replay",
         listing=r"agent__.+__get_tools", spec=spec, environment=environment,
+        environments=ENVIRONMENTS, scenarios=SCENARIOS, upgrades=UPGRADES,
         version_keys=("pydantic_ai", "temporalio", "fastmcp", "mcp", "python"),
         mcp_env=(MCP_URL_ENV, MCP_TWICE_URL_ENV),
     )
@@ -46,9 +53,5 @@ def record_all(data_dir: Path, server_address: str, envs: list[str] | None = Non
         History files, then the replay matrix CSV.
     """
     from toolkit.lab import framework_recorder
-    from toolkit.lab.pydantic_ai.envs import ENVIRONMENTS, environment
-    from toolkit.lab.pydantic_ai.scenarios import SCENARIOS, UPGRADES
 
-    selected = list(ENVIRONMENTS) if envs is None else [environment(name) for name in envs]
-    return framework_recorder.record_all(_framework(), data_dir, server_address, selected,
-                                         SCENARIOS, UPGRADES)
+    return framework_recorder.record_all(_framework(), data_dir, server_address, envs)
