@@ -8,10 +8,10 @@ same code runs in every version environment.
 
 from __future__ import annotations
 
-import importlib
-from importlib import metadata
 from types import ModuleType
 from typing import Any
+
+from toolkit.lab.installed import first_importable, python_version, version_of
 
 __all__ = ["PASSTHROUGH_MODULES", "plugin_module", "versions"]
 
@@ -29,15 +29,7 @@ PASSTHROUGH_MODULES: tuple[str, ...] = (
 
 def plugin_module() -> ModuleType:
     """The plugin module of the installed temporalio (newest location first)."""
-    errors = []
-    for name in _CANDIDATES:
-        try:
-            return importlib.import_module(name)
-        except ImportError as error:
-            errors.append(f"{name}: {error}")
-    from toolkit.errors import LabError
-
-    raise LabError("temporalio's Google ADK plugin is not importable (" + "; ".join(errors) + ")")
+    return first_importable(_CANDIDATES, "temporalio's Google ADK plugin")
 
 
 def plugin_name(name: str) -> Any:
@@ -45,24 +37,15 @@ def plugin_name(name: str) -> Any:
     return getattr(plugin_module(), name)
 
 
-def _version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def versions() -> dict[str, str | None]:
     """Versions that matter for a recording, as seen by this interpreter."""
-    import sys
-
     module = plugin_module().__name__
     plugin_dist = "temporalio-google-adk" if module == "temporalio.google_adk" else "temporalio"
     return {
-        "google_adk": _version("google-adk"),
-        "temporalio": _version("temporalio"),
+        "google_adk": version_of("google-adk"),
+        "temporalio": version_of("temporalio"),
         "plugin_module": module,
-        "plugin": f"{plugin_dist} {_version(plugin_dist)}",
-        "mcp": _version("mcp"),
-        "python": ".".join(str(p) for p in sys.version_info[:3]),
+        "plugin": f"{plugin_dist} {version_of(plugin_dist)}",
+        "mcp": version_of("mcp"),
+        "python": python_version(),
     }

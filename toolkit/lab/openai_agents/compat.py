@@ -9,10 +9,10 @@ names from here so the same code runs in every environment of :mod:`.envs`.
 from __future__ import annotations
 
 import importlib
-import sys
-from importlib import metadata
 from types import ModuleType
 from typing import Any
+
+from toolkit.lab.installed import first_importable, python_version, version_of
 
 __all__ = ["PASSTHROUGH_MODULES", "has_mcp_v2", "integration", "integration_name", "versions"]
 
@@ -25,16 +25,7 @@ PASSTHROUGH_MODULES: tuple[str, ...] = ("toolkit",)
 
 def integration() -> ModuleType:
     """The integration module of this environment (newest location first)."""
-    errors = []
-    for name in _CANDIDATES:
-        try:
-            return importlib.import_module(name)
-        except ImportError as error:
-            errors.append(f"{name}: {error}")
-    from toolkit.errors import LabError
-
-    raise LabError("temporalio's OpenAI Agents integration is not importable ("
-                   + "; ".join(errors) + ")")
+    return first_importable(_CANDIDATES, "temporalio's OpenAI Agents integration")
 
 
 def integration_name(name: str) -> Any:
@@ -58,24 +49,17 @@ def has_mcp_v2() -> bool:
     return True
 
 
-def _version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def versions() -> dict[str, str | None]:
     """Versions that matter for a recording, as seen by this interpreter."""
     module = integration().__name__
     dist = "temporalio-openai-agents" if module == "temporalio.openai_agents" else "temporalio"
     return {
-        "openai_agents": _version("openai-agents"),
-        "temporalio": _version("temporalio"),
+        "openai_agents": version_of("openai-agents"),
+        "temporalio": version_of("temporalio"),
         "integration_module": module,
-        "integration": f"{dist} {_version(dist)}",
-        "openai": _version("openai"),
-        "temporalio_mcp": _version("temporalio-mcp"),
-        "mcp": _version("mcp"),
-        "python": ".".join(str(p) for p in sys.version_info[:3]),
+        "integration": f"{dist} {version_of(dist)}",
+        "openai": version_of("openai"),
+        "temporalio_mcp": version_of("temporalio-mcp"),
+        "mcp": version_of("mcp"),
+        "python": python_version(),
     }

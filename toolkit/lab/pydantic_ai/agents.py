@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
-from importlib import metadata
 from typing import Any
 
 from toolkit.lab.pydantic_ai.model import scripted_model
@@ -70,14 +69,9 @@ def lab_agent(name: str) -> Any:
 
 def versions() -> dict[str, str | None]:
     """Versions that matter for a recording, as seen by this interpreter."""
-    import sys
-
-    def version(distribution: str) -> str | None:
-        try:
-            return metadata.version(distribution)
-        except metadata.PackageNotFoundError:
-            return None
+    from toolkit.lab.installed import python_version
+    from toolkit.lab.installed import version_of as version  # short: five lookups below
 
     return {"pydantic_ai": version("pydantic-ai-slim"), "temporalio": version("temporalio"),
             "fastmcp": version("fastmcp-slim") or version("fastmcp"), "mcp": version("mcp"),
-            "python": ".".join(str(p) for p in sys.version_info[:3])}
+            "python": python_version()}
