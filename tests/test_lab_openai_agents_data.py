@@ -9,16 +9,18 @@ scenario and release, the listings, what duplicate tool names do, the replay mat
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from lab_recordings import event_attributes, load_recording, recordings_dir
+from lab_recordings import (
+    assert_preset_reads_two_turns,
+    event_attributes,
+    load_recording,
+    recordings_dir,
+    scheduled_activity_types,
+)
 
 from toolkit.agents.roles import PRESETS, detect_roles
-from toolkit.agents.step_commands import step_commands
-from toolkit.agents.turns import agent_steps, listings_per_turn
-from toolkit.histories.reading.read import read_history
 from toolkit.lab.adk_python.matrix import MATRIX_NAME, history_files, read_matrix
 from toolkit.lab.adk_python.scenarios import TOKEN_QUERY
 from toolkit.lab.openai_agents.envs import ENVIRONMENTS, environment
@@ -82,28 +84,13 @@ def _cases(env: Any) -> list[tuple[str, list[int], list[str], str]]:
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)
 def test_the_preset_reads_turns_steps_listings_and_calls(env: Any) -> None:
     for name, listed, sequences, call in _cases(env):
-        path = DATA / env.name / f"{name}.json"
-        steps = agent_steps(read_history(path))
-        assert steps[["turn", "step"]].values.tolist() == [[1, 1], [1, 2], [2, 1]]
-        assert steps["listings_before"].tolist() == listed
-        assert steps["tool_calls"].tolist() == [1, 0, 0]
-        assert steps["tool_call_activities"].iloc[0] == [call]
-        assert steps["sequence"].tolist() == sequences and steps["other"].sum() == 0
-        turns = listings_per_turn(path)
-        meta = load_recording(DATA, env.name, name)[1]
-        assert turns["listings"].tolist() == meta["listings_per_turn"]
-        assert turns["label"].unique().tolist() == [env.name]
-        commands = step_commands(path)
-        first = commands[(commands["turn"] == 1) & (commands["step"] == 1)].iloc[0]
-        assert (first["before_model"], first["after_model"]) == ("L", "C")
+        steps = assert_preset_reads_two_turns(DATA, env.name, name, listed, call)
+        assert steps["sequence"].tolist() == sequences
 
 
 def test_every_history_is_recognised_as_openai_agents() -> None:
     for path in history_files(DATA):
-        history = json.loads(path.read_text())
-        types = [a["activityType"]["name"]
-                 for a in event_attributes(history, "activityTaskScheduledEventAttributes")]
-        assert detect_roles(types) is PRESETS["openai_agents"], path
+        assert detect_roles(scheduled_activity_types(path)) is PRESETS["openai_agents"], path
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)

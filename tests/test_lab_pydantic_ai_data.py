@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_recordings import event_attributes, load_recording, recordings_dir
+from lab_recordings import (
+    assert_preset_reads_two_turns,
+    event_attributes,
+    load_recording,
+    recordings_dir,
+    scheduled_activity_types,
+)
 
 from toolkit.agents.roles import PRESETS, detect_roles
-from toolkit.agents.step_commands import step_commands
-from toolkit.agents.turns import agent_steps, listings_per_turn
-from toolkit.histories.reading.read import read_history
 from toolkit.lab.adk_python.matrix import MATRIX_NAME, history_files, read_matrix
 from toolkit.lab.adk_python.scenarios import TOKEN_QUERY
 from toolkit.lab.pydantic_ai.envs import ENVIRONMENTS
@@ -74,27 +77,12 @@ def test_the_preset_reads_turns_steps_listings_and_calls(env: Any) -> None:
     cached_turn_2 = [0] if _caches_per_process(env) else [1]
     for name, listed in (("two_turns", [1, 0, *cached_turn_2]),
                          ("two_turns_uncached", [1, 1, 1])):
-        path = DATA / env.name / f"{name}.json"
-        steps = agent_steps(read_history(path))
-        assert steps[["turn", "step"]].values.tolist() == [[1, 1], [1, 2], [2, 1]]
-        assert steps["listings_before"].tolist() == listed
-        assert steps["tool_calls"].tolist() == [1, 0, 0] and steps["other"].sum() == 0
-        assert steps["tool_call_activities"].iloc[0] == [_names(name)[2]]
-        turns = listings_per_turn(path)
-        meta = load_recording(DATA, env.name, name)[1]
-        assert turns["listings"].tolist() == meta["listings_per_turn"]
-        assert turns["label"].unique().tolist() == [env.name]
-        commands = step_commands(path)
-        first = commands[(commands["turn"] == 1) & (commands["step"] == 1)].iloc[0]
-        assert (first["before_model"], first["after_model"]) == ("L", "C")
+        assert_preset_reads_two_turns(DATA, env.name, name, listed, _names(name)[2])
 
 
 def test_every_history_is_recognised_as_pydantic_ai() -> None:
     for path in history_files(DATA):
-        history = json.loads(path.read_text())
-        types = [a["activityType"]["name"]
-                 for a in event_attributes(history, "activityTaskScheduledEventAttributes")]
-        assert detect_roles(types) is PRESETS["pydantic_ai"], path
+        assert detect_roles(scheduled_activity_types(path)) is PRESETS["pydantic_ai"], path
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS, ids=lambda e: e.name)

@@ -115,13 +115,8 @@ MAIN_ENV = next(env for env in ENVIRONMENTS if env.main)
 
 
 def environment(name: str) -> AdkEnvironment:
-    """The environment called ``name`` (``adk-1.28.1`` ...).
-
-    Raises
-    ------
-    LabError
-        For an unknown name (the message lists the known ones).
-    """
+    """The environment called ``name`` (``adk-1.28.1`` ...); a
+    :class:`~toolkit.errors.LabError` naming the known ones for any other name."""
     return by_name(ENVIRONMENTS, name, "ADK environment")
 
 

@@ -84,11 +84,6 @@ ENVIRONMENTS: tuple[AgentsEnvironment, ...] = (
 
 
 def environment(name: str) -> AgentsEnvironment:
-    """The environment called ``name`` (``oa-0.19.4`` ...).
-
-    Raises
-    ------
-    LabError
-        For an unknown name (the message lists the known ones).
-    """
+    """The environment called ``name`` (``oa-0.19.4`` ...); a
+    :class:`~toolkit.errors.LabError` naming the known ones for any other name."""
     return by_name(ENVIRONMENTS, name, "OpenAI Agents environment")

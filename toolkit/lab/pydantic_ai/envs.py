@@ -60,11 +60,6 @@ ENVIRONMENTS: tuple[PydanticAIEnvironment, ...] = (
 
 
 def environment(name: str) -> PydanticAIEnvironment:
-    """The environment called ``name`` (``pa-2.68.0`` ...).
-
-    Raises
-    ------
-    LabError
-        For an unknown name (the message lists the known ones).
-    """
+    """The environment called ``name`` (``pa-2.68.0`` ...); a
+    :class:`~toolkit.errors.LabError` naming the known ones for any other name."""
     return by_name(ENVIRONMENTS, name, "pydantic-ai environment")

@@ -98,11 +98,6 @@ UPGRADES: tuple[Upgrade, ...] = (
 
 
 def scenario(name: str) -> Scenario:
-    """The scenario called ``name``.
-
-    Raises
-    ------
-    LabError
-        For an unknown name (the message lists the known ones).
-    """
+    """The scenario called ``name``; a :class:`~toolkit.errors.LabError` naming the
+    known ones for any other name."""
     return by_name(SCENARIOS, name, "scenario")
