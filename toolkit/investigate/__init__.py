@@ -209,9 +209,7 @@ def investigate(
         rows += _kinds.replay_failures(replay, runs)
     rows += _kinds.stuck_runs(runs, failures)
     rows += _kinds.activity_retries(activities, runs)
-    rows += _kinds.duplicate_tool(
-        log_tables["duplicate_tools"], log_tables["retries"], log_tables["dead_letters"], endpoints
-    )
+    rows += _kinds.duplicate_tool(log_tables["duplicate_tools"], endpoints)
     in_history = duplicate_tools_in_history(events) if len(events) else pd.DataFrame()
     if len(in_history):
         rows += _kinds.duplicate_tool_in_history(in_history, runs)

@@ -244,24 +244,20 @@ def activity_retries(activities: pd.DataFrame, runs: pd.DataFrame) -> list[dict[
     return out
 
 
-def duplicate_tool(
-    found: pd.DataFrame, retries: pd.DataFrame, dead: pd.DataFrame, endpoints: pd.DataFrame | None
-) -> list[dict[str, Any]]:
-    """Duplicate tool declarations in logs, one finding per framework shape and tool."""
+def duplicate_tool(found: pd.DataFrame, endpoints: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """Duplicate tool declarations in logs (:func:`toolkit.duplicate_tools`, whose rows link
+    each failure's retry and dead-letter records), one finding per framework shape and tool."""
     if found.empty:
         return []
     out = []
     for (kind, tool), group in found.groupby(["kind", "tool"], sort=False, dropna=False):
-        # A failure is logged more than once (the error, then the retry and dead-letter lines
-        # quoting it); lines of one failure share source and time.
-        errors = group[group["level"].isin(["error", "critical"])]
-        failures = (errors if len(errors) else group).drop_duplicates(["source", "ts"])
-        silent = kind == "python_adk"
-        deliveries = retries[retries["ts"].isin(group["ts"])] if len(retries) else retries
-        letters = dead[dead["ts"].isin(group["ts"])] if len(dead) else dead
+        # The detector gives one row per failure, its retry and dead-letter records linked.
+        silent = (group["behaviour"] == "shadowed").all()
+        attempts = group["attempt"].dropna()
+        letters = group["dead_letter_line"].dropna()
         text = (
-            f"{len(failures)} failures"
-            + (f" over {int(deliveries['attempt'].max())} deliveries" if len(deliveries) else "")
+            f"{len(group)} failures"
+            + (f" over {int(attempts.max())} deliveries" if len(attempts) else "")
             + (f", {len(letters)} sent to the dead letter queue" if len(letters) else "")
         )
         explanation = f"Two toolsets declare the tool {tool!r} ({kind}); " + (
@@ -288,13 +284,16 @@ def duplicate_tool(
                 "duplicate_tool",
                 "medium" if silent else "high",
                 f"Duplicate tool {tool!r} ({kind}): " + ("shadowed silently" if silent else text),
-                times=failures["ts"],
+                times=group["ts"],
                 evidence={
                     "table": "duplicate_tools",
                     "sources": group["source"].unique().tolist(),
-                    "log_lines": group["line"].astype(int).tolist()
-                    + deliveries.get("line", pd.Series(dtype=int)).astype(int).tolist()
-                    + letters.get("line", pd.Series(dtype=int)).astype(int).tolist(),
+                    "log_lines": [
+                        int(line)
+                        for column in ("line", "retry_line", "dead_letter_line")
+                        for line in group[column].dropna()
+                    ]
+                    + [int(line) for lines in group["echo_lines"] for line in lines],
                 },
                 explanation=explanation,
                 next_step=next_step,
