@@ -279,9 +279,12 @@ def _run_facts(
         workflow_type = attributes.get("workflowType")
         if isinstance(workflow_type, dict):
             workflow_type = workflow_type.get("name")
-        facts = (attributes.get("originalExecutionRunId"), workflow_type)
-    original_run_id, workflow_type = facts
-    workflow_id = _own_workflow_id(attributes) or history.workflow_id
+        facts = (attributes.get("originalExecutionRunId"), workflow_type, None)
+        own_id = _own_workflow_id(attributes)
+    else:
+        own_id = facts[2]  # read with the typed view: no need to split the raw events
+    original_run_id, workflow_type = facts[0], facts[1]
+    workflow_id = own_id or history.workflow_id
     return history.run_id or original_run_id or None, workflow_type or None, workflow_id
 
 

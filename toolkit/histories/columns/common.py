@@ -65,13 +65,14 @@ class EventColumns:
         ``workflowTaskCompletedEventId`` of each event (``0`` where absent).
     started : dict
         Index of each ``WorkflowExecutionStarted`` event -> ``(originalExecutionRunId,
-        workflow type name)``; an index left out is looked up in its ``attributes`` cell.
+        workflow type name, own workflow id)``; an index left out is looked up in its
+        ``attributes`` cell.
     """
 
     columns: dict[str, Any]
     times: Any
     completed_by: np.ndarray
-    started: dict[int, tuple[Any, Any]]
+    started: dict[int, tuple[Any, ...]]
 
 
 def new_columns(n: int) -> dict[str, Any]:

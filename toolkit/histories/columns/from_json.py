@@ -68,6 +68,17 @@ def _name(value: Any) -> str | None:
     return str(value) or None
 
 
+def _own_id(view: Any) -> str | None:
+    """The run's own workflow id from its started event's view (see ``events._own_workflow_id``,
+    which reads the same from an attributes cell)."""
+    if view.workflowId:
+        return str(view.workflowId)
+    root = view.rootWorkflowExecution
+    if root is not None and view.parentWorkflowExecution is None and root.workflowId:
+        return str(root.workflowId)
+    return None
+
+
 def _names(values: list[Any]) -> list[str | None]:
     try:
         return [name or None for name in map(attrgetter("name"), values)]  # all {"name": ...}
@@ -209,7 +220,7 @@ def json_columns(history: RawHistory, name: str, codec: Any, decode: bool) -> Ev
     c = new_columns(n)
     c["event_id"] = _event_ids(events, name)
     keys: list[str | None] = [None] * n
-    started: dict[int, tuple[Any, Any]] = {}
+    started: dict[int, tuple[Any, ...]] = {}
     for info, positions in group_by_type(types):
         at = positions.tolist()
         group = itemgetter(*at)(events) if len(at) > 1 else (events[at[0]],)
@@ -239,7 +250,9 @@ def json_columns(history: RawHistory, name: str, codec: Any, decode: bool) -> Ev
         if info.short == "WorkflowExecutionStarted":
             for i, view in zip(at, views, strict=True):
                 if i not in tolerant:
-                    started[i] = (view.originalExecutionRunId, _name(view.workflowType))
+                    started[i] = (
+                        view.originalExecutionRunId, _name(view.workflowType), _own_id(view)
+                    )
     c["attributes"], c["extra"] = lazy_json_cells(history, keys)
     times = [e.eventTime or e.timestamp for e in events]
     return EventColumns(c, times, c.pop("completed_by"), started)
