@@ -37,12 +37,12 @@ from toolkit.datasets.commit import (
 from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY, TABLES, file_schema
 from toolkit.datasets.manifest import FILES_SCHEMA, RUNS_SCHEMA, Manifest, prepare_dataset
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
-from toolkit.errors import HistoryFormatError, ToolkitError
+from toolkit.errors import HistoryFormatError
 from toolkit.gc_pause import paused_gc
-from toolkit.histories.events import HistoryParts, frame_from_parts
+from toolkit.histories.events import frame_from_parts
 from toolkit.histories.reading.batch import ERROR_COLUMNS, error_row, find_history_files
 from toolkit.histories.reading.pool import run_chunks
-from toolkit.histories.reading.read import read_history_parts
+from toolkit.histories.reading.read import read_history_parts, read_many_parts
 
 __all__ = ["DatasetWrite", "EncodedBatch", "encode_files", "write_dataset"]
 
@@ -211,27 +211,26 @@ def encode_files(
     ``write_dataset`` has several; reads nothing from the dataset (deduplication against it
     happens when the batch is committed).
     """
-    parts: list[HistoryParts] = []
     failures: list[dict[str, Any]] = []
     file_rows: list[dict[str, Any]] = []
     hashes: dict[str, str] = {}
     with paused_gc():
-        for path, digest, *content in files:
-            try:
-                if content:
-                    size = len(content[0])
-                    found = read_history_parts(io.BytesIO(content[0]), name=str(path),
-                                               **read_options)  # fmt: skip
-                else:
-                    size = Path(path).stat().st_size
-                    found = read_history_parts(path, **read_options)
-            except ToolkitError as exc:
-                failures.append(error_row(path, exc))
+        sources = [io.BytesIO(content[0]) if content else Path(path)
+                   for path, _, *content in files]  # fmt: skip
+        names = [str(path) for path, *_ in files]
+        parts, errors = read_many_parts(sources, names, **read_options)
+        histories: dict[str, int] = {}
+        for part in parts:
+            for facts in part.facts:
+                histories[facts[0]] = histories.get(facts[0], 0) + 1
+        for index, (path, digest, *content) in enumerate(files):
+            if index in errors:
+                failures.append(error_row(path, errors[index]))
                 continue
-            parts += found
+            size = len(content[0]) if content else Path(path).stat().st_size
             hashes[str(path)] = digest
             file_rows.append({"file_sha256": digest, "source": str(path), "size": size,
-                              "histories": len(found)})  # fmt: skip
+                              "histories": histories.get(str(path), 0)})  # fmt: skip
         events = frame_from_parts(parts)
         if events.empty:
             return EncodedBatch({}, run_facts(events), failures, file_rows)
@@ -240,7 +239,7 @@ def encode_files(
                   frames.items()}  # fmt: skip
     facts = run_facts(events)[[*RUN_KEYS, "run_id", "events", "last_event_id"]]
     facts = facts.assign(file_sha256=facts["source"].map(hashes))
-    return EncodedBatch(tables, facts, failures, file_rows, len(parts))
+    return EncodedBatch(tables, facts, failures, file_rows, sum(histories.values()))
 
 
 def _sorted(table: pa.Table, name: str) -> pa.Table:

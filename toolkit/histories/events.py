@@ -22,6 +22,8 @@ from toolkit.histories.columns.from_json import json_columns
 from toolkit.histories.columns.from_proto import proto_columns
 from toolkit.histories.columns.from_wire import wire_columns
 from toolkit.histories.columns.links import (
+    EventKeys,
+    Unlinkable,
     copy_from_linked,
     fill_update_names,
     workflow_task_ordinals,
@@ -31,8 +33,10 @@ from toolkit.histories.reading.wire import WireError
 
 __all__ = [
     "COLUMNS",
+    "HistoryItem",
     "HistoryParts",
     "build_events_frame",
+    "build_parts",
     "empty_events_frame",
     "frame_from_parts",
     "history_parts",
@@ -88,7 +92,8 @@ def empty_events_frame() -> pd.DataFrame:
 
 @dataclass
 class HistoryParts:
-    """One history's columns before they become rows of a frame (see :func:`frame_from_parts`).
+    """The columns of one or more histories before they become rows of a frame (see
+    :func:`frame_from_parts`).
 
     Many histories' parts are concatenated column by column into one frame, so a batch of
     files costs one DataFrame, not one per file.
@@ -96,19 +101,22 @@ class HistoryParts:
     Attributes
     ----------
     columns : dict
-        ``EVENT_COLUMNS`` -> numpy array, in event id order.
+        ``EVENT_COLUMNS`` -> numpy array, each history in event id order, one after another.
     times : numpy.ndarray
         ``datetime64[ns]`` event times (UTC; NaT where absent).
     task : numpy.ndarray
-        ``float64`` workflow task ordinals (NaN where none).
-    facts : tuple
-        ``(source, history, namespace, workflow_id, run_id, workflow_type)``.
+        ``float64`` workflow task ordinals (NaN where none), numbered within each history.
+    facts : list of tuple
+        Per history: ``(source, history, namespace, workflow_id, run_id, workflow_type)``.
+    counts : numpy.ndarray
+        Per history: how many of the rows are its events.
     """
 
     columns: dict[str, np.ndarray]
     times: np.ndarray
     task: np.ndarray
-    facts: tuple[Any, ...]
+    facts: list[tuple[Any, ...]]
+    counts: np.ndarray
 
     def __len__(self) -> int:
         return len(self.times)
@@ -136,10 +144,82 @@ def history_parts(
     decode_payloads: bool = True,
 ) -> list[HistoryParts]:
     """The columns of every history of one source, ready for :func:`frame_from_parts`."""
-    return [
-        _history_parts(history, number, source_name, codec, decode_payloads)
-        for number, history in enumerate(histories)
-    ]
+    items = [(history, number, source_name) for number, history in enumerate(histories)]
+    return build_parts(items, codec=codec, decode_payloads=decode_payloads)
+
+
+#: ``(history, its number within its source, the source's name)``
+HistoryItem = tuple[RawHistory, int, str]
+
+
+def build_parts(
+    items: list[HistoryItem], *, codec: Any = None, decode_payloads: bool = True
+) -> list[HistoryParts]:
+    """The columns of histories from any number of sources, in the order given.
+
+    Consecutive JSON histories are built together (:func:`_joint_parts`: one fill per event
+    type for all of them, one time parse, one linking pass), which is what makes a batch of
+    small files cheap; protobuf histories, and JSON histories that cannot be built jointly
+    (ids out of order, ...), are built one at a time. Errors are those of one history built
+    alone: the first failing history's located :class:`~toolkit.errors.HistoryFormatError`.
+    """
+    parts: list[HistoryParts] = []
+    run: list[HistoryItem] = []
+    for item in [*items, None]:
+        if item is not None and item[0].is_json:
+            run.append(item)
+            continue
+        if len(run) > 1:
+            try:
+                parts.append(_joint_parts(run, codec, decode_payloads))
+            except _BuildAlone:
+                parts += [_history_parts(*one, codec, decode_payloads) for one in run]
+        elif run:
+            parts.append(_history_parts(*run[0], codec, decode_payloads))
+        run = []
+        if item is not None:
+            parts.append(_history_parts(*item, codec, decode_payloads))
+    return parts
+
+
+class _BuildAlone(Exception):
+    """Histories that the joint build does not handle: build each alone (same result)."""
+
+
+def _joint_parts(run: list[HistoryItem], codec: Any, decode: bool) -> HistoryParts:
+    histories = [history for history, _, _ in run]
+    try:
+        built = json_columns(histories, [name for _, _, name in run], codec, decode)
+    except HistoryFormatError:
+        raise _BuildAlone from None  # decoded alone, the error names its own file
+    c, counts = built.columns, built.counts
+    assert counts is not None
+    try:
+        times = _times(built.times, len(c["event_id"]))
+    except (ValueError, TypeError, OverflowError):
+        raise _BuildAlone from None  # located alone
+    ids = c["event_id"]
+    if len(ids) > 1:
+        backwards = np.flatnonzero(ids[1:] < ids[:-1]) + 1
+        if len(backwards) and not np.isin(backwards, np.cumsum(counts)[:-1]).all():
+            raise _BuildAlone  # some history's events are out of id order
+    try:
+        keys = EventKeys(ids, counts)
+    except Unlinkable:
+        raise _BuildAlone from None
+    task = _link(c, built.completed_by, keys)
+    event_types = c["event_type"]
+    started = np.flatnonzero(event_types == "WorkflowExecutionStarted")
+    first_started: dict[int, int] = {}
+    if len(started):
+        owners = keys.segment[started] if keys.segment is not None else np.zeros(len(started))
+        distinct, first = np.unique(owners, return_index=True)
+        first_started = dict(zip(distinct.tolist(), started[first].tolist(), strict=True))
+    facts = []
+    for k, (history, number, name) in enumerate(run):
+        run_id, workflow_type, workflow_id = _facts_at(first_started.get(k), c, built, history)
+        facts.append((name, number, history.namespace, workflow_id, run_id, workflow_type))
+    return HistoryParts(c, times, task, facts, counts)
 
 
 def _history_parts(
@@ -156,10 +236,15 @@ def _history_parts(
         order = np.argsort(c["event_id"], kind="stable")
         c = {name: values[order] for name, values in c.items()}
         times, completed_by = times[order], completed_by[order]
-    task = _link(c, completed_by)
-    run_id, workflow_type, workflow_id = _run_facts(c, built, order, history)
+    task = _link(c, completed_by, EventKeys(c["event_id"]))
+    started = np.flatnonzero(c["event_type"] == "WorkflowExecutionStarted")
+    first = None
+    if len(started):
+        first = int(started[0])
+        first = int(order[first]) if order is not None else first  # the builder's index
+    run_id, workflow_type, workflow_id = _facts_at(first, c, built, history, order)
     facts = (source_name, number, history.namespace, workflow_id, run_id, workflow_type)
-    return HistoryParts(c, times, task, facts)
+    return HistoryParts(c, times, task, [facts], np.array([n], dtype=np.int64))
 
 
 def frame_from_parts(parts: list[HistoryParts]) -> pd.DataFrame:
@@ -167,8 +252,9 @@ def frame_from_parts(parts: list[HistoryParts]) -> pd.DataFrame:
     built once: each column is one concatenation, whatever the number of histories."""
     if not parts:
         return empty_events_frame()
-    counts = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
-    facts = dict(zip(_HISTORY_LEVEL, zip(*(p.facts for p in parts), strict=True), strict=True))
+    counts = np.concatenate([p.counts for p in parts])
+    every = [facts for p in parts for facts in p.facts]
+    facts = dict(zip(_HISTORY_LEVEL, zip(*every, strict=True), strict=True))
 
     def joined(values: list[np.ndarray]) -> np.ndarray:
         return values[0] if len(values) == 1 else np.concatenate(values)
@@ -206,7 +292,7 @@ def _repeated(values: tuple[Any, ...], counts: np.ndarray, dtype: str) -> np.nda
 
 def _columns(history: RawHistory, source_name: str, codec: Any, decode: bool) -> EventColumns:
     if history.proto_events is None:
-        return json_columns(history, source_name, codec, decode)
+        return json_columns([history], [source_name], codec, decode)
     if history.wire is not None:
         try:
             return wire_columns(history, codec, decode)
@@ -260,22 +346,23 @@ def _times(values: Any, count: int) -> np.ndarray:
     return parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
 
 
-def _run_facts(
-    c: dict[str, Any], built: EventColumns, order: np.ndarray | None, history: RawHistory
+def _facts_at(
+    first: int | None, c: dict[str, Any], built: EventColumns, history: RawHistory,
+    order: np.ndarray | None = None,
 ) -> tuple[Any, Any, Any]:
-    """Run id, workflow type and workflow id, from the first ``WorkflowExecutionStarted`` event
+    """Run id, workflow type and workflow id, from the history's first
+    ``WorkflowExecutionStarted`` event (``first``: its index as the column builder gave it)
     where it says them, else from what the container or file name told (``history``).
 
     The run id is the exception: the container's or file name's run id comes first, because a
     reset copies the started event, ``originalExecutionRunId`` included, into the new run.
     """
-    started = np.flatnonzero(c["event_type"] == "WorkflowExecutionStarted")
-    if not len(started):
+    if first is None:
         return history.run_id, None, history.workflow_id
-    first = int(started[0])
-    attributes = c["attributes"][first]
-    facts = built.started.get(int(order[first]) if order is not None else first)
+    facts = built.started.get(first)
     if facts is None:
+        row = int(np.flatnonzero(order == first)[0]) if order is not None else first
+        attributes = c["attributes"][row]
         workflow_type = attributes.get("workflowType")
         if isinstance(workflow_type, dict):
             workflow_type = workflow_type.get("name")
@@ -304,21 +391,20 @@ def _own_workflow_id(attributes: Any) -> str | None:
     return None
 
 
-def _link(c: dict[str, Any], completed_by: np.ndarray) -> np.ndarray:
+def _link(c: dict[str, Any], completed_by: np.ndarray, keys: EventKeys) -> np.ndarray:
     """Fill what one event learns from another, in place; return the workflow task ordinals."""
     if not len(c["event_id"]):
         return np.zeros(0)
     category = c["category"]
     task = workflow_task_ordinals(
-        c["event_type"], category, c["is_command"], c["event_id"], c["scheduled_event_id"],
-        completed_by,
-    )  # fmt: skip
-    copy_from_linked(
-        c, category == "activity", "scheduled_event_id", ("activity_id", "activity_type")
+        c["event_type"], category, c["is_command"], keys, c["scheduled_event_id"], completed_by
     )
     copy_from_linked(
-        c, category == "child_workflow", "initiated_event_id",
+        c, keys, category == "activity", "scheduled_event_id", ("activity_id", "activity_type")
+    )
+    copy_from_linked(
+        c, keys, category == "child_workflow", "initiated_event_id",
         ("child_workflow_id", "child_workflow_type"),
     )  # fmt: skip
-    fill_update_names(c, category == "update")
+    fill_update_names(c, keys, category == "update")
     return task

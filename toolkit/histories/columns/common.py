@@ -67,12 +67,16 @@ class EventColumns:
         Index of each ``WorkflowExecutionStarted`` event -> ``(originalExecutionRunId,
         workflow type name, own workflow id)``; an index left out is looked up in its
         ``attributes`` cell.
+    counts : numpy.ndarray or None
+        Events of each history, when the columns hold several histories one after another
+        (``None``: one history).
     """
 
     columns: dict[str, Any]
     times: Any
     completed_by: np.ndarray
     started: dict[int, tuple[Any, ...]]
+    counts: np.ndarray | None = None
 
 
 def new_columns(n: int) -> dict[str, Any]:

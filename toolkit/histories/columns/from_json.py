@@ -11,6 +11,8 @@ event never loses the others.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -89,9 +91,7 @@ def _names(values: list[Any]) -> list[str | None]:
 def _decode_events(history: RawHistory, name: str) -> tuple[list[Any], set[int]]:
     """The typed events, and the indexes of those decoded tolerantly (views left empty)."""
     if history.typed_events is not None:
-        # Handed over once: the cells keep the history alive, they need only its raw bytes.
-        events, history.typed_events = history.typed_events, None
-        return events, set()
+        return history.typed_events, set()  # dropped by json_columns once the columns exist
     if history.json_array is not None:
         try:
             return typed_list_decoder.decode(history.json_array), set()
@@ -178,7 +178,7 @@ def _find_attributes(raw: msgspec.Raw) -> tuple[str | None, AttrView]:
     return None, _EMPTY
 
 
-def _event_ids(events: list[Any], name: str) -> np.ndarray:
+def _event_ids(events: list[Any], where: _Where) -> np.ndarray:
     ids = list(map(attrgetter("eventId"), events))
     try:
         return np.array(ids, dtype=np.int64)  # numbers and numeric strings alike
@@ -187,10 +187,11 @@ def _event_ids(events: list[Any], name: str) -> np.ndarray:
     try:
         return int_array(ids)
     except BadFieldValue as bad:
+        name, index = where.locate(bad.index)
         raise HistoryFormatError(
             name,
             f"eventId {bad.value!r} is not an integer event id",
-            position=f"event #{bad.index}",
+            position=f"event #{index}",
             expected=f"{bad.expected} eventId",
         ) from None
 
@@ -212,13 +213,35 @@ def _check_envelopes(events: list[Any], name: str) -> list[Any]:
     return types
 
 
-def json_columns(history: RawHistory, name: str, codec: Any, decode: bool) -> EventColumns:
-    """Column arrays, event times, producing task ids and start facts of a JSON history."""
-    events, tolerant = _decode_events(history, name)
-    types = _check_envelopes(events, name)
+def json_columns(
+    histories: Sequence[RawHistory], names: Sequence[str], codec: Any, decode: bool
+) -> EventColumns:
+    """Column arrays, event times, producing task ids and start facts of JSON histories.
+
+    Several histories (``names[k]`` is the source of ``histories[k]``) are built as one: their
+    events are grouped by type across all of them, so a batch of small files costs a dozen
+    column fills rather than a dozen per file. Indexes in the result are over the
+    concatenated events; ``counts`` says how many belong to each history. A located error
+    names the history's source and the event's position within that history.
+    """
+    decoded = [_decode_events(h, name) for h, name in zip(histories, names, strict=True)]
+    counts = np.fromiter((len(events) for events, _ in decoded), dtype=np.int64,
+                         count=len(decoded))  # fmt: skip
+    where = _Where(names, counts)
+    tolerant: set[int] = set()
+    for (_, found), start in zip(decoded, where.starts.tolist(), strict=True):
+        tolerant.update(start + i for i in found)
+    if len(decoded) == 1:
+        events = decoded[0][0]
+        types = _check_envelopes(events, names[0])
+    else:
+        events = list(chain.from_iterable(events for events, _ in decoded))
+        types = list(chain.from_iterable(
+            _check_envelopes(events, name) for (events, _), name in zip(decoded, names, strict=True)
+        ))  # fmt: skip
     n = len(events)
     c = new_columns(n)
-    c["event_id"] = _event_ids(events, name)
+    c["event_id"] = _event_ids(events, where)
     keys: list[str | None] = [None] * n
     started: dict[int, tuple[Any, ...]] = {}
     for info, positions in group_by_type(types):
@@ -233,7 +256,7 @@ def json_columns(history: RawHistory, name: str, codec: Any, decode: bool) -> Ev
             for i in at:
                 keys[i] = info.key
         else:
-            found = [_find_attributes(history.json_events[i]) for i in at]
+            found = [_find_attributes(where.raw_event(histories, i)) for i in at]
             views = [view for _, view in found]
             fields = _ALL_FIELDS
             for i, (key, _) in zip(at, found, strict=True):
@@ -241,10 +264,11 @@ def json_columns(history: RawHistory, name: str, codec: Any, decode: bool) -> Ev
         try:
             _fill_group(c, positions, views, fields, info, codec, decode)
         except BadFieldValue as bad:
+            name, index = where.locate(int(positions[bad.index]))
             raise HistoryFormatError(
                 name,
                 f"{info.short} has the value {bad.value!r} where a number belongs",
-                position=f"event #{int(positions[bad.index])}",
+                position=f"event #{index}",
                 expected=bad.expected,
             ) from None
         if info.short == "WorkflowExecutionStarted":
@@ -253,9 +277,45 @@ def json_columns(history: RawHistory, name: str, codec: Any, decode: bool) -> Ev
                     started[i] = (
                         view.originalExecutionRunId, _name(view.workflowType), _own_id(view)
                     )
-    c["attributes"], c["extra"] = lazy_json_cells(history, keys)
+    c["attributes"], c["extra"] = _cells(histories, keys, where)
     times = [e.eventTime or e.timestamp for e in events]
-    return EventColumns(c, times, c.pop("completed_by"), started)
+    for history in histories:
+        # The cells keep each history alive; they need only its raw bytes, not the structs.
+        history.typed_events = None
+    return EventColumns(c, times, c.pop("completed_by"), started, counts)
+
+
+class _Where:
+    """Maps an index over the concatenated events of several histories back to one of them."""
+
+    def __init__(self, names: Sequence[str], counts: np.ndarray) -> None:
+        self.names = names
+        self.starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+
+    def owner(self, index: int) -> int:
+        return int(np.searchsorted(self.starts, index, side="right")) - 1
+
+    def locate(self, index: int) -> tuple[str, int]:
+        """``(source name, index within its history)`` of a concatenated index."""
+        k = self.owner(index)
+        return self.names[k], index - int(self.starts[k])
+
+    def raw_event(self, histories: Sequence[RawHistory], index: int) -> msgspec.Raw:
+        k = self.owner(index)
+        return histories[k].json_events[index - int(self.starts[k])]
+
+
+def _cells(
+    histories: Sequence[RawHistory], keys: list[str | None], where: _Where
+) -> tuple[np.ndarray, np.ndarray]:
+    if len(histories) == 1:
+        return lazy_json_cells(histories[0], keys)
+    bounds = [*where.starts.tolist(), len(keys)]
+    pieces = [lazy_json_cells(h, keys[bounds[k] : bounds[k + 1]]) for k, h in enumerate(histories)]
+    return (
+        np.concatenate([attributes for attributes, _ in pieces]),
+        np.concatenate([extra for _, extra in pieces]),
+    )
 
 
 def _fill_group(

@@ -1,9 +1,10 @@
 """What one event learns from another: workflow task ordinals, activity/child names, update names.
 
-All computed with numpy over the column arrays of one history, already in event id order, before
-the DataFrame exists (pandas' ``map``/``loc`` machinery costs more than the work itself). Id
-lookups are binary searches in the sorted ``event_id`` array; where ids repeat (damaged
-histories), the first event with the id wins.
+All computed with numpy over the column arrays of one history, or of several histories laid one
+after another, already in event id order within each, before the DataFrame exists (pandas'
+``map``/``loc`` machinery costs more than the work itself). Id lookups are binary searches in
+the sorted event keys (:class:`EventKeys`: the event id, made unique across histories); where ids
+repeat (damaged histories), the first event with the id wins.
 """
 
 from __future__ import annotations
@@ -12,10 +13,64 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["copy_from_linked", "fill_update_names", "workflow_task_ordinals"]
+__all__ = [
+    "EventKeys",
+    "Unlinkable",
+    "copy_from_linked",
+    "fill_update_names",
+    "workflow_task_ordinals",
+]
 
 _OPENERS = ("WorkflowTaskScheduled", "DecisionTaskScheduled")
 _STARTS = ("WorkflowTaskStarted", "DecisionTaskStarted")
+
+
+class Unlinkable(ValueError):
+    """Event ids that cannot be keyed across histories (negative, or too large to combine);
+    the caller links such histories one at a time."""
+
+
+class EventKeys:
+    """Event ids as keys unique across the histories held by one set of columns.
+
+    History *k* (``counts[k]`` events, ids ascending) gets keys ``k * span + event_id``, so the
+    keys of all histories ascend together and a link (a ``scheduledEventId``, ...) finds its
+    target only within its own history. With ``counts=None`` the keys are the ids themselves.
+    """
+
+    def __init__(self, ids: np.ndarray, counts: np.ndarray | None = None) -> None:
+        self.segment: np.ndarray | None = None
+        self.keys = ids
+        if counts is None or len(counts) <= 1 or not len(ids):
+            return
+        low, high = int(ids.min()), int(ids.max())
+        self.span = high + 1
+        if low < 0 or self.span * len(counts) >= 2**62:
+            raise Unlinkable(f"event ids from {low} to {high}")
+        self.starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+        self.segment = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        self.keys = self.segment * self.span + ids
+
+    def of(self, targets: np.ndarray, rows: Any = slice(None)) -> np.ndarray:
+        """Keys of the events that ``targets`` (ids held by the events at ``rows``) name;
+        ``0`` (never a key that matches) for an absent or impossible id."""
+        if self.segment is None:
+            return targets
+        inside = (targets > 0) & (targets < self.span)
+        return np.where(inside, self.segment[rows] * self.span + targets, 0)
+
+    def restart(self, counter: np.ndarray) -> np.ndarray:
+        """A running count (``cumsum``) restarted at the first event of each history."""
+        if self.segment is None:
+            return counter
+        before = np.concatenate(([0], counter))[self.starts]
+        return counter - before[self.segment]
+
+    def same_history(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | bool:
+        """Whether the events at positions ``a`` and ``b`` belong to the same history."""
+        if self.segment is None:
+            return True
+        return self.segment[a] == self.segment[b]
 
 
 def _one_of(column: np.ndarray, values: tuple[str, ...]) -> np.ndarray:
@@ -51,31 +106,36 @@ def _lookup(sorted_ids: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> n
 
 
 def workflow_task_ordinals(
-    event_type: np.ndarray, category: np.ndarray, is_command: np.ndarray, ids: np.ndarray,
+    event_type: np.ndarray, category: np.ndarray, is_command: np.ndarray, keys: EventKeys,
     scheduled: np.ndarray, completed_by: np.ndarray,
 ) -> np.ndarray:  # fmt: skip
-    """The ``workflow_task`` of each event, as floats (NaN: none).
+    """The ``workflow_task`` of each event, as floats (NaN: none), numbered within its history.
 
     A workflow task's events carry their own task; a command the task that produced it (else
     the latest task scheduled before it, for dialects without the producing id); any other
     event the first task started after it, the one that delivered it to the workflow code.
     """
-    n = len(ids)
+    n = len(keys.keys)
     opens = _one_of(event_type, _OPENERS)
+    latest = keys.restart(np.cumsum(opens)).astype("float64")
     task = np.full(n, np.nan)
-    task[opens] = np.arange(1, opens.sum() + 1)
+    task[opens] = latest[opens]
     task_events = (category == "workflow_task") & ~opens
-    task[task_events] = _lookup(ids[opens], task[opens], scheduled[task_events])
+    task[task_events] = _lookup(
+        keys.keys[opens], task[opens], keys.of(scheduled[task_events], task_events)
+    )
     known = ~np.isnan(task)
-    by_producer = _lookup(ids[known], task[known], completed_by[is_command])
-    latest = np.cumsum(opens).astype("float64")
+    by_producer = _lookup(
+        keys.keys[known], task[known], keys.of(completed_by[is_command], is_command)
+    )
     latest[latest == 0] = np.nan
     task[is_command] = np.where(np.isnan(by_producer), latest[is_command], by_producer)
     starts = np.flatnonzero(_one_of(event_type, _STARTS) & ~np.isnan(task))
     others = np.flatnonzero(~(opens | task_events | is_command))
     if len(others):
         following = np.searchsorted(starts, others, side="left")
-        valid = following < len(starts)
+        valid = np.flatnonzero(following < len(starts))
+        valid = valid[keys.same_history(starts[following[valid]], others[valid])]
         values = np.full(len(others), np.nan)
         values[valid] = task[starts[following[valid]]]
         task[others] = values
@@ -83,10 +143,10 @@ def workflow_task_ordinals(
 
 
 def copy_from_linked(
-    columns: dict[str, Any], rows: np.ndarray, link: str, names: tuple[str, ...]
+    columns: dict[str, Any], keys: EventKeys, rows: np.ndarray, link: str, names: tuple[str, ...]
 ) -> None:
     """Copy ``names`` from the event that ``link`` points at, where a row lacks them."""
-    ids, targets = columns["event_id"], columns[link]
+    targets = columns[link]
     rows = np.flatnonzero(rows & (targets != 0))
     if not len(rows):
         return
@@ -95,23 +155,25 @@ def copy_from_linked(
         missing = rows[_absent(column[rows])]  # look only at the linked rows' cells
         if not len(missing):
             continue
-        at, found = _positions_of(ids, targets[missing])
+        at, found = _positions_of(keys.keys, keys.of(targets[missing], missing))
         copied = np.full(len(missing), None, dtype=object)
         copied[found] = column[at[found]]
         column[missing] = copied
 
 
-def fill_update_names(columns: dict[str, Any], updates: np.ndarray) -> None:
-    """Give update events without a name (completed, ...) the name their update id had."""
+def fill_update_names(columns: dict[str, Any], keys: EventKeys, updates: np.ndarray) -> None:
+    """Give update events without a name (completed, ...) the name their update id had (in
+    the same history)."""
     ids, names = columns["update_id"], columns["update_name"]
     updates = np.flatnonzero(updates)
     updates = updates[~_absent(ids[updates])]
     if not len(updates):
         return
+    history = keys.segment if keys.segment is not None else np.zeros(len(ids), dtype=np.int64)
     by_id: dict[Any, Any] = {}
     for i in updates.tolist():
         if names[i] is not None:
-            by_id.setdefault(ids[i], names[i])
+            by_id.setdefault((history[i], ids[i]), names[i])
     for i in updates.tolist():
         if names[i] is None:
-            names[i] = by_id.get(ids[i])
+            names[i] = by_id.get((history[i], ids[i]))

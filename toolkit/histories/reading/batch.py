@@ -13,9 +13,9 @@ from tqdm.auto import tqdm
 
 from toolkit.errors import HistoryFormatError, ToolkitError
 from toolkit.gc_pause import paused_gc
-from toolkit.histories.events import HistoryParts, frame_from_parts
+from toolkit.histories.events import frame_from_parts
 from toolkit.histories.reading.pool import decode_chunks
-from toolkit.histories.reading.read import read_history_parts
+from toolkit.histories.reading.read import read_many_parts
 from toolkit.histories.reading.sidecars import LAB_SIDECARS, sidecar_kind
 
 __all__ = [
@@ -225,16 +225,11 @@ def decode_files(
     files: list[Path], raise_errors: bool, read_options: dict[str, Any]
 ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Decode ``files`` into one events frame (built once) and the error rows of the others."""
-    parts: list[HistoryParts] = []
-    failures: list[dict[str, Any]] = []
     with paused_gc():
-        for path in files:
-            try:
-                parts += read_history_parts(path, **read_options)
-            except ToolkitError as exc:
-                if raise_errors:
-                    raise
-                failures.append(error_row(path, exc))
+        parts, errors = read_many_parts(list(files), **read_options)
+        if raise_errors and errors:
+            raise next(iter(errors.values()))
+        failures = [error_row(files[index], exc) for index, exc in errors.items()]
         return frame_from_parts(parts), failures
 
 
