@@ -289,8 +289,14 @@ def _keep(
     """The histories of a batch to write: one copy per run key, none already written."""
     identities = zip(facts["run_id"], facts["source"], facts["history"], strict=True)
     facts = facts.assign(run_key=[run_key(r, hashes.get(s), h) for r, s, h in identities])
+    # The common case, decided for all rows at once: a run met once, not in the dataset yet.
+    known = facts["run_key"].isin(manifest.runs.keys())
+    alone = ~facts["run_key"].duplicated(keep=False) & ~known
+    if alone.all():
+        return facts
     # Within the batch the most complete copy wins (an open run exported again when closed).
-    ranked = facts.sort_values(["run_key", "events"], ascending=[True, False], kind="stable")
+    ranked = facts[~alone].sort_values(["run_key", "events"], ascending=[True, False],
+                                       kind="stable")  # fmt: skip
     kept_rows = []
     for key, group in ranked.groupby("run_key", sort=False):
         best = group.iloc[0]
@@ -306,7 +312,9 @@ def _keep(
                 conflicts.append({"run_key": key, "source": row["source"],
                                   "history": int(row["history"]), "events": int(row["events"]),
                                   "kept_events": int(reference[0])})  # fmt: skip
-    return pd.DataFrame(kept_rows, columns=facts.columns)
+    if not kept_rows:
+        return facts[alone]
+    return pd.concat([facts[alone], pd.DataFrame(kept_rows, columns=facts.columns)])
 
 
 def _recover(

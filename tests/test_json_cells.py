@@ -1,0 +1,57 @@
+"""The dataset's JSON text of lazy cells, cut from the source's bytes, equals the general
+conversion cell by cell, on real histories (lab recordings and the public corpus)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+import toolkit as tk
+from toolkit.datasets.arrow import json_text
+from toolkit.datasets.json_cells import json_texts
+from toolkit.histories.columns.lazy import LazyPayloads
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+_CELLS = ("attributes", "extra", "input", "result", "details")
+
+
+def _histories(root: Path) -> list[Path]:
+    return [p for p in sorted(root.rglob("*.json")) if not p.name.endswith(".meta.json")]
+
+
+@pytest.mark.parametrize("where", ["lab", "corpus"])
+def test_column_texts_equal_the_cell_by_cell_texts(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    root = DATA if where == "lab" else request.getfixturevalue("corpus") / "histories"
+    events = tk.read_histories(_histories(root), progress=False, workers=1).events
+    assert len(events) > 1_000
+    for column in _CELLS:
+        values = events[column].to_numpy(dtype=object)
+        assert json_texts(values, json_text) == [json_text(v) for v in values], column
+
+
+def test_payloads_that_are_not_default_json_take_the_general_path() -> None:
+    def payloads(*items: dict[str, object]) -> LazyPayloads:
+        return LazyPayloads(orjson.dumps({"payloads": list(items)}), None)
+
+    def b64(text: str) -> str:
+        import base64
+
+        return base64.b64encode(text.encode()).decode()
+
+    cells = np.array([
+        payloads({"metadata": {"encoding": b64("json/plain")}, "data": b64('{"a": 1}')}),
+        payloads({"metadata": {"encoding": b64("json/plain")}, "data": b64("not json")}),
+        payloads({"metadata": {"encoding": b64("binary/encrypted")}, "data": b64("xyz")}),
+        payloads({"metadata": {"encoding": b64("json/plain"), "x": "y"}, "data": b64("1")}),
+        LazyPayloads(orjson.dumps({"payloads": "odd"}), None),
+        None,
+    ], dtype=object)  # fmt: skip
+    texts = json_texts(cells, json_text)
+    assert texts == [json_text(v) for v in cells]
+    assert texts[0] == '[{"a":1}]' and texts[1] == '["not json"]' and texts[-1] is None
+    assert '"encoding":"binary/encrypted"' in texts[2]
