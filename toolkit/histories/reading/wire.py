@@ -58,9 +58,57 @@ def byte_at(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
 def split_records(data: bytes, field: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Start and end offsets of each ``field`` record of a message holding only that field.
 
-    (``History`` holds only its repeated ``events``.) Sequential by nature, so plain Python,
-    with the common one- and two-byte lengths unrolled.
+    (``History`` holds only its repeated ``events``.) The records form a chain (each one's
+    length says where the next begins), which :func:`_chained_records` follows over offsets
+    computed with numpy; where that cannot tell, :func:`_walk_records` walks the bytes.
     """
+    found = _chained_records(data, field)
+    return found if found is not None else _walk_records(data, field)
+
+
+def _chained_records(data: bytes, field: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The record chain from offset 0, found among every offset that could start a record.
+
+    Any byte equal to the tag could start a record; those whose payload starts like an event
+    (field 1, a varint: every encoder writes ``event_id`` first) are candidates, each linked to
+    the candidate where the record after it would begin. The chain from offset 0 is then found
+    by pointer doubling (the members within 2, 4, 8, ... links), a few numpy steps in all.
+    ``None`` when the chain leaves the candidates (an event not written that way): the caller
+    walks the bytes instead.
+    """
+    buf = as_array(data)
+    size = len(buf)
+    tag = (field << 3) | _LEN
+    at = np.flatnonzero(buf == tag)
+    if not size or not len(at) or at[0] != 0:
+        return None
+    length, length_size, overlong = varints(buf, at + 1)
+    start = at + 1 + length_size
+    keep = ~overlong & (length < np.uint64(1 << 40)) & (byte_at(buf, start) == 0x08)
+    keep[0] = True  # the first record (its payload is checked by the reader like any other)
+    at, start, length = at[keep], start[keep], length[keep]
+    end = start + length.astype(np.int64)
+    count = len(at)
+    done, lost = count, count + 1  # two more nodes: past the last byte, and a dead end
+    link = np.minimum(np.searchsorted(at, end), count - 1)
+    link = np.where(at[link] == end, link, np.where(end == size, done, lost))
+    jump = np.concatenate((link, [done, lost]))
+    member = np.zeros(count + 2, dtype=bool)
+    member[0] = True
+    while True:
+        reached = jump[member]
+        if member[reached].all():
+            break
+        member[reached] = True
+        jump = jump[jump]
+    if member[lost] or not member[done]:
+        return None
+    chosen = np.flatnonzero(member[:count])
+    return start[chosen], end[chosen]
+
+
+def _walk_records(data: bytes, field: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`split_records` byte by byte, with the common one- and two-byte lengths unrolled."""
     tag = (field << 3) | _LEN
     starts: list[int] = []
     lengths: list[int] = []
