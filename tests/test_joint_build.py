@@ -26,16 +26,11 @@ _CELLS = ("attributes", "extra", "input", "result", "details")
 
 
 def _history_files(root: Path) -> list[Path]:
-    found = []
-    for path in sorted(root.rglob("*.json")):
-        if path.name.endswith(".meta.json"):
-            continue
-        try:
-            tk.read_history(path)
-        except tk.ToolkitError:
-            continue  # manifests, sidecars and the corpus' deliberately broken files
-        found.append(path)
-    return found
+    """The readable histories under ``root`` (not the manifests, sidecars and the corpus'
+    deliberately broken files)."""
+    candidates = [p for p in sorted(root.rglob("*.json")) if not p.name.endswith(".meta.json")]
+    read = set(tk.read_histories(candidates, progress=False, workers=1).events["source"])
+    return [p for p in candidates if str(p) in read]
 
 
 def _alone(files: list[Path]) -> pd.DataFrame:
