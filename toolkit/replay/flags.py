@@ -15,43 +15,44 @@ sdk-core (``CoreInternalFlags``)
     2 ``UpsertSearchAttributeOnPatch``: a patch marker is followed by an upsert of
     ``TemporalChangeVersion``; modelled (marker and upsert match as one unit on both sides).
     3 ``MoveTerminalCommands``: without it, commands issued after the workflow's completion in
-    the same activation are dropped; with it, they are moved before the completion. Modelled
-    here: the new code's history (with the flag) cannot show which of its last commands came
-    after the completion, so where the recorded history lacks them they are taken to have come
-    after it (and are dropped), otherwise before it; either way an assumption names the flag.
+    the same activation are dropped; with it, they are moved before the completion. Modelled in
+    :mod:`toolkit.replay.terminal_commands` (every cut point the histories allow is tried; an
+    assumption only when they give different verdicts).
     4 ``NexusOperationDeterminismChecks`` (sdk-core of temporalio 1.35): a Nexus operation's
     service and operation compared; modelled in :mod:`toolkit.replay.core_model`.
 Python (``_WorkflowLogicFlag``)
-    1 ``RAISE_ON_CANCELLING_COMPLETED_ACTIVITY``,
-    2 ``PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH``.
+    1 ``RAISE_ON_CANCELLING_COMPLETED_ACTIVITY``: an assumption.
+    2 ``PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH``: ignored where no activation carries
+    more than one group of jobs (patches / signals and updates / the rest), else an assumption.
 TypeScript (``SdkFlags``)
     1 ``NonCancellableScopesAreShieldedFromPropagation``, 2
     ``ProcessWorkflowActivationJobsAsSingleBatch`` (both also on for tasks completed by 1.11.0 and
     1.11.1, which did not record them), 3 ``OpenTelemetryInterceptorsTracesInboundSignals`` (on
     for tasks of SDK >= 1.11.5), 4 ``OpenTelemetryInterceptorsTracesLocalActivities`` (>= 1.11.6),
     5 ``OpenTelemetryInterceporsAvoidsExtraYields`` (>= 1.13.2), 6
-    ``OpenTelemetryInterceptorsInstrumentsAllMethods``.
+    ``OpenTelemetryInterceptorsInstrumentsAllMethods``. Flag 2 is ignored where no activation
+    carries a signal; the others are assumptions.
 .NET (``WorkflowLogicFlag``)
-    1 ``ReorderWorkflowCompletion``, 2 ``ApplyModernEventLoopLogic``.
+    1 ``ReorderWorkflowCompletion``: modelled with core flag 3; 2 ``ApplyModernEventLoopLogic``:
+    an assumption.
 
-Language flags change the order in which an SDK runs activation jobs, the yield points of its
-interceptors, or whether a cancellation raises: what the new code would issue under the other
-setting is in neither history, so none is modelled; each one that differs where it matters is an
-assumption.
+The language flags left as assumptions change whether a cancellation raises or propagates, the
+yield points of interceptors, or the event loop's order: what the new code would issue under the
+other setting is in neither history. Each names, in its note, the SDK source that reads it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolkit.replay.tasks import SplitHistory, Task
+from toolkit.replay.terminal_commands import MOVE_TERMINAL_COMMANDS, move_terminal_commands
 
 __all__ = ["CORE_FLAGS", "LANG_FLAGS", "apply_flags", "history_flags", "lang_of"]
 
-ID_AND_TYPE_CHECKS, UPSERT_ON_PATCH, MOVE_TERMINAL_COMMANDS, NEXUS_CHECKS = 1, 2, 3, 4
+ID_AND_TYPE_CHECKS, UPSERT_ON_PATCH, NEXUS_CHECKS = 1, 2, 4
 
 CORE_FLAGS = {
     ID_AND_TYPE_CHECKS: "IdAndTypeDeterminismChecks",
@@ -59,7 +60,9 @@ CORE_FLAGS = {
     MOVE_TERMINAL_COMMANDS: "MoveTerminalCommands",
     NEXUS_CHECKS: "NexusOperationDeterminismChecks",
 }
-_MODELLED_CORE = frozenset({ID_AND_TYPE_CHECKS, UPSERT_ON_PATCH, NEXUS_CHECKS})
+_MODELLED_CORE = frozenset(
+    {ID_AND_TYPE_CHECKS, UPSERT_ON_PATCH, MOVE_TERMINAL_COMMANDS, NEXUS_CHECKS}
+)
 
 LANG_FLAGS: dict[str, dict[int, str]] = {
     "python": {
@@ -76,11 +79,6 @@ LANG_FLAGS: dict[str, dict[int, str]] = {
     },
     "dotnet": {1: "ReorderWorkflowCompletion", 2: "ApplyModernEventLoopLogic"},
 }
-
-_TERMINAL = frozenset({
-    "CompleteWorkflowExecution", "FailWorkflowExecution", "CancelWorkflowExecution",
-    "ContinueAsNewWorkflowExecution",
-})  # fmt: skip
 
 
 def lang_of(sdk_name: str | None) -> str | None:
@@ -133,23 +131,99 @@ def _core(history: SplitHistory, task: Task, replaying: bool) -> frozenset[int]:
     return task.core_flags
 
 
-def _terminal_tasks(history: SplitHistory, start: int) -> list[Task]:
-    """Tasks from ``start`` whose commands end with a completion after other commands."""
+def _activation_groups(history: SplitHistory, index: int, replaying: bool) -> set[str]:
+    """The kinds of job the activation of task ``index`` (1-based) carries.
+
+    A task's activation is taken to carry what the history delivered since the task before it
+    (the workflow start, results, cancel requests, signals, updates); replaying, sdk-core adds a
+    patch job for each ``core_patch`` marker among the task's commands.
+    """
+    task = history.tasks[index - 1]
+    before = history.tasks[index - 2].delivered if index > 1 else frozenset()
+    groups = {"signal" if key[0] in ("signal", "update") else "other"
+              for key in task.delivered - before}  # fmt: skip
+    if replaying and any(row.get("marker_name") == "core_patch" for row in task.commands):
+        groups.add("patch")
+    return groups
+
+
+def _python_batches(history: SplitHistory, index: int, replaying: bool) -> bool:
+    # temporalio/worker/_workflow_instance.py (activate): without the flag, jobs run in groups,
+    # patches, then signals and updates, then the rest, the code running after each group; with
+    # it, one run after all. One group alone runs the same either way.
+    return len(_activation_groups(history, index, replaying)) > 1
+
+
+def _typescript_signals(history: SplitHistory, index: int, replaying: bool) -> bool:
+    # packages/worker/src/workflow/vm-shared.ts: the flag is consulted only for an activation
+    # with a signal job (``!hasSignals || hasFlag(...)``); without one, one batch either way.
+    return "signal" in _activation_groups(history, index, replaying)
+
+
+#: Flags that act only at some activations, and the test of whether a task's activation is one.
+_LANG_SCOPE: dict[tuple[str | None, int], Callable[[SplitHistory, int, bool], bool]] = {
+    ("python", 2): _python_batches,
+    ("typescript", 2): _typescript_signals,
+}
+
+#: .NET ReorderWorkflowCompletion: modelled with sdk-core flag 3 (terminal_commands.py).
+_MODELLED_LANG = frozenset({("dotnet", 1)})
+
+_OTEL = (
+    "It adds or removes a yield point in @temporalio/interceptors-opentelemetry's workflow "
+    "interceptors (contrib/interceptors-opentelemetry/src/workflow/index.ts), so it matters only "
+    "if the code runs them, which the histories do not show"
+)
+_LANG_EFFECT: dict[tuple[str | None, int], str] = {
+    ("python", 1): (
+        "When an activity has completed and the task awaiting it is cancelled in the same "
+        "activation, the await raises CancelledError with the flag and returns the result "
+        "without it (temporalio/worker/_workflow_instance.py); what the code then issues is in "
+        "neither history"
+    ),
+    ("python", 2): (
+        "It runs the code once after all of an activation's jobs instead of after each group "
+        "(patches, signals and updates, the rest); an activation here carries more than one "
+        "group, and the order of the commands the code then issues is in neither history"
+    ),
+    ("typescript", 1): (
+        "It stops a cancelled scope's cancellation from reaching non-cancellable children, "
+        "makes withTimeout cancel its timer when the body finishes first and setTimeout timers "
+        "cancellable (packages/workflow/src/cancellation-scope.ts, global-overrides.ts); the "
+        "commands this changes are in neither history"
+    ),
+    ("typescript", 2): (
+        "With a signal in the activation it runs the jobs as one batch, signals and updates "
+        "first, instead of in phases (packages/worker/src/workflow/vm-shared.ts); an activation "
+        "here has a signal, and the order of the code's commands then is in neither history"
+    ),
+    ("typescript", 3): _OTEL,
+    ("typescript", 4): _OTEL,
+    ("typescript", 5): _OTEL,
+    ("typescript", 6): _OTEL,
+    ("dotnet", 2): (
+        "Set at the first activation, it changes job order, when the main method starts, event "
+        "loop ticks per job and how many satisfied conditions resolve at once "
+        "(src/Temporalio/Worker/WorkflowInstance.cs); the command order that results is in "
+        "neither history"
+    ),
+}
+_UNKNOWN_EFFECT = "Its effect is unknown to this toolkit"
+
+
+def _affected_tasks(
+    old: SplitHistory, new: SplitHistory, run: Any, start: int,
+    acts: Callable[[SplitHistory, int, bool], bool],
+) -> list[int]:  # fmt: skip
+    """Tasks from ``start`` to the verdict's point where the flag can act, on either side."""
+    failure = getattr(run, "failure", None)
+    last = failure.task if failure is not None else max(len(old.tasks), len(new.tasks))
     return [
-        task
-        for task in history.tasks[start - 1 :]
-        if len(task.commands) > 1 and task.commands[-1].get("kind") in _TERMINAL
+        index
+        for index in range(start, last + 1)
+        if (index <= len(old.tasks) and acts(old, index, True))
+        or (index <= len(new.tasks) and acts(new, index, False))
     ]
-
-
-def _without_leading(history: SplitHistory, tasks: list[Task]) -> SplitHistory:
-    """``history`` with the commands before the completion of ``tasks`` left out."""
-    chosen = {task.index for task in tasks}
-    changed = [
-        dataclasses.replace(task, commands=[task.commands[-1]]) if task.index in chosen else task
-        for task in history.tasks
-    ]
-    return dataclasses.replace(history, tasks=changed)
 
 
 def apply_flags(
@@ -171,31 +245,33 @@ def apply_flags(
         differs matters before the verdict's point).
     """
     run = model(old, new)
-    notes: list[str] = []
-    core = _first_difference(old, new, _core)
-    moved = core.get(MOVE_TERMINAL_COMMANDS)
-    if moved is not None and _matters(run, moved):
-        run, note = _move_terminal(old, new, run, moved, model)
-        if note:
-            notes.append(note)
-    for flag, task in sorted(core.items()):
-        if flag in _MODELLED_CORE or flag == MOVE_TERMINAL_COMMANDS or not _matters(run, task):
+    lang = lang_of(old.sdk_name or new.sdk_name)
+    run, note = move_terminal_commands(old, new, run, model, dotnet_reorder=lang == "dotnet")
+    notes = [note] if note else []
+    for flag, task in sorted(_first_difference(old, new, _core).items()):
+        if flag in _MODELLED_CORE or not _matters(run, task):
             continue
         notes.append(
             f"sdk-core flag {flag} ({CORE_FLAGS.get(flag, 'unknown to this toolkit')}) differs "
             f"between the two histories from task {task}; its effect is not modelled"
         )
-    lang = lang_of(old.sdk_name or new.sdk_name)
     names = LANG_FLAGS.get(lang or "", {})
     for flag, task in sorted(_first_difference(old, new, _lang_flags).items()):
-        if not _matters(run, task):
+        if (lang, flag) in _MODELLED_LANG or not _matters(run, task):
             continue
+        scope = _LANG_SCOPE.get((lang, flag))
+        affected = _affected_tasks(old, new, run, task, scope) if scope else []
+        if scope and not affected:
+            continue  # no activation where the flag can act
         recorded = "records" if flag in _lang_flags(old, old.tasks[task - 1], True) else "lacks"
+        where = f" (at task(s) {', '.join(map(str, affected))})" if affected else ""
+        name = names.get(
+            flag, "unknown to this toolkit" if lang else "neither history names its SDK"
+        )
         notes.append(
-            f"{lang or 'language'} SDK flag {flag} ({names.get(flag, 'unknown to this toolkit')})"
-            f": the recorded history {recorded} it from task {task}, the new code's history "
-            "does not agree; it changes job order, yield points or cancellation in the SDK, "
-            "which the histories cannot show: not modelled"
+            f"{lang or 'language'} SDK flag {flag} ({name})"
+            f": the recorded history {recorded} it from task {task}, the new code's history does "
+            f"not agree. {_LANG_EFFECT.get((lang, flag), _UNKNOWN_EFFECT)}{where}: not modelled"
         )
     return run, tuple(notes)
 
@@ -204,42 +280,6 @@ def _matters(run: Any, task: int) -> bool:
     """Whether a flag differing from ``task`` on can change the verdict of ``run``."""
     failure = getattr(run, "failure", None)
     return failure is None or failure.task >= task
-
-
-def _move_terminal(
-    old: SplitHistory, new: SplitHistory, run: Any, task: int,
-    model: Callable[[SplitHistory, SplitHistory], Any],
-) -> tuple[Any, str | None]:  # fmt: skip
-    """sdk-core flag 3 (``MoveTerminalCommands``) on one side only."""
-    candidates = _terminal_tasks(new, task)
-    if not candidates:
-        return run, None  # no activation issued a completion next to other commands
-    old_has = MOVE_TERMINAL_COMMANDS in old.tasks[min(task, len(old.tasks)) - 1].core_flags
-    which = ", ".join(str(t.index) for t in candidates)
-    if old_has:
-        return run, (
-            "sdk-core flag 3 (MoveTerminalCommands) is on replaying the recorded history but not "
-            f"in the new code's own run: commands the new code issued after its completion in "
-            f"task(s) {which} were dropped from its history, so replay may meet commands "
-            "neither history shows; taken to be none"
-        )
-    failure = getattr(run, "failure", None)
-    if failure is not None and any(t.index == failure.task for t in candidates):
-        failing = [t for t in candidates if t.index == failure.task]
-        retried = model(old, _without_leading(new, failing))
-        if getattr(retried, "failure", None) is None or retried.failure.task > failure.task:
-            return retried, (
-                "sdk-core flag 3 (MoveTerminalCommands) is not in the recorded history: replaying "
-                "it, sdk-core drops the commands the code issues after its completion in the "
-                f"same activation. The recorded history lacks the new code's other commands of "
-                f"task {failure.task}, so they are taken to come after the completion (dropped)"
-            )
-    return run, (
-        "sdk-core flag 3 (MoveTerminalCommands) is not in the recorded history: replaying it, "
-        "sdk-core drops commands issued after the completion in the same activation, and the "
-        f"new code's history (with the flag) cannot show which of task(s) {which}'s commands "
-        "came after it; taken to come before it (kept)"
-    )
 
 
 def history_flags(history: SplitHistory) -> Mapping[str, Any]:
