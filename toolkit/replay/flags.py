@@ -131,33 +131,48 @@ def _core(history: SplitHistory, task: Task, replaying: bool) -> frozenset[int]:
     return task.core_flags
 
 
-def _activation_groups(history: SplitHistory, index: int, replaying: bool) -> set[str]:
-    """The kinds of job the activation of task ``index`` (1-based) carries.
+def _activation_jobs(history: SplitHistory, index: int, replaying: bool) -> list[str]:
+    """The jobs (by kind) the activation of task ``index`` (1-based) carries, as far as shown.
 
-    A task's activation is taken to carry what the history delivered since the task before it
-    (the workflow start, results, cancel requests, signals, updates); replaying, sdk-core adds a
-    patch job for each ``core_patch`` marker among the task's commands.
+    A task's activation is taken to carry what the history delivered since the task before it:
+    ``start``, ``activity`` results, other ``result``s, ``cancel`` requests, ``signal``s,
+    ``update``s. Replaying, sdk-core also resolves local activities from their markers
+    (``activity``) and adds a ``patch`` job for each ``core_patch`` marker among the task's
+    commands.
     """
     task = history.tasks[index - 1]
     before = history.tasks[index - 2].delivered if index > 1 else frozenset()
-    groups = {"signal" if key[0] in ("signal", "update") else "other"
-              for key in task.delivered - before}  # fmt: skip
-    if replaying and any(row.get("marker_name") == "core_patch" for row in task.commands):
-        groups.add("patch")
-    return groups
+    jobs = [
+        "activity" if key[0] == "result" and str(key[1]).startswith("ActivityTask") else key[0]
+        for key in task.delivered - before
+    ]
+    if replaying:
+        for row in task.commands:
+            marker = row.get("marker_name")
+            if marker in ("core_patch", "core_local_activity"):
+                jobs.append("patch" if marker == "core_patch" else "activity")
+    return jobs
 
 
 def _python_batches(history: SplitHistory, index: int, replaying: bool) -> bool:
     # temporalio/worker/_workflow_instance.py (activate): without the flag, jobs run in groups,
     # patches, then signals and updates, then the rest, the code running after each group; with
-    # it, one run after all. One group alone runs the same either way.
-    return len(_activation_groups(history, index, replaying)) > 1
+    # it, one run after all: the same when one group is present. The flag also makes an await on
+    # an activity that completed in the activation where its task is cancelled raise
+    # (_await_temporal_operation), which needs an activity result next to another job.
+    jobs = _activation_jobs(history, index, replaying)
+    groups = {"patch" if job == "patch" else "signal" if job in ("signal", "update") else "rest"
+              for job in jobs}  # fmt: skip
+    return len(groups) > 1 or ("activity" in jobs and len(jobs) > 1)
 
 
 def _typescript_signals(history: SplitHistory, index: int, replaying: bool) -> bool:
     # packages/worker/src/workflow/vm-shared.ts: the flag is consulted only for an activation
-    # with a signal job (``!hasSignals || hasFlag(...)``); without one, one batch either way.
-    return "signal" in _activation_groups(history, index, replaying)
+    # with a signal job (``!hasSignals || hasFlag(...)``); without it the signals run as one
+    # batch and the other jobs (patches aside, handled first either way) as another, so only
+    # a signal next to a job of another kind is affected.
+    kinds = set(_activation_jobs(history, index, replaying)) - {"patch"}
+    return "signal" in kinds and len(kinds) > 1
 
 
 #: Flags that act only at some activations, and the test of whether a task's activation is one.
