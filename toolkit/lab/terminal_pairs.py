@@ -1,11 +1,13 @@
 """Record and replay workflows that issue commands next to their completion (sdk-core flag 3).
 
-Three versions of one workflow type, ``TerminalCommands``, each finishing in its first activation:
+Versions of one workflow type, ``TerminalCommands``:
 
 - ``before``: schedules activity ``a`` then returns;
 - ``after``: starts a task that schedules ``a``, then returns, so ``a`` is issued after the
   completion in the same activation;
-- ``mixed``: schedules ``a``, starts a task that schedules ``b``, then returns.
+- ``mixed``: schedules ``a``, starts a task that schedules ``b``, then returns;
+- ``late_before`` / ``late_after``: run activity ``a`` first, then do as ``before`` / ``after``
+  with ``b`` in the second workflow task.
 
 sdk-core with ``MoveTerminalCommands`` (temporalio >= 1.7) sends what comes after the completion
 before it; older cores (temporalio 1.6) drop it. Run this file (not the package: it needs nothing
@@ -77,7 +79,28 @@ class Mixed:
         return "done"
 
 
-CODES: dict[str, type] = {"before": Before, "after": After, "mixed": Mixed}
+@workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
+class LateBefore:
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.execute_activity(activity_a, start_to_close_timeout=_TIMEOUT)
+        workflow.start_activity(activity_b, start_to_close_timeout=_TIMEOUT)
+        return "done"
+
+
+@workflow.defn(name=WORKFLOW_TYPE, sandboxed=False)
+class LateAfter:
+    @workflow.run
+    async def run(self) -> str:
+        await workflow.execute_activity(activity_a, start_to_close_timeout=_TIMEOUT)
+        self.later = asyncio.ensure_future(_schedule(activity_b))
+        return "done"
+
+
+CODES: dict[str, type] = {
+    "before": Before, "after": After, "mixed": Mixed,
+    "late_before": LateBefore, "late_after": LateAfter,
+}  # fmt: skip
 
 
 def _label() -> str:
