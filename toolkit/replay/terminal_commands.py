@@ -54,8 +54,9 @@ TERMINAL_KINDS = frozenset({
     "ContinueAsNewWorkflowExecution",
 })  # fmt: skip
 
-#: More commands before the completion than this and the cut points are not all tried.
-MAX_CUTS = 64
+#: Model runs x tasks the cut points may cost; beyond it they are not all tried (the model's
+#: work grows with the square of the tasks: 64 cuts of two 150-task histories take under 1 s).
+CUT_BUDGET = 20_000
 
 
 def _closing_task(history: SplitHistory) -> Task | None:
@@ -72,6 +73,23 @@ def _cut(history: SplitHistory, task: Task, kept: int) -> SplitHistory:
     commands = [*task.commands[:kept], task.commands[-1]]
     tasks = [dataclasses.replace(t, commands=commands) if t is task else t for t in history.tasks]
     return dataclasses.replace(history, tasks=tasks)
+
+
+def _fails_before(run: Any, closing: Task) -> bool:
+    """Whether replay failed on a command queued before every one of ``closing``'s.
+
+    sdk-core matches queued commands first in, first out and the closing task's are queued
+    last, so such a failure is reached the same way whatever the cut. Local activities (found
+    by sequence number) and cancels (which take an unsent command out of the queue) break that.
+    """
+    failure = getattr(run, "failure", None)
+    command = getattr(failure, "command", None)
+    if command is None or command.get("marker_name") == "core_local_activity":
+        return False
+    cancels = {"CancelTimer", "RequestCancelActivityTask"}
+    if any(row.get("kind") in cancels for row in closing.commands):
+        return False
+    return not any(command is row for row in closing.commands)
 
 
 def _outcome(run: Any) -> tuple[Any, ...]:
@@ -127,12 +145,14 @@ def move_terminal_commands(
     if not own_run_reorders or (core_knows and MOVE_TERMINAL_COMMANDS in aligned.core_flags):
         return run, None  # both cut at the completion, or both reorder
     before = len(closing.commands) - 1
-    if before > MAX_CUTS:
+    if _fails_before(run, closing):
+        return run, None
+    if before * (len(old.tasks) + len(new.tasks)) > CUT_BUDGET:
         return run, (
             "sdk-core flag 3 (MoveTerminalCommands) is not in the recorded history: replaying "
             "it, sdk-core drops the commands issued after the completion in the same activation; "
             f"the new code's task {closing.index} has {before} commands before its completion "
-            "and the cut points were not tried: taken to be none"
+            "and the cut points were too many to try: taken to be none"
         )
     runs = {kept: model(old, _cut(new, closing, kept)) if kept < before else run
             for kept in range(before, -1, -1)}  # fmt: skip
