@@ -78,28 +78,33 @@ def _without_flags(document: dict[str, Any], core: set[int], lang: set[int]) -> 
     [
         # The closing task holds only the failure: nothing for flag 3 to move.
         ("temporalio__sdk-dotnet/multi-complete-fail-before.post-core-flag.json", {3}, set(),
-         "MoveTerminalCommands", True),
+         "MoveTerminalCommands", (True, True)),
         # The flag was recorded at an activation with a signal alone: one batch either way.
         ("temporalio__sdk-typescript/otel_v2_smorgasbord_1_18_1.json", set(), {2},
-         "ProcessWorkflowActivationJobsAsSingleBatch", True),
+         "ProcessWorkflowActivationJobsAsSingleBatch", (True, True)),
+        # The new run raised on a cancelled, completed activity: replaying without the flag, the
+        # await returns instead. The other way, the new run (an SDK without the flag) did not
+        # raise and replay with the flag available reads it at the same point: no raise either.
         ("temporalio__sdk-python/test_replayer_swallowed_activity_cancellation.json", set(), {1},
-         "RAISE_ON_CANCELLING_COMPLETED_ACTIVITY", False),
+         "RAISE_ON_CANCELLING_COMPLETED_ACTIVITY", (False, True)),
     ],
 )  # fmt: skip
 def test_public_histories_with_and_without_their_flags(
-    corpus: Path, name: str, core: set[int], lang: set[int], flag_name: str, exact: bool
-) -> None:
+    corpus: Path, name: str, core: set[int], lang: set[int], flag_name: str,
+    exact: tuple[bool, bool],
+) -> None:  # fmt: skip
     document = json.loads((corpus / "histories" / name).read_bytes())
     older = _without_flags(document, core, lang)
     # The SDKs' own tests replay such histories with one current code: never nondeterminism;
     # where the flag can matter the verdict names it, else it is exact.
-    for recorded, replayed in ((older, document), (document, older)):
+    pairs = ((older, document), (document, older))
+    for (recorded, replayed), expected in zip(pairs, exact, strict=True):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", InexactVerdictWarning)
             verdict = replay_verdict(read_history(recorded), read_history(replayed))
         named = any(flag_name in note for note in verdict.assumptions)
         assert verdict.outcome == "ok", verdict.assumptions
-        assert verdict.exact is exact and named is not exact, verdict.assumptions
+        assert verdict.exact is expected and named is not expected, verdict.assumptions
     same = replay_verdict(read_history(document), read_history(document))
     assert same.outcome == "ok" and same.exact
 
@@ -246,3 +251,39 @@ def test_python_language_flag_pair(recorded: dict, old: str, new: str, exact: bo
     assert bool(named) is not exact, verdict.assumptions
     if named:
         assert "task(s) 1" in named[0]  # the start and the signal share the first activation
+
+
+def _as_typescript(document: dict[str, Any], version: str, lang: dict[int, list[int]]) -> bytes:
+    """The run as TypeScript ``version`` records it: its build id, lang flags per task."""
+    copy = json.loads(json.dumps(document))
+    tasks = [e["workflowTaskCompletedEventAttributes"] for e in copy["events"]
+             if "workflowTaskCompletedEventAttributes" in e]  # fmt: skip
+    for index, attributes in enumerate(tasks, start=1):
+        attributes["workerVersion"] = {"buildId": f"@temporalio/worker@{version}+0123abcd"}
+        metadata = attributes.setdefault("sdkMetadata", {})
+        metadata["langUsedFlags"] = lang.get(index, [])
+    return json.dumps(copy).encode()
+
+
+def test_typescript_flags_and_the_new_code_sdk_version(corpus: Path) -> None:
+    """TypeScript is named by its default build id (its older cores wrote no ``sdkName``), and a
+    flag matters only to a TypeScript that knows it (flags.ts ``@since``); one that reads flags
+    but not this one rejects the activation."""
+    name = "temporalio__sdk-typescript/lang_flags_replay_correctly_1_9_3.json"
+    document = json.loads((corpus / "histories" / name).read_bytes())
+    assert _flags(corpus / "histories" / name)["sdk"] == "typescript"
+    as_1_11_2 = read_history(_as_typescript(document, "1.11.2", {2: [1]}))
+
+    def notes(recorded: Any, replayed: Any) -> tuple[str, ...]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InexactVerdictWarning)
+            return replay_verdict(recorded, replayed).assumptions
+
+    # 1.9.3 reads no flags: replaying 1.11.2's record, it does as in its own run.
+    assert not any("typescript SDK flag" in n for n in notes(as_1_11_2, read_history(document)))
+    # 1.11.2 reads flag 1 where its own run recorded it; the 1.9.3 record lacks it there.
+    named = [n for n in notes(read_history(document), as_1_11_2) if "flag 1 (" in n]
+    assert named and "from task 2" in named[0], named
+    # A 1.11.2 run replaying a record with flag 6 (1.13.3) rejects the activation.
+    as_1_13_3 = read_history(_as_typescript(document, "1.13.3", {1: [6]}))
+    assert any("Unknown SDK flag" in n for n in notes(as_1_13_3, as_1_11_2))

@@ -50,7 +50,7 @@ from typing import Any
 from toolkit.replay.tasks import SplitHistory, Task
 from toolkit.replay.terminal_commands import MOVE_TERMINAL_COMMANDS, move_terminal_commands
 
-__all__ = ["CORE_FLAGS", "LANG_FLAGS", "apply_flags", "history_flags", "lang_of"]
+__all__ = ["CORE_FLAGS", "LANG_FLAGS", "apply_flags", "history_flags", "lang_of", "sdk_of"]
 
 ID_AND_TYPE_CHECKS, UPSERT_ON_PATCH, NEXUS_CHECKS = 1, 2, 4
 
@@ -95,35 +95,93 @@ def _version(text: str | None) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text or "")[:3])
 
 
-#: TypeScript's alternate conditions: flags on when replaying tasks of these SDK versions.
-_TS_IMPLIED: list[tuple[int, Callable[[tuple[int, ...]], bool]]] = [
-    (1, lambda v: v[:2] == (1, 11) and len(v) > 2 and v[2] in (0, 1)),
-    (2, lambda v: v[:2] == (1, 11) and len(v) > 2 and v[2] in (0, 1)),
-    (3, lambda v: v >= (1, 11, 5)),
-    (4, lambda v: v >= (1, 11, 6)),
-    (5, lambda v: v >= (1, 13, 2)),
-]
+#: TypeScript's default build id (packages/worker): ``@temporalio/worker@<version>+<hash>``.
+_TS_BUILD_ID = re.compile(r"^@temporalio/worker@(\d+\.\d+\.\d+)[+]")
+
+
+def _ts_build_version(task: Task | None) -> tuple[int, ...] | None:
+    match = _TS_BUILD_ID.match(task.build_id or "") if task is not None else None
+    return _version(match.group(1)) if match else None
+
+
+def sdk_of(history: SplitHistory) -> tuple[str | None, tuple[int, ...] | None]:
+    """The SDK (``lang_of`` name) and version of a history: ``sdkMetadata``, else (TypeScript,
+    whose older cores did not record ``sdkName``) the default build id of its first task."""
+    lang = lang_of(history.sdk_name)
+    if lang is not None:
+        return lang, _version(history.sdk_version) or None
+    built = _ts_build_version(history.tasks[0] if history.tasks else None)
+    return ("typescript", built) if built else (None, None)
+
+
+#: TypeScript's alternate conditions (packages/workflow/src/flags.ts), applied when replaying:
+#: flags 1 and 2 on for tasks whose build id is 1.11.0 / 1.11.1's (those releases used them but
+#: did not record them); 3-5 on when the history's recorded ``sdkVersion`` is at least these.
+_TS_BUILT_BY_1_11_0_OR_1 = (1, 2)
+_TS_AT_LEAST = {3: (1, 11, 5), 4: (1, 11, 6), 5: (1, 13, 2)}
+#: The TypeScript release each flag came in (flags.ts ``@since``); older SDKs never read it.
+_TS_SINCE = {1: (1, 10, 2), 2: (1, 11, 0), 3: (1, 13, 2), 4: (1, 13, 2), 5: (1, 13, 2),
+             6: (1, 13, 3)}  # fmt: skip
 
 
 def _lang_flags(history: SplitHistory, task: Task, replaying: bool) -> frozenset[int]:
     # TypeScript reads a flag as on for tasks an SDK version is known to have run with it on
     # (its alternate conditions); applied to both sides, each with its own SDK's version.
     flags = task.lang_flags
-    if lang_of(history.sdk_name) == "typescript" and history.sdk_version:
-        version = _version(history.sdk_version)
-        flags = flags | {flag for flag, holds in _TS_IMPLIED if holds(version)}
-    return flags
+    if sdk_of(history)[0] != "typescript":
+        return flags
+    built = _ts_build_version(task)
+    if built is not None and built[:2] == (1, 11) and built[2] in (0, 1):
+        flags = flags | set(_TS_BUILT_BY_1_11_0_OR_1)
+    recorded = _version(history.sdk_version)
+    return flags | {flag for flag, least in _TS_AT_LEAST.items() if recorded and recorded >= least}
+
+
+def _new_sdk_predates(new: SplitHistory, flag: int) -> bool:
+    """Whether the new code's SDK is a TypeScript release older than ``flag`` (flags.ts)."""
+    lang, version = sdk_of(new)
+    since = _TS_SINCE.get(flag)
+    return lang == "typescript" and version is not None and since is not None and version < since
+
+
+def _rejected_flag_notes(old: SplitHistory, new: SplitHistory, run: Any) -> list[str]:
+    """Notes for flags the recorded history records and the new code's TypeScript does not know.
+
+    A TypeScript from before any flag (< 1.10.2) ignores them and replays as in its own run; a
+    later one rejects an activation carrying a flag it does not know.
+    """
+    version = sdk_of(new)[1]
+    if sdk_of(new)[0] != "typescript" or version is None or version < _TS_SINCE[1]:
+        return []
+    notes = []
+    for flag, since in sorted(_TS_SINCE.items()):
+        first = next((t.index for t in old.tasks if flag in t.lang_flags), None)
+        if version < since and first is not None and _matters(run, first):
+            notes.append(
+                f"typescript SDK flag {flag} ({LANG_FLAGS['typescript'][flag]}) is recorded from "
+                f"task {first} and unknown to the new code's SDK {'.'.join(map(str, version))}: "
+                "replaying, it rejects the activation ('Unknown SDK flag', assertValidFlag in "
+                "packages/workflow/src/flags.ts), a workflow task failure the model does not report"
+            )
+    return notes
 
 
 def _first_difference(
-    old: SplitHistory, new: SplitHistory, flags_of: Callable[[SplitHistory, Task, bool], Any]
-) -> dict[int, int]:
-    """Flag -> first task (1-based) where replaying ``old`` and ``new``'s own run disagree."""
+    old: SplitHistory, new: SplitHistory, flags_of: Callable[[SplitHistory, Task, bool], Any],
+    one_way: Callable[[int], bool] = lambda flag: False,
+) -> dict[int, int]:  # fmt: skip
+    """Flag -> first task (1-based) where replaying ``old`` and ``new``'s own run disagree.
+
+    For a ``one_way`` flag only the new run having it counts: the new code's own run records it
+    the first time it relies on it, so where its history lacks the flag the code did not read
+    it, and replay with the flag on (from ``old``) reads nothing either.
+    """
     found: dict[int, int] = {}
     for old_task, new_task in zip(old.tasks, new.tasks, strict=False):
-        differing = flags_of(old, old_task, True) ^ flags_of(new, new_task, False)
-        for flag in differing:
-            found.setdefault(flag, old_task.index)
+        replayed, own = flags_of(old, old_task, True), flags_of(new, new_task, False)
+        for flag in replayed ^ own:
+            if flag in own or not one_way(flag):
+                found.setdefault(flag, old_task.index)
     return found
 
 
@@ -180,6 +238,11 @@ _LANG_SCOPE: dict[tuple[str | None, int], Callable[[SplitHistory, int, bool], bo
     ("python", 2): _python_batches,
     ("typescript", 2): _typescript_signals,
 }
+
+#: Flags an SDK turns on only where a worker opts in, not whenever it relies on them: Python's
+#: single batch (off by default in temporalio 1.35, ``_DEFAULT_ENABLED_WORKFLOW_LOGIC_FLAGS``).
+#: The others are recorded by the new code's own run the first time it reads them.
+_OPT_IN = frozenset({("python", 2)})
 
 #: .NET ReorderWorkflowCompletion: modelled with sdk-core flag 3 (terminal_commands.py).
 _MODELLED_LANG = frozenset({("dotnet", 1)})
@@ -260,7 +323,7 @@ def apply_flags(
         differs matters before the verdict's point).
     """
     run = model(old, new)
-    lang = lang_of(old.sdk_name or new.sdk_name)
+    lang = sdk_of(old)[0] or sdk_of(new)[0]
     run, note = move_terminal_commands(old, new, run, model, dotnet_reorder=lang == "dotnet")
     notes = [note] if note else []
     for flag, task in sorted(_first_difference(old, new, _core).items()):
@@ -271,9 +334,15 @@ def apply_flags(
             f"between the two histories from task {task}; its effect is not modelled"
         )
     names = LANG_FLAGS.get(lang or "", {})
-    for flag, task in sorted(_first_difference(old, new, _lang_flags).items()):
+
+    def one_way(flag: int) -> bool:
+        return (lang, flag) not in _OPT_IN
+
+    for flag, task in sorted(_first_difference(old, new, _lang_flags, one_way).items()):
         if (lang, flag) in _MODELLED_LANG or not _matters(run, task):
             continue
+        if _new_sdk_predates(new, flag):
+            continue  # that SDK never reads the flag (see _rejected_flag_notes)
         scope = _LANG_SCOPE.get((lang, flag))
         affected = _affected_tasks(old, new, run, task, scope) if scope else []
         if scope and not affected:
@@ -288,7 +357,7 @@ def apply_flags(
             f": the recorded history {recorded} it from task {task}, the new code's history does "
             f"not agree. {_LANG_EFFECT.get((lang, flag), _UNKNOWN_EFFECT)}{where}: not modelled"
         )
-    return run, tuple(notes)
+    return run, (*notes, *_rejected_flag_notes(old, new, run))
 
 
 def _matters(run: Any, task: int) -> bool:
@@ -300,9 +369,10 @@ def _matters(run: Any, task: int) -> bool:
 def history_flags(history: SplitHistory) -> Mapping[str, Any]:
     """The flags a split history records at its last task: for reports and tests."""
     last = history.tasks[-1] if history.tasks else None
+    lang, version = sdk_of(history)
     return {
-        "sdk": lang_of(history.sdk_name),
-        "sdk_version": history.sdk_version,
+        "sdk": lang,
+        "sdk_version": history.sdk_version or (".".join(map(str, version)) if version else None),
         "core": sorted(last.core_flags) if last else [],
         "lang": sorted(last.lang_flags) if last else [],
     }
