@@ -22,23 +22,29 @@ sdk-core (``CoreInternalFlags``)
     service and operation compared; modelled in :mod:`toolkit.replay.core_model`.
 Python (``_WorkflowLogicFlag``)
     1 ``RAISE_ON_CANCELLING_COMPLETED_ACTIVITY``: an assumption.
-    2 ``PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH``: ignored where no activation carries
-    more than one group of jobs (patches / signals and updates / the rest), else an assumption.
+    2 ``PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH``: ignored unless an activation mixes
+    groups of jobs (patches / signals and updates / the rest) or brings an activity result with
+    another job; there, an assumption.
 TypeScript (``SdkFlags``)
     1 ``NonCancellableScopesAreShieldedFromPropagation``, 2
-    ``ProcessWorkflowActivationJobsAsSingleBatch`` (both also on for tasks completed by 1.11.0 and
-    1.11.1, which did not record them), 3 ``OpenTelemetryInterceptorsTracesInboundSignals`` (on
-    for tasks of SDK >= 1.11.5), 4 ``OpenTelemetryInterceptorsTracesLocalActivities`` (>= 1.11.6),
-    5 ``OpenTelemetryInterceporsAvoidsExtraYields`` (>= 1.13.2), 6
-    ``OpenTelemetryInterceptorsInstrumentsAllMethods``. Flag 2 is ignored where no activation
-    carries a signal; the others are assumptions.
+    ``ProcessWorkflowActivationJobsAsSingleBatch`` (both also on for tasks whose build id is
+    1.11.0's or 1.11.1's, which did not record them), 3
+    ``OpenTelemetryInterceptorsTracesInboundSignals`` (on when the history's SDK >= 1.11.5), 4
+    ``OpenTelemetryInterceptorsTracesLocalActivities`` (>= 1.11.6), 5
+    ``OpenTelemetryInterceporsAvoidsExtraYields`` (>= 1.13.2), 6
+    ``OpenTelemetryInterceptorsInstrumentsAllMethods``. Flag 2 is ignored unless an activation
+    brings a signal with a job of another kind; the others are assumptions. A TypeScript older
+    than a flag never reads it; one that reads flags rejects an activation with an unknown one.
 .NET (``WorkflowLogicFlag``)
     1 ``ReorderWorkflowCompletion``: modelled with core flag 3; 2 ``ApplyModernEventLoopLogic``:
     an assumption.
 
-The language flags left as assumptions change whether a cancellation raises or propagates, the
-yield points of interceptors, or the event loop's order: what the new code would issue under the
-other setting is in neither history. Each names, in its note, the SDK source that reads it.
+Every language flag but Python's opt-in single batch is recorded by a run that is not replaying
+the first time the code relies on it, so only a flag the new code's history has and the replay
+of the recorded one lacks can change what the code does. The ones left as assumptions change
+whether a cancellation raises or propagates, the yield points of interceptors, or the event
+loop's order: what the new code would issue under the other setting is in neither history. Each
+note names the SDK source that reads the flag.
 """
 
 from __future__ import annotations
