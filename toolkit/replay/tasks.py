@@ -76,6 +76,9 @@ class Task:
         runs its id/type checks.
     lang_flags : frozenset of int
         Language SDK flags (``sdkMetadata.langUsedFlags``) recorded up to this task.
+    build_id : str or None
+        The worker build id of its ``WorkflowTaskCompleted`` (``workerVersion.buildId`` or
+        ``binaryChecksum``): TypeScript writes ``@temporalio/worker@<version>+<hash>`` there.
     """
 
     index: int
@@ -85,6 +88,16 @@ class Task:
     core_flags: frozenset[int] = frozenset()
     final_sequence: bool = False
     lang_flags: frozenset[int] = frozenset()
+    build_id: str | None = None
+
+
+def _build_id(event: Mapping[str, Any]) -> str | None:
+    attributes = event.get("attributes")
+    if not isinstance(attributes, Mapping):
+        return None
+    version = attributes.get("workerVersion")
+    build = version.get("buildId") if isinstance(version, Mapping) else None
+    return _text(build) or _text(attributes.get("binaryChecksum"))
 
 
 def _link(event: Mapping[str, Any], attribute: str) -> int | None:
@@ -228,6 +241,7 @@ def split_history(history: int, frame: pd.DataFrame) -> SplitHistory:
                 delivered=frozenset(delivered),
                 core_flags=frozenset(flags),
                 lang_flags=frozenset(lang),
+                build_id=_build_id(event),
                 final_sequence=not later_starts
                 or (len(later_starts) == 1 and later_starts[0] == last_event_id),
             )
