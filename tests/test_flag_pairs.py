@@ -1,0 +1,139 @@
+"""The lab's flag pairs (data/flag_pairs) against the real Replayer's verdicts, both ways.
+
+The same workflows were recorded under temporalio releases on either side of an SDK flag
+(``python -m toolkit.lab.flag_pairs``), and each history was replayed by each release's real
+``Replayer`` (``replay_matrix.csv``). For every stored verdict, the new code's history is that
+release's own recording of the same scenario (for the ids built from the workflow id: each of its
+recordings, all under other workflow ids), and ``replay_verdict(recorded, new)`` must either
+equal the Replayer's verdict (and, when exact, its core message) or say it is not exact, with an
+assumption naming the flag.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from toolkit.histories.reading.read import read_history
+from toolkit.replay.verdict import InexactVerdictWarning, ReplayVerdict, replay_verdict
+
+PAIRS = Path(__file__).resolve().parents[1] / "data" / "flag_pairs"
+
+
+@cache
+def _table(name: str) -> pd.DataFrame:
+    return pd.read_csv(PAIRS / name, dtype=str, keep_default_na=False)
+
+
+def _cases() -> list[tuple[dict[str, str], str]]:
+    """(matrix row, the replaying release's own history) for every stored verdict."""
+    recordings = _table("recordings.csv")
+    plain = recordings[recordings["single_batch"] == "False"]
+    cases = []
+    for row in _table("replay_matrix.csv").to_dict("records"):
+        mine = plain[(plain["flag"] == row["flag"]) & (plain["temporalio"] == row["replayer"])]
+        if row["flag"] != "derived_ids":
+            mine = mine[mine["scenario"] == row["scenario"]]
+        cases += [(row, new) for new in mine["history"]]
+    return cases
+
+
+CASES = _cases()
+
+
+@cache
+def _verdict(recorded: str, new: str) -> ReplayVerdict:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InexactVerdictWarning)
+        return replay_verdict(read_history(PAIRS / recorded), read_history(PAIRS / new))
+
+
+@pytest.mark.parametrize(
+    ("row", "new"), CASES, ids=[f"{r['history']}@{r['replayer']}~{n}" for r, n in CASES]
+)
+def test_verdict_agrees_with_the_replayer_or_names_the_flag(row: dict[str, str], new: str) -> None:
+    verdict = _verdict(row["history"], new)
+    if not verdict.exact:
+        flag = row["flag"]
+        assert any(flag in note for note in verdict.assumptions), verdict.assumptions
+        return
+    assert verdict.outcome == row["outcome"], (verdict.divergence, row["message"])
+    if verdict.divergence is not None and verdict.divergence.core_message_exact:
+        assert verdict.divergence.core_message in row["message"]
+
+
+def test_every_pair_is_replayed_both_ways() -> None:
+    matrix = _table("replay_matrix.csv")
+    for flag, rows in matrix.groupby("flag"):
+        releases = set(rows["replayer"])
+        recorded = {label.removesuffix("-single-batch") for label in rows["recorded"]}
+        assert len(releases) >= 2 and recorded == releases, flag
+        for history, replays in rows.groupby("history"):
+            assert set(replays["replayer"]) == releases, history
+
+
+def _flags(label: str, flag: str) -> tuple[str, str]:
+    recordings = _table("recordings.csv")
+    row = recordings[(recordings["history"].str.startswith(f"{flag}/{label}/"))].iloc[0]
+    return row["core_flags"], row["lang_flags"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "label", "core", "lang"),
+    [
+        ("UpsertSearchAttributeOnPatch", "1.1.0", "", ""),
+        ("UpsertSearchAttributeOnPatch", "1.2.0", "1 2", ""),
+        ("RAISE_ON_CANCELLING_COMPLETED_ACTIVITY", "1.13.0", "1 2 3", ""),
+        ("RAISE_ON_CANCELLING_COMPLETED_ACTIVITY", "1.14.0", "1 2 3", "1"),
+        ("PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH", "1.35.0", "1 2 3 4", ""),
+        ("PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH", "1.35.0-single-batch", "1 2 3 4", "2"),
+        ("NexusOperationDeterminismChecks", "1.34.0", "1 2 3", ""),
+        ("NexusOperationDeterminismChecks", "1.35.0", "1 2 3 4", ""),
+    ],
+)
+def test_each_side_records_what_its_release_records(
+    flag: str, label: str, core: str, lang: str
+) -> None:
+    assert _flags(label, flag) == (core, lang)
+
+
+@pytest.mark.parametrize(
+    ("history", "replayer"),
+    [
+        # temporalio 1.1.0's sdk-core reads only the old patch-marker layout.
+        ("UpsertSearchAttributeOnPatch/1.2.0/patched.json", "1.1.0"),
+        # 1.12.0 does not know RAISE_ON_CANCELLING_COMPLETED_ACTIVITY (1.13.0 reads it).
+        ("RAISE_ON_CANCELLING_COMPLETED_ACTIVITY/1.14.0/cancel_completed.json", "1.12.0"),
+        # 1.30.0 does not know PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH.
+        (
+            "PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH/1.35.0-single-batch/"
+            "signal_and_activity.json",
+            "1.30.0",
+        ),
+    ],
+)
+def test_a_release_before_the_flag_fails_where_the_model_says_so(
+    history: str, replayer: str
+) -> None:
+    """The pairs the real Replayer fails on: the model must find the failure too."""
+    matrix = _table("replay_matrix.csv")
+    row = matrix[(matrix["history"] == history) & (matrix["replayer"] == replayer)].iloc[0]
+    assert row["outcome"] == "nondeterminism"
+    new = next(new for r, new in CASES if r["history"] == history and r["replayer"] == replayer)
+    assert _verdict(history, new).outcome == "nondeterminism"
+
+
+def test_ids_built_from_the_workflow_id_are_rebased() -> None:
+    recordings = _table("recordings.csv")
+    derived = recordings[recordings["flag"] == "derived_ids"]
+    assert derived["workflow_id"].is_unique and len(derived) >= 4
+    for row, new in CASES:
+        if row["flag"] != "derived_ids" or row["history"] == new:
+            continue
+        verdict = _verdict(row["history"], new)
+        assert (verdict.outcome, verdict.exact) == ("ok", True), verdict.assumptions
+        assert any("built from the workflow id" in note for note in verdict.notes), verdict.notes
