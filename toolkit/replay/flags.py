@@ -47,6 +47,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from toolkit.replay.lang_flag_releases import ignores_when_replaying
 from toolkit.replay.tasks import SplitHistory, Task
 
 __all__ = ["CORE_FLAGS", "LANG_FLAGS", "apply_flags", "history_flags", "lang_of"]
@@ -191,6 +192,8 @@ def apply_flags(
         if not _matters(run, task):
             continue
         recorded = "records" if flag in _lang_flags(old, old.tasks[task - 1], True) else "lacks"
+        if recorded == "records" and ignores_when_replaying(lang, flag, new.sdk_version):
+            continue  # the new code's release predates the flag: it replays as its own run went
         notes.append(
             f"{lang or 'language'} SDK flag {flag} ({names.get(flag, 'unknown to this toolkit')})"
             f": the recorded history {recorded} it from task {task}, the new code's history "
