@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from toolkit.histories.reading.read import read_history
+from toolkit.replay.report import read_replay_matrix
 from toolkit.replay.verdict import InexactVerdictWarning, ReplayVerdict, replay_verdict
 
 PAIRS = Path(__file__).resolve().parents[1] / "data" / "flag_pairs"
@@ -26,6 +27,8 @@ PAIRS = Path(__file__).resolve().parents[1] / "data" / "flag_pairs"
 
 @cache
 def _table(name: str) -> pd.DataFrame:
+    if name == "replay_matrix.csv":  # read as every lab matrix is (recorded / replayer columns)
+        return read_replay_matrix(PAIRS / name)
     return pd.read_csv(PAIRS / name, dtype=str, keep_default_na=False)
 
 

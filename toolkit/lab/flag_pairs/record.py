@@ -6,7 +6,8 @@
   ``.meta.json`` (release, workflow id, status, the flags its workflow tasks recorded);
 - ``data/flag_pairs/recordings.csv``: one row per history, the same facts;
 - ``data/flag_pairs/replay_matrix.csv``: each history replayed by every release recorded for the
-  same flag (both ways and itself), in that release's environment, with the Replayer's outcome.
+  same flag (both ways and itself), in that release's environment, with the Replayer's outcome
+  (``tk.read_replay_matrix`` reads it: ``recorded_release`` / ``replayer_release``).
 """
 
 from __future__ import annotations
@@ -138,8 +139,8 @@ MATRIX_COLUMNS = (
     "history",
     "flag",
     "scenario",
-    "recorded",
-    "replayer",
+    "recorded_release",
+    "replayer_release",
     "outcome",
     "error_type",
     "message",
@@ -298,8 +299,8 @@ def build_matrix(out_dir: Path, plan: Sequence[Recording], venvs_dir: Path | Non
                         "history": recording.path.as_posix(),
                         "flag": flag,
                         "scenario": recording.scenario,
-                        "recorded": recording.label,
-                        "replayer": environment(env_name).temporalio,
+                        "recorded_release": recording.label,
+                        "replayer_release": environment(env_name).temporalio,
                         **{k: result[k] for k in ("outcome", "error_type", "message")},
                     }
                 )
