@@ -33,14 +33,21 @@ def _table(name: str) -> pd.DataFrame:
 
 
 def _cases() -> list[tuple[dict[str, str], str]]:
-    """(matrix row, the replaying release's own history) for every stored verdict."""
+    """(matrix row, the replaying release's own history) for every stored verdict.
+
+    The replaying code is a release, or ``<release>/<code change>``: its own histories are the
+    recordings of that release and code version (for the derived ids, all of its scenarios).
+    """
     recordings = _table("recordings.csv")
     plain = recordings[recordings["single_batch"] == "False"]
     cases = []
     for row in _table("replay_matrix.csv").to_dict("records"):
-        mine = plain[(plain["flag"] == row["flag"]) & (plain["temporalio"] == row["replayer"])]
-        if row["flag"] != "derived_ids":
-            mine = mine[mine["scenario"] == row["scenario"]]
+        release, _, code = row["replayer"].partition("/")
+        mine = plain[
+            (plain["flag"] == row["flag"])
+            & (plain["temporalio"] == release)
+            & (plain["code"] == (code or "same"))
+        ]
         cases += [(row, new) for new in mine["history"]]
     return cases
 
@@ -74,7 +81,7 @@ def test_every_pair_is_replayed_both_ways() -> None:
     for flag, rows in matrix.groupby("flag"):
         releases = set(rows["replayer"])
         recorded = {label.removesuffix("-single-batch") for label in rows["recorded"]}
-        assert len(releases) >= 2 and recorded == releases, flag
+        assert len(releases) >= 2 and recorded == {r.partition("/")[0] for r in releases}, flag
         for history, replays in rows.groupby("history"):
             assert set(replays["replayer"]) == releases, history
 
@@ -138,6 +145,32 @@ def test_a_release_before_the_flag_fails_where_the_model_says_so(
     else:
         assert verdict.divergence.event_id == 5  # the marker, as the Replayer names it
         assert "HistoryEvent(id: 5, Some(MarkerRecorded))" in row["message"]
+
+
+@pytest.mark.parametrize(
+    ("history", "replayer", "outcome"),
+    [
+        # sdk-core flag 4 recorded: the renamed operation fails the check.
+        ("NexusOperationDeterminismChecks/1.35.0/nexus.json", "1.35.0/nexus-operation-renamed",
+         "nondeterminism"),
+        # Not recorded, and the operation is not in the last stretch of history: no check.
+        ("NexusOperationDeterminismChecks/1.34.0/nexus.json", "1.35.0/nexus-operation-renamed",
+         "ok"),
+        # Recorded, but 1.34.0's sdk-core has no Nexus checks at all.
+        ("NexusOperationDeterminismChecks/1.35.0/nexus.json", "1.34.0/nexus-operation-renamed",
+         "ok"),
+    ],
+)  # fmt: skip
+def test_nexus_operation_checks_follow_flag_4(history: str, replayer: str, outcome: str) -> None:
+    matrix = _table("replay_matrix.csv")
+    row = matrix[(matrix["history"] == history) & (matrix["replayer"] == replayer)].iloc[0]
+    assert row["outcome"] == outcome
+    new = next(new for r, new in CASES if r["history"] == history and r["replayer"] == replayer)
+    verdict = _verdict(history, new)
+    assert (verdict.outcome, verdict.exact) == (outcome, True), verdict.assumptions
+    if outcome != "ok":
+        assert verdict.divergence is not None and verdict.divergence.check == "nexus_operation"
+        assert verdict.divergence.core_message in row["message"]
 
 
 def test_ids_built_from_the_workflow_id_are_rebased() -> None:

@@ -47,7 +47,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from toolkit.replay.lang_flag_releases import ignores_when_replaying
+from toolkit.replay.flag_releases import ignores_when_replaying
 from toolkit.replay.tasks import SplitHistory, Task
 
 __all__ = ["CORE_FLAGS", "LANG_FLAGS", "apply_flags", "history_flags", "lang_of"]

@@ -26,7 +26,13 @@ from toolkit.lab.adk_python.driver import export_history
 from toolkit.lab.adk_python.envs import VersionEnvironment
 from toolkit.lab.adk_python.processes import WorkerProcess
 from toolkit.lab.flag_pairs.worker import SINGLE_BATCH_ENV
-from toolkit.lab.flag_pairs.workflows import ACTIVITIES, NEXUS_OPERATION, NEXUS_SERVICE
+from toolkit.lab.flag_pairs.workflows import (
+    ACTIVITIES,
+    CODE_ENV,
+    NEXUS_OPERATION,
+    NEXUS_OPERATION_RENAMED,
+    NEXUS_SERVICE,
+)
 
 __all__ = ["EchoService", "Run", "run_scenario"]
 
@@ -43,9 +49,13 @@ class EchoService:
     async def echo(self, ctx: nexusrpc.handler.StartOperationContext, text: str) -> str:
         return f"nexus:{text}"
 
+    @nexusrpc.handler.sync_operation(name=NEXUS_OPERATION_RENAMED)
+    async def echo_renamed(self, ctx: nexusrpc.handler.StartOperationContext, text: str) -> str:
+        return f"nexus-renamed:{text}"
+
 
 class Run:
-    """One scenario's run: where it polls, how it went, what its history is."""
+    """One scenario's run: the release and code version its workers run, where they poll."""
 
     def __init__(
         self,
@@ -54,9 +64,10 @@ class Run:
         task_queue: str,
         log_dir: Path,
         single_batch: bool,
+        code: str = "same",
     ) -> None:
         self.env, self.address, self.task_queue = env, address, task_queue
-        self.log_dir, self.single_batch = log_dir, single_batch
+        self.log_dir, self.single_batch, self.code = log_dir, single_batch, code
         self.worker_info: dict[str, Any] = {}
         self.worker_starts = 0
 
@@ -64,7 +75,7 @@ class Run:
     def worker(self) -> Iterator[WorkerProcess]:
         """A worker process of the release polling the run's queue, stopped by PID on exit."""
         self.worker_starts += 1
-        extra = {SINGLE_BATCH_ENV: "1"} if self.single_batch else None
+        extra = {CODE_ENV: self.code, **({SINGLE_BATCH_ENV: "1"} if self.single_batch else {})}
         log = self.log_dir / f"{self.task_queue}.{self.worker_starts}.worker.log"
         with WorkerProcess(
             self.env, self.address, self.task_queue, log, module=WORKER_MODULE, extra_env=extra

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import csv
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,8 @@ from toolkit.errors import LabError
 from toolkit.lab.adk_python.matrix import replay_in
 from toolkit.lab.flag_pairs.drive import EchoService, Run, run_scenario
 from toolkit.lab.flag_pairs.envs import environment
+from toolkit.lab.flag_pairs.plan import PLAN, Recording
+from toolkit.lab.flag_pairs.workflows import CODE_ENV
 from toolkit.lab.server import DevServer, find_temporal_binary
 
 __all__ = [
@@ -46,88 +49,13 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Recording:
-    """One history to record.
-
-    Attributes
-    ----------
-    flag
-        Directory under ``flag_pairs/``: the flag the pair is about (or ``derived_ids``).
-    scenario
-        File stem; ``workflow_type`` is what runs.
-    env
-        The release's environment (:mod:`.envs`).
-    delivery
-        ``cancel`` / ``signal`` (see :mod:`.drive`) or None.
-    single_batch
-        The worker turns on Python's lang flag 2 (directory ``<version>-single-batch``).
-    """
-
-    flag: str
-    scenario: str
-    workflow_type: str
-    env: str
-    delivery: str | None = None
-    single_batch: bool = False
-
-    @property
-    def label(self) -> str:
-        version = environment(self.env).temporalio
-        return f"{version}-single-batch" if self.single_batch else version
-
-    @property
-    def path(self) -> Path:
-        return Path(self.flag) / self.label / f"{self.scenario}.json"
-
-
-def _pair(
-    flag: str,
-    scenario: str,
-    workflow_type: str,
-    versions: Sequence[str],
-    delivery: str | None = None,
-) -> list[Recording]:
-    return [Recording(flag, scenario, workflow_type, f"temporalio-{v}", delivery) for v in versions]
-
-
-PLAN: tuple[Recording, ...] = (
-    *_pair("UpsertSearchAttributeOnPatch", "patched", "FlagPairsPatched", ("1.1.0", "1.2.0")),
-    *_pair(
-        "RAISE_ON_CANCELLING_COMPLETED_ACTIVITY",
-        "cancel_completed",
-        "FlagPairsCancelCompleted",
-        ("1.12.0", "1.13.0", "1.14.0"),
-        "cancel",
-    ),
-    *_pair(
-        "PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH",
-        "signal_and_activity",
-        "FlagPairsSignalAndActivity",
-        ("1.30.0", "1.35.0"),
-        "signal",
-    ),
-    Recording(
-        "PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH",
-        "signal_and_activity",
-        "FlagPairsSignalAndActivity",
-        "temporalio-1.35.0",
-        "signal",
-        single_batch=True,
-    ),
-    *_pair("NexusOperationDeterminismChecks", "nexus", "FlagPairsNexus", ("1.34.0", "1.35.0")),
-    # Two runs per release under different workflow ids: ids built from them differ.
-    *_pair("derived_ids", "derived_ids_a", "FlagPairsDerivedIds", ("1.34.0", "1.35.0")),
-    *_pair("derived_ids", "derived_ids_b", "FlagPairsDerivedIds", ("1.34.0", "1.35.0")),
-)
-"""Everything :func:`record_all` records."""
-
 RECORDING_COLUMNS = (
     "history",
     "flag",
     "scenario",
     "temporalio",
     "single_batch",
+    "code",
     "workflow_id",
     "status",
     "sdk_name",
@@ -212,7 +140,7 @@ async def record_one(
     env = environment(recording.env)
     tag = uuid.uuid4().hex[:8]
     workflow_id = f"flag-pairs-{recording.scenario.replace('_', '-')}-{recording.label}-{tag}"
-    run = Run(env, address, f"flag-pairs-{tag}", log_dir, recording.single_batch)
+    run = Run(env, address, f"flag-pairs-{tag}", log_dir, recording.single_batch, recording.code)
     history, status, run_id = await run_scenario(
         client, run, recording.workflow_type, workflow_id, recording.delivery, endpoint
     )
@@ -223,6 +151,7 @@ async def record_one(
         "env": env.name,
         "temporalio": run.worker_info.get("temporalio"),
         "single_batch": recording.single_batch,
+        "code": recording.code,
         "workflow_type": recording.workflow_type,
         "workflow_id": workflow_id,
         "run_id": run_id,
@@ -242,7 +171,8 @@ async def _record(
 ) -> list[Path]:
     client = await Client.connect(address)
     nexus_queue = f"flag-pairs-nexus-{uuid.uuid4().hex[:8]}"
-    endpoint = _endpoint(address, nexus_queue) if any(r.scenario == "nexus" for r in plan) else None
+    nexus = any(r.workflow_type == "FlagPairsNexus" for r in plan)
+    endpoint = _endpoint(address, nexus_queue) if nexus else None
     async with Worker(client, task_queue=nexus_queue, nexus_service_handlers=[EchoService()]):
         return [await record_one(client, r, address, out_dir, log_dir, endpoint) for r in plan]
 
@@ -268,6 +198,7 @@ def write_recordings(out_dir: Path, plan: Sequence[Recording]) -> Path:
                 "scenario": recording.scenario,
                 "temporalio": meta["temporalio"],
                 "single_batch": meta["single_batch"],
+                "code": meta["code"],
                 "workflow_id": meta["workflow_id"],
                 "status": meta["status"],
                 "sdk_name": flags["sdk_name"],
@@ -279,20 +210,38 @@ def write_recordings(out_dir: Path, plan: Sequence[Recording]) -> Path:
     return _write_csv(out_dir / "recordings.csv", RECORDING_COLUMNS, rows)
 
 
+def replayer_label(release: str, code: str) -> str:
+    """``1.35.0``, or ``1.35.0/<code>`` for a changed code version."""
+    return release if code == "same" else f"{release}/{code}"
+
+
+@contextlib.contextmanager
+def _code_version(code: str) -> Iterator[None]:
+    """``$FLAG_PAIRS_CODE`` for the replay subprocesses started inside (they inherit it)."""
+    before = os.environ.get(CODE_ENV)
+    os.environ[CODE_ENV] = code
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[CODE_ENV]
+        else:
+            os.environ[CODE_ENV] = before
+
+
 def build_matrix(out_dir: Path, plan: Sequence[Recording], venvs_dir: Path | None = None) -> Path:
-    """Replay each history of ``plan`` with every release recorded for its flag; write
-    ``replay_matrix.csv``."""
+    """Replay each history of ``plan`` with every release and code version recorded for its
+    flag; write ``replay_matrix.csv``."""
     rows = []
     for flag in dict.fromkeys(r.flag for r in plan):
         mine = [r for r in plan if r.flag == flag]
         paths = [out_dir / r.path for r in mine]
-        for env_name in dict.fromkeys(r.env for r in mine):
-            results = replay_in(
-                environment(env_name),
-                paths,
-                venvs_dir=venvs_dir,
-                module="toolkit.lab.flag_pairs.replay",
-            )
+        for env_name, code in dict.fromkeys((r.env, r.code) for r in mine):
+            env = environment(env_name)
+            with _code_version(code):
+                results = replay_in(
+                    env, paths, venvs_dir=venvs_dir, module="toolkit.lab.flag_pairs.replay"
+                )
             for recording, result in zip(mine, results, strict=True):
                 rows.append(
                     {
@@ -300,7 +249,7 @@ def build_matrix(out_dir: Path, plan: Sequence[Recording], venvs_dir: Path | Non
                         "flag": flag,
                         "scenario": recording.scenario,
                         "recorded_release": recording.label,
-                        "replayer_release": environment(env_name).temporalio,
+                        "replayer_release": replayer_label(env.temporalio, code),
                         **{k: result[k] for k in ("outcome", "error_type", "message")},
                     }
                 )

@@ -4,7 +4,8 @@
 release's environment and writes one JSON line per history: ``history``, ``outcome`` (``ok``,
 ``nondeterminism`` or ``error``), ``error_type``, ``message`` and the replaying ``temporalio``.
 Each history replays under the workflow id it was recorded with (its ``.meta.json``), since ids
-the code builds from the workflow id must come out as recorded.
+the code builds from the workflow id must come out as recorded. ``$FLAG_PAIRS_CODE`` names the
+code version replaying (:data:`toolkit.lab.flag_pairs.workflows.CODE_CHANGES`).
 """
 
 from __future__ import annotations
@@ -58,9 +59,9 @@ async def _replay_one(replayer: Any, path: Path) -> BaseException | None:
 async def _replay(paths: Sequence[Path]) -> list[dict[str, Any]]:
     from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 
-    from toolkit.lab.flag_pairs.workflows import WORKFLOWS
+    from toolkit.lab.flag_pairs.workflows import workflows
 
-    replayer = Replayer(workflows=WORKFLOWS, workflow_runner=UnsandboxedWorkflowRunner())
+    replayer = Replayer(workflows=workflows(), workflow_runner=UnsandboxedWorkflowRunner())
     rows = []
     for path in paths:
         try:

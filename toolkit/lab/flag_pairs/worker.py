@@ -28,9 +28,13 @@ SINGLE_BATCH_ENV = "FLAG_PAIRS_SINGLE_BATCH"
 
 
 def versions() -> dict[str, Any]:
-    """The temporalio release of this environment and the lang flags the worker turns on."""
+    """The temporalio release of this environment, the lang flags the worker turns on and the
+    code version it runs (``$FLAG_PAIRS_CODE``)."""
+    from toolkit.lab.flag_pairs.workflows import CODE_ENV
+
     single = os.environ.get(SINGLE_BATCH_ENV) == "1"
-    return {"temporalio": metadata.version("temporalio"), "single_batch": single}
+    code = os.environ.get(CODE_ENV) or "same"
+    return {"temporalio": metadata.version("temporalio"), "single_batch": single, "code": code}
 
 
 def _switch_single_batch(worker: Any) -> None:
@@ -46,7 +50,7 @@ async def run_worker(address: str, task_queue: str, identity: str) -> None:
     from temporalio.client import Client
     from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-    from toolkit.lab.flag_pairs.workflows import ACTIVITIES, WORKFLOWS
+    from toolkit.lab.flag_pairs.workflows import ACTIVITIES, workflows
 
     client = await Client.connect(address)
     stop = asyncio.Event()
@@ -56,7 +60,7 @@ async def run_worker(address: str, task_queue: str, identity: str) -> None:
     worker = Worker(
         client,
         task_queue=task_queue,
-        workflows=WORKFLOWS,
+        workflows=workflows(),
         activities=ACTIVITIES,
         workflow_runner=UnsandboxedWorkflowRunner(),
         identity=identity,

@@ -17,7 +17,8 @@ Each workflow makes one flag show in its history:
   coroutine sees the completion (schedules ``echo``), without it the signal runs first
   (``pending``).
 - :class:`NexusCaller`: one Nexus operation; sdk-core's ``NexusOperationDeterminismChecks``
-  (core flag 4).
+  (core flag 4) compares its service and operation on replay, so the code change
+  ``nexus-operation-renamed`` (:class:`NexusCallerRenamed`) is recorded and replayed too.
 - :class:`DerivedIds`: an activity id and a child workflow id built from the workflow id.
 """
 
@@ -29,11 +30,14 @@ from typing import Any
 
 from temporalio import activity, workflow
 
-__all__ = ["ACTIVITIES", "NEXUS_OPERATION", "NEXUS_SERVICE", "PATCH_ID", "WORKFLOWS"]
+__all__ = [
+    "ACTIVITIES", "CODE_CHANGES", "CODE_ENV", "NEXUS_OPERATION", "NEXUS_OPERATION_RENAMED",
+    "NEXUS_SERVICE", "PATCH_ID", "WORKFLOWS", "workflows",
+]  # fmt: skip
 
 PATCH_ID = "flag-pairs-patch"
 NEXUS_SERVICE = "FlagPairsService"
-NEXUS_OPERATION = "echo"
+NEXUS_OPERATION, NEXUS_OPERATION_RENAMED = "echo", "echo-renamed"
 _TIMEOUT = timedelta(seconds=30)
 
 
@@ -107,6 +111,18 @@ class NexusCaller:
         )
 
 
+@workflow.defn(name="FlagPairsNexus")
+class NexusCallerRenamed:
+    """:class:`NexusCaller` after a code change: it calls another operation of the service."""
+
+    @workflow.run
+    async def run(self, spec: dict[str, Any]) -> str:
+        client = workflow.create_nexus_client(service=NEXUS_SERVICE, endpoint=spec["endpoint"])
+        return await client.execute_operation(
+            NEXUS_OPERATION_RENAMED, "hello", schedule_to_close_timeout=_TIMEOUT
+        )
+
+
 @workflow.defn(name="FlagPairsChild")
 class Child:
     @workflow.run
@@ -126,4 +142,20 @@ class DerivedIds:
 
 
 WORKFLOWS = [Patched, CancelCompleted, SignalAndActivity, NexusCaller, Child, DerivedIds]
-"""Every workflow, registered by every worker and Replayer."""
+"""Every workflow, registered by every worker and Replayer running the code as recorded."""
+
+CODE_CHANGES: dict[str, list[Any]] = {
+    "same": WORKFLOWS,
+    # Checked by sdk-core flag 4 (NexusOperationDeterminismChecks) only.
+    "nexus-operation-renamed": [NexusCallerRenamed if w is NexusCaller else w for w in WORKFLOWS],
+}
+"""Code versions a worker or Replayer runs (``FLAG_PAIRS_CODE``): name -> workflows."""
+
+CODE_ENV = "FLAG_PAIRS_CODE"
+
+
+def workflows() -> list[Any]:
+    """The workflows of the code version named by ``$FLAG_PAIRS_CODE`` (default ``same``)."""
+    import os
+
+    return CODE_CHANGES[os.environ.get(CODE_ENV) or "same"]
