@@ -22,7 +22,7 @@ from toolkit.replay.verdict import replay_verdict
 
 pytestmark = pytest.mark.server
 
-PAIR = [r for r in PLAN if r.flag == "derived_ids" and r.env == MAIN_ENV.name]
+PAIR = [r for r in PLAN if r.flag == "derived_ids" and r.env == MAIN_ENV.name and r.code == "same"]
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ Python's lang flag 2 switched on); see :mod:`.envs` for why these releases.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,8 +60,12 @@ def _pair(
     workflow_type: str,
     versions: Sequence[str],
     delivery: str | None = None,
+    code: str = "same",
 ) -> list[Recording]:
-    return [Recording(flag, scenario, workflow_type, f"temporalio-{v}", delivery) for v in versions]
+    return [
+        Recording(flag, scenario, workflow_type, f"temporalio-{v}", delivery, code=code)
+        for v in versions
+    ]
 
 
 PLAN: tuple[Recording, ...] = (
@@ -90,17 +93,22 @@ PLAN: tuple[Recording, ...] = (
         single_batch=True,
     ),
     *_pair("NexusOperationDeterminismChecks", "nexus", "FlagPairsNexus", ("1.34.0", "1.35.0")),
-    *(
-        dataclasses.replace(r, code="nexus-operation-renamed")
-        for r in _pair(
-            "NexusOperationDeterminismChecks",
-            "nexus_renamed",
-            "FlagPairsNexus",
-            ("1.34.0", "1.35.0"),
-        )
+    *_pair(
+        "NexusOperationDeterminismChecks",
+        "nexus_renamed",
+        "FlagPairsNexus",
+        ("1.34.0", "1.35.0"),
+        code="nexus-operation-renamed",
     ),
     # Two runs per release under different workflow ids: ids built from them differ.
     *_pair("derived_ids", "derived_ids_a", "FlagPairsDerivedIds", ("1.34.0", "1.35.0")),
     *_pair("derived_ids", "derived_ids_b", "FlagPairsDerivedIds", ("1.34.0", "1.35.0")),
+    *_pair(
+        "derived_ids",
+        "derived_ids_child_changed",
+        "FlagPairsDerivedIds",
+        ("1.34.0", "1.35.0"),
+        code="child-id-changed",
+    ),
 )
 """Everything :func:`record_all` records."""

@@ -19,7 +19,8 @@ Each workflow makes one flag show in its history:
 - :class:`NexusCaller`: one Nexus operation; sdk-core's ``NexusOperationDeterminismChecks``
   (core flag 4) compares its service and operation on replay, so the code change
   ``nexus-operation-renamed`` (:class:`NexusCallerRenamed`) is recorded and replayed too.
-- :class:`DerivedIds`: an activity id and a child workflow id built from the workflow id.
+- :class:`DerivedIds`: an activity id and a child workflow id built from the workflow id, and the
+  code change ``child-id-changed`` (:class:`DerivedIdsChildRenamed`).
 """
 
 from __future__ import annotations
@@ -141,6 +142,19 @@ class DerivedIds:
         return await workflow.execute_child_workflow("FlagPairsChild", id=f"{own}-child")
 
 
+@workflow.defn(name="FlagPairsDerivedIds")
+class DerivedIdsChildRenamed:
+    """:class:`DerivedIds` after a code change: the child's id ends in ``-kid``."""
+
+    @workflow.run
+    async def run(self, spec: dict[str, Any]) -> str:
+        own = workflow.info().workflow_id
+        await workflow.execute_activity(
+            "echo", "a", activity_id=f"{own}-act", start_to_close_timeout=_TIMEOUT
+        )
+        return await workflow.execute_child_workflow("FlagPairsChild", id=f"{own}-kid")
+
+
 WORKFLOWS = [Patched, CancelCompleted, SignalAndActivity, NexusCaller, Child, DerivedIds]
 """Every workflow, registered by every worker and Replayer running the code as recorded."""
 
@@ -148,6 +162,8 @@ CODE_CHANGES: dict[str, list[Any]] = {
     "same": WORKFLOWS,
     # Checked by sdk-core flag 4 (NexusOperationDeterminismChecks) only.
     "nexus-operation-renamed": [NexusCallerRenamed if w is NexusCaller else w for w in WORKFLOWS],
+    # The Replayer builds the child id from the recorded run's workflow id, then compares it.
+    "child-id-changed": [DerivedIdsChildRenamed if w is DerivedIds else w for w in WORKFLOWS],
 }
 """Code versions a worker or Replayer runs (``FLAG_PAIRS_CODE``): name -> workflows."""
 
