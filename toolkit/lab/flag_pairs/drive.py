@@ -34,11 +34,14 @@ from toolkit.lab.flag_pairs.workflows import (
     NEXUS_SERVICE,
 )
 
-__all__ = ["EchoService", "Run", "run_scenario"]
+__all__ = ["DELIVERIES", "EchoService", "Run", "run_scenario"]
 
 WORKER_MODULE = "toolkit.lab.flag_pairs.worker"
-#: How the driver delivers what a scenario needs in one activation (None: nothing).
-DELIVERIES = {"cancel": "a cancellation request", "signal": "signal `go`"}
+#: What the driver sends a paused run: a cancellation request or the signal ``go``.
+DELIVERIES: dict[str, Callable[[WorkflowHandle[Any, Any]], Awaitable[Any]]] = {
+    "cancel": lambda handle: handle.cancel(),
+    "signal": lambda handle: handle.signal("go"),
+}
 
 
 @nexusrpc.handler.service_handler(name=NEXUS_SERVICE)
@@ -55,7 +58,8 @@ class EchoService:
 
 
 class Run:
-    """One scenario's run: the release and code version its workers run, where they poll."""
+    """One scenario's run: the release and code version its workers run, where they poll
+    (``venvs_dir``: where release environments are built; None for ``data/venvs``)."""
 
     def __init__(
         self,
@@ -65,9 +69,11 @@ class Run:
         log_dir: Path,
         single_batch: bool,
         code: str = "same",
+        venvs_dir: Path | None = None,
     ) -> None:
         self.env, self.address, self.task_queue = env, address, task_queue
         self.log_dir, self.single_batch, self.code = log_dir, single_batch, code
+        self.venvs_dir = venvs_dir
         self.worker_info: dict[str, Any] = {}
         self.worker_starts = 0
 
@@ -78,8 +84,9 @@ class Run:
         extra = {CODE_ENV: self.code, **({SINGLE_BATCH_ENV: "1"} if self.single_batch else {})}
         log = self.log_dir / f"{self.task_queue}.{self.worker_starts}.worker.log"
         with WorkerProcess(
-            self.env, self.address, self.task_queue, log, module=WORKER_MODULE, extra_env=extra
-        ) as process:
+            self.env, self.address, self.task_queue, log, venvs_dir=self.venvs_dir,
+            module=WORKER_MODULE, extra_env=extra,
+        ) as process:  # fmt: skip
             self.worker_info = process.info
             yield process
 
@@ -152,7 +159,7 @@ async def run_scenario(
     Parameters
     ----------
     delivery
-        ``cancel`` or ``signal`` for the paused run described above; None for a plain run.
+        A key of :data:`DELIVERIES` for the paused run described above; None for a plain run.
     endpoint
         The Nexus endpoint the workflow calls (its input), for the Nexus scenario.
     """
@@ -168,8 +175,9 @@ async def run_scenario(
         with run.worker():
             handle = await start()
             status = await _closed(handle)
+    elif delivery in DELIVERIES:
+        handle, status = await _paused(client, run, start, DELIVERIES[delivery], activity_queue)
     else:
-        deliver = {"cancel": lambda h: h.cancel(), "signal": lambda h: h.signal("go")}[delivery]
-        handle, status = await _paused(client, run, start, deliver, activity_queue)
+        raise LabError(f"unknown delivery {delivery!r}; expected one of {sorted(DELIVERIES)}")
     run_id = handle.result_run_id or ""
     return export_history(run.address, workflow_id, run_id), status, run_id

@@ -135,12 +135,19 @@ async def record_one(
     out_dir: Path,
     log_dir: Path,
     endpoint: str | None = None,
+    venvs_dir: Path | None = None,
 ) -> Path:
-    """Record ``recording`` into ``out_dir`` (history and ``.meta.json``); return the path."""
+    """Record ``recording`` into ``out_dir`` (history and ``.meta.json``); return the path.
+
+    ``endpoint`` is the Nexus endpoint the Nexus workflow calls; ``venvs_dir`` where release
+    environments are built (None: ``data/venvs``)."""
     env = environment(recording.env)
     tag = uuid.uuid4().hex[:8]
     workflow_id = f"flag-pairs-{recording.scenario.replace('_', '-')}-{recording.label}-{tag}"
-    run = Run(env, address, f"flag-pairs-{tag}", log_dir, recording.single_batch, recording.code)
+    run = Run(
+        env, address, f"flag-pairs-{tag}", log_dir, recording.single_batch, recording.code,
+        venvs_dir,
+    )  # fmt: skip
     history, status, run_id = await run_scenario(
         client, run, recording.workflow_type, workflow_id, recording.delivery, endpoint
     )
@@ -167,14 +174,18 @@ async def record_one(
 
 
 async def _record(
-    plan: Sequence[Recording], address: str, out_dir: Path, log_dir: Path
+    plan: Sequence[Recording], address: str, out_dir: Path, log_dir: Path, venvs_dir: Path
 ) -> list[Path]:
     client = await Client.connect(address)
     nexus_queue = f"flag-pairs-nexus-{uuid.uuid4().hex[:8]}"
     nexus = any(r.workflow_type == "FlagPairsNexus" for r in plan)
     endpoint = _endpoint(address, nexus_queue) if nexus else None
+    # The Nexus handler runs in this process for every run (one endpoint targets its queue).
     async with Worker(client, task_queue=nexus_queue, nexus_service_handlers=[EchoService()]):
-        return [await record_one(client, r, address, out_dir, log_dir, endpoint) for r in plan]
+        return [
+            await record_one(client, r, address, out_dir, log_dir, endpoint, venvs_dir)
+            for r in plan
+        ]
 
 
 def _write_csv(path: Path, columns: Sequence[str], rows: list[dict[str, Any]]) -> Path:
@@ -258,10 +269,11 @@ def build_matrix(out_dir: Path, plan: Sequence[Recording], venvs_dir: Path | Non
 
 def record_all(data_dir: Path, address: str, plan: Sequence[Recording] = PLAN) -> list[Path]:
     """Record ``plan`` under ``data_dir/flag_pairs`` on the server at ``address``; environments
-    are built under ``data_dir/venvs`` when missing. Returns the histories, then the two CSVs."""
+    are built under ``data_dir/venvs`` when missing. Returns the histories, then the two CSVs
+    (which describe ``plan`` only: record a part of it into another directory)."""
     out_dir, venvs_dir = Path(data_dir) / "flag_pairs", Path(data_dir) / "venvs"
     with tempfile.TemporaryDirectory(prefix="toolkit-flag-pairs-") as logs:
-        paths = asyncio.run(_record(plan, address, out_dir, Path(logs)))
+        paths = asyncio.run(_record(plan, address, out_dir, Path(logs), venvs_dir))
     return [*paths, write_recordings(out_dir, plan), build_matrix(out_dir, plan, venvs_dir)]
 
 
