@@ -67,9 +67,9 @@ def _verdict(recorded: str, new: str) -> ReplayVerdict:
 )
 def test_verdict_agrees_with_the_replayer_or_names_the_flag(row: dict[str, str], new: str) -> None:
     verdict = _verdict(row["history"], new)
-    if not verdict.exact:
+    if verdict.assumptions:  # not settled by the histories: the flag must be named
         flag = row["flag"]
-        assert any(flag in note for note in verdict.assumptions), verdict.assumptions
+        assert not verdict.exact and any(flag in a for a in verdict.assumptions), verdict
         return
     assert verdict.outcome == row["outcome"], (verdict.divergence, row["message"])
     if verdict.divergence is not None and verdict.divergence.core_message_exact:
@@ -97,6 +97,8 @@ def _flags(label: str, flag: str) -> tuple[str, str]:
     [
         ("UpsertSearchAttributeOnPatch", "1.1.0", "", ""),
         ("UpsertSearchAttributeOnPatch", "1.2.0", "1 2", ""),
+        ("MoveTerminalCommands", "1.6.0", "1 2", ""),
+        ("MoveTerminalCommands", "1.7.0", "1 2 3", ""),
         ("RAISE_ON_CANCELLING_COMPLETED_ACTIVITY", "1.13.0", "1 2 3", ""),
         ("RAISE_ON_CANCELLING_COMPLETED_ACTIVITY", "1.14.0", "1 2 3", "1"),
         ("PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH", "1.35.0", "1 2 3 4", ""),
@@ -117,6 +119,9 @@ def test_each_side_records_what_its_release_records(
         # temporalio 1.1.0's sdk-core reads only the old patch-marker layout: what its old branch
         # issues is in neither history.
         ("UpsertSearchAttributeOnPatch/1.2.0/patched.json", "1.1.0", False),
+        # 1.6.0's sdk-core drops the activity the code schedules after completing (no flag 3);
+        # it prints the event type as Ok(ActivityTaskScheduled), not claimed exact.
+        ("MoveTerminalCommands/1.7.0/late_command.json", "1.6.0", False),
         # 1.12.0 does not read RAISE_ON_CANCELLING_COMPLETED_ACTIVITY (1.13.0 does): it replays
         # as its own run went, which its history shows.
         ("RAISE_ON_CANCELLING_COMPLETED_ACTIVITY/1.14.0/cancel_completed.json", "1.12.0", True),
@@ -132,7 +137,7 @@ def test_each_side_records_what_its_release_records(
 def test_a_release_before_the_flag_fails_where_the_model_says_so(
     history: str, replayer: str, exact: bool
 ) -> None:
-    """The pairs the real Replayer fails on: the model finds the failure too."""
+    """The pairs the real Replayer fails on: the model finds the failure, at the same event."""
     matrix = _table("replay_matrix.csv")
     row = matrix[(matrix["history"] == history) & (matrix["replayer"] == replayer)].iloc[0]
     assert row["outcome"] == "nondeterminism"
@@ -143,8 +148,8 @@ def test_a_release_before_the_flag_fails_where_the_model_says_so(
     if exact:
         assert verdict.divergence.core_message in row["message"]
     else:
-        assert verdict.divergence.event_id == 5  # the marker, as the Replayer names it
-        assert "HistoryEvent(id: 5, Some(MarkerRecorded))" in row["message"]
+        event_id = verdict.divergence.event_id
+        assert f"HistoryEvent(id: {event_id}, " in row["message"], row["message"]
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ from toolkit.replay.divergence import Divergence, aligned_commands, go_message, 
 from toolkit.replay.divergence_messages import core_message_matches
 from toolkit.replay.flags import apply_flags
 from toolkit.replay.messages import parse_nondeterminism
+from toolkit.replay.old_core_messages import apply_old_core_messages
 from toolkit.replay.patch_layouts import apply_patch_layouts
 from toolkit.replay.run_random import reseed_ids
 from toolkit.replay.tasks import CodeFailure, SplitHistory, Task, split_history
@@ -159,6 +160,8 @@ def _history_verdict(recorded: Any, replayed: Any) -> ReplayVerdict:
         row["identity"] = identity_label(row)
     run, flag_notes = apply_flags(old, new, model_replay)
     run, layout_notes = apply_patch_layouts(old_frame, new_frame, old, new, run)
+    run, wording = apply_old_core_messages(new, run)
+    notes += wording
     assumptions = run.assumptions + flag_notes + layout_notes
     confidence = "assumed" if assumptions else "histories"
     aligned = aligned_commands(old.tasks, new.tasks)

@@ -9,6 +9,7 @@ flag                                                   before                   
 =====================================================  ==========================  ==============
 sdk-core 1 ``IdAndTypeDeterminismChecks``,             1.1.0 (no ``sdkMetadata``)  1.2.0
 sdk-core 2 ``UpsertSearchAttributeOnPatch``
+sdk-core 3 ``MoveTerminalCommands``                    1.6.0                       1.7.0
 Python 1 ``RAISE_ON_CANCELLING_COMPLETED_ACTIVITY``    1.12.0 (unknown), 1.13.0    1.14.0
                                                        (read on replay, never
                                                        written)
@@ -65,6 +66,8 @@ ENVIRONMENTS: tuple[TemporalioEnvironment, ...] = (
     # Releases of early 2023 accept any protobuf >= 3.20, but their generated code needs < 4.22.
     _release("1.1.0", "protobuf<4.22"),
     _release("1.2.0", "protobuf<4.22"),
+    _release("1.6.0"),
+    _release("1.7.0"),
     _release("1.12.0"),
     _release("1.13.0"),
     # 1.14.0 imports names nexus-rpc dropped after 1.1.0 (it asks only for >= 1.1.0).

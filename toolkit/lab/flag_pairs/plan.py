@@ -70,6 +70,7 @@ def _pair(
 
 PLAN: tuple[Recording, ...] = (
     *_pair("UpsertSearchAttributeOnPatch", "patched", "FlagPairsPatched", ("1.1.0", "1.2.0")),
+    *_pair("MoveTerminalCommands", "late_command", "FlagPairsLateCommand", ("1.6.0", "1.7.0")),
     *_pair(
         "RAISE_ON_CANCELLING_COMPLETED_ACTIVITY",
         "cancel_completed",

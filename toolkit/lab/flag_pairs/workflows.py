@@ -8,6 +8,9 @@ Each workflow makes one flag show in its history:
 
 - :class:`Patched`: ``workflow.patched()``; sdk-core's ``UpsertSearchAttributeOnPatch`` (core
   flag 2) adds an upsert of ``TemporalChangeVersion`` after the marker.
+- :class:`LateCommand`: an activity scheduled by a second task after ``run()`` returned, in the
+  same activation; sdk-core's ``MoveTerminalCommands`` (core flag 3) moves it before the
+  completion, without the flag sdk-core drops it.
 - :class:`CancelCompleted`: a cancellation request and the activity's completion in one
   activation; with Python's ``RAISE_ON_CANCELLING_COMPLETED_ACTIVITY`` (lang flag 1) the
   cancellation wins and the workflow schedules ``cleanup``, without it the result wins and it
@@ -66,6 +69,16 @@ class Patched:
     async def run(self, spec: dict[str, Any]) -> str:
         branch = "patched" if workflow.patched(PATCH_ID) else "unpatched"
         return await _echo("echo", branch)
+
+
+@workflow.defn(name="FlagPairsLateCommand")
+class LateCommand:
+    @workflow.run
+    async def run(self, spec: dict[str, Any]) -> str:
+        # The task's first step runs after run() has returned, in the same activation: the SDK
+        # hands sdk-core its activity command after the completion command.
+        self._late = asyncio.get_running_loop().create_task(_echo("echo", "late"))
+        return "done"
 
 
 @workflow.defn(name="FlagPairsCancelCompleted")
@@ -155,7 +168,9 @@ class DerivedIdsChildRenamed:
         return await workflow.execute_child_workflow("FlagPairsChild", id=f"{own}-kid")
 
 
-WORKFLOWS = [Patched, CancelCompleted, SignalAndActivity, NexusCaller, Child, DerivedIds]
+WORKFLOWS = [
+    Patched, LateCommand, CancelCompleted, SignalAndActivity, NexusCaller, Child, DerivedIds,
+]  # fmt: skip
 """Every workflow, registered by every worker and Replayer running the code as recorded."""
 
 CODE_CHANGES: dict[str, list[Any]] = {
