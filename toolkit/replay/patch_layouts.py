@@ -81,8 +81,7 @@ def apply_patch_layouts(
     tuple
         The run (failing at the recorded history's first ``patch-data`` marker when the new
         code's markers all use the older layout, it records no sdk-core flag, and nothing
-        failed before it) and the
-        assumption that adds (empty when nothing changed).
+        failed before it) and the assumption that adds (empty when nothing changed).
     """
     new_layouts = set(patch_layouts(new_frame).values())
     # A core that records flags (from temporalio 1.2.0) writes and reads `patch-data`; a history
