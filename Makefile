@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test record lint bench clean
+.PHONY: demo test record record-flag-pairs lint bench clean
 
 # The environment is rebuilt whenever pyproject.toml changes.
 $(STAMP): pyproject.toml
@@ -23,6 +23,10 @@ test: $(STAMP)
 # Regenerates data/ from scratch: every scenario, every google-adk version, the replay matrix.
 record: $(STAMP)
 	$(PY) -m toolkit.lab.record --data data
+
+# Only data/flag_pairs: one virtual environment per temporalio release (about 4 min the first time).
+record-flag-pairs: $(STAMP)
+	$(PY) -m toolkit.lab.record --data data --only flag_pairs
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check toolkit tests benchmarks

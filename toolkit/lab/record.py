@@ -16,6 +16,8 @@ part               what it writes
                    in its own virtual environment) and its replay matrix: ``data/openai_agents/``
 ``pydantic_ai``    pydantic-ai's Temporal integration across pydantic-ai releases, and its replay
                    matrix: ``data/pydantic_ai/``
+``flag_pairs``     the same workflows under temporalio releases on either side of SDK flags, and
+                   ids built from the workflow id, replayed by each release: ``data/flag_pairs/``
 =================  ============================================================================
 
 Usage: ``python -m toolkit.lab.record --data data [--only adk go_twin ...]``. Minutes are fine:
@@ -71,6 +73,12 @@ def _pydantic_ai(data: Path, address: str) -> object:
     return record_all(data, address)
 
 
+def _flag_pairs(data: Path, address: str) -> object:
+    from toolkit.lab.flag_pairs.record import record_all
+
+    return record_all(data, address)
+
+
 PARTS: dict[str, Callable[[Path, str], object]] = {
     "go_twin": _go_twin,
     "gallery": _gallery,
@@ -78,6 +86,7 @@ PARTS: dict[str, Callable[[Path, str], object]] = {
     "adk": _adk,
     "openai_agents": _openai_agents,
     "pydantic_ai": _pydantic_ai,
+    "flag_pairs": _flag_pairs,
 }
 
 

@@ -11,7 +11,8 @@ The model follows ``WorkflowMachines`` (sdk-core bundled with temporalio 1.35):
   in the last stretch of history; timer ids are not compared when a timer starts; inputs, task
   queues, timeouts, headers are never compared; a Nexus operation's service and operation are
   compared when flag 4 (``NexusOperationDeterminismChecks``, sdk-core of temporalio 1.35) is
-  known or in the last stretch (see :mod:`toolkit.replay.flags` for flags 2 and 3);
+  known or in the last stretch, and never by new code on an older release
+  (:mod:`toolkit.replay.flag_releases`; see :mod:`toolkit.replay.flags` for flags 2 and 3);
 - ``core_patch`` markers: a patch command whose marker is absent is skipped; a deprecated marker
   without a command is skipped; a non-deprecated one fails; different ids fail;
 - commands left in the queue when history ends are not an error.
@@ -39,6 +40,7 @@ from toolkit.replay.divergence_messages import (
     core_kind_mismatch,
     core_machine_kind,
 )
+from toolkit.replay.flag_releases import core_flag_unread
 from toolkit.replay.new_code import UNMATCHED_EVENTS, CommandQueue, Issuer, is_version_upsert
 from toolkit.replay.tasks import CodeFailure, SplitHistory, Task
 
@@ -219,6 +221,8 @@ def model_replay(
         key for task in replayed.tasks for key in task.delivered if key[0] == "update"
     }
     assumptions: list[str] = []
+    # An sdk-core from before flag 4 has no Nexus checks, whatever the recorded history holds.
+    nexus_known = not core_flag_unread(NEXUS_CHECKS, replayed.sdk_name, replayed.sdk_version)
     try:
         for task in recorded.tasks:
             issuer.release(task.delivered, code)
@@ -231,7 +235,7 @@ def model_replay(
                 if _update_note(key) not in assumptions:
                     assumptions.append(_update_note(key))
             checks_on = ID_AND_TYPE_CHECKS in task.core_flags or task.final_sequence
-            nexus_checks = NEXUS_CHECKS in task.core_flags or task.final_sequence
+            nexus_checks = nexus_known and (NEXUS_CHECKS in task.core_flags or task.final_sequence)
             failure = _match_task(task, code, checks_on, nexus_checks)
             if failure is not None:
                 if failure.check == "patch_old_branch":

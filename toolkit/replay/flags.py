@@ -53,6 +53,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from toolkit.replay.flag_releases import ignores_when_replaying
 from toolkit.replay.tasks import SplitHistory, Task
 from toolkit.replay.terminal_commands import MOVE_TERMINAL_COMMANDS, move_terminal_commands
 
@@ -354,6 +355,8 @@ def apply_flags(
         if scope and not affected:
             continue  # no activation where the flag can act
         recorded = "records" if flag in _lang_flags(old, old.tasks[task - 1], True) else "lacks"
+        if recorded == "records" and ignores_when_replaying(lang, flag, new.sdk_version):
+            continue  # the new code's release predates the flag: it replays as its own run went
         where = f" (at task(s) {', '.join(map(str, affected))})" if affected else ""
         name = names.get(
             flag, "unknown to this toolkit" if lang else "neither history names its SDK"

@@ -33,6 +33,8 @@ from toolkit.replay.divergence import Divergence, aligned_commands, go_message, 
 from toolkit.replay.divergence_messages import core_message_matches
 from toolkit.replay.flags import apply_flags
 from toolkit.replay.messages import parse_nondeterminism
+from toolkit.replay.old_core_messages import apply_old_core_messages
+from toolkit.replay.patch_layouts import apply_patch_layouts
 from toolkit.replay.run_random import reseed_ids
 from toolkit.replay.tasks import CodeFailure, SplitHistory, Task, split_history
 
@@ -149,14 +151,18 @@ def _error_divergence(
 
 
 def _history_verdict(recorded: Any, replayed: Any) -> ReplayVerdict:
-    old, new = _split(recorded, "recorded"), _split(replayed, "replayed")
+    old_frame, new_frame = events_frame(recorded), events_frame(replayed)
+    old, new = _split(old_frame, "recorded"), _split(new_frame, "replayed")
     rows = [row for task in new.tasks for row in task.commands]
     notes = reseed_ids(rows, new.run_id, old.run_id)
     notes += rebase_workflow_id(rows, new.workflow_id, old.workflow_id)
     for row in rows:
         row["identity"] = identity_label(row)
     run, flag_notes = apply_flags(old, new, model_replay)
-    assumptions = run.assumptions + flag_notes
+    run, layout_notes = apply_patch_layouts(old_frame, new_frame, old, new, run)
+    run, wording = apply_old_core_messages(new, run)
+    notes += wording
+    assumptions = run.assumptions + flag_notes + layout_notes
     confidence = "assumed" if assumptions else "histories"
     aligned = aligned_commands(old.tasks, new.tasks)
     common = {"confidence": confidence, "assumptions": assumptions, "notes": tuple(notes)}
