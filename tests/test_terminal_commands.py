@@ -68,7 +68,9 @@ def test_flag_3_pairs_agree_with_both_replayers() -> None:
     for (sdk, recorded, code), (outcome, message) in _truth().items():
         verdict = _verdict(recorded, DATA / sdk / f"{code}.json")
         context = (sdk, recorded, code, verdict.assumptions)
-        if verdict.exact:
+        # Without assumptions a verdict is exact but for the wording of a core from before 2025
+        # (old_core_messages: a note, and the message checked in that core's wording below).
+        if verdict.exact or not verdict.assumptions:
             exact += 1
             assert verdict.outcome == outcome, context
             if outcome == "nondeterminism":

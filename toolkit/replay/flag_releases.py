@@ -22,12 +22,25 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CORE_READ_FROM", "LANG_READ_FROM", "core_flag_unread", "ignores_when_replaying"]
+__all__ = [
+    "CORE_READ_FROM",
+    "LANG_READ_FROM",
+    "LANG_RECORDED_FROM",
+    "core_flag_unread",
+    "ignores_when_replaying",
+    "reads_without_recording",
+]
 
 LANG_READ_FROM: dict[str, dict[int, tuple[int, int, int]]] = {
     "python": {1: (1, 13, 0), 2: (1, 31, 0)},
 }
 """Language -> language flag -> the first release that reads it when replaying."""
+
+LANG_RECORDED_FROM: dict[str, dict[int, tuple[int, int, int]]] = {
+    "python": {1: (1, 14, 0)},
+}
+"""Language -> language flag -> the first release that records it in its own runs (a release
+that reads a flag before it records it replays with the flag on but never shows it)."""
 
 CORE_READ_FROM: dict[str, dict[int, tuple[int, int, int]]] = {
     "python": {4: (1, 35, 0)},
@@ -50,6 +63,14 @@ def ignores_when_replaying(lang: str | None, flag: int, sdk_version: str | None)
     """Whether SDK ``lang`` at ``sdk_version`` replays as if language ``flag`` were not
     recorded. False when the release or the flag is not known here (nothing is concluded)."""
     return _before(LANG_READ_FROM.get(lang or "", {}), flag, sdk_version)
+
+
+def reads_without_recording(lang: str | None, flag: int, sdk_version: str | None) -> bool:
+    """Whether SDK ``lang`` at ``sdk_version`` reads language ``flag`` when replaying but does
+    not record it in its own runs (Python 1 in 1.13.0): its history lacking the flag then says
+    nothing about whether its code relies on it."""
+    reads = not _before(LANG_READ_FROM.get(lang or "", {}), flag, sdk_version)
+    return reads and _before(LANG_RECORDED_FROM.get(lang or "", {}), flag, sdk_version)
 
 
 def core_flag_unread(flag: int, sdk_name: str | None, sdk_version: str | None) -> bool:

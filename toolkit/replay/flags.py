@@ -53,7 +53,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from toolkit.replay.flag_releases import ignores_when_replaying
+from toolkit.replay.flag_releases import ignores_when_replaying, reads_without_recording
 from toolkit.replay.tasks import SplitHistory, Task
 from toolkit.replay.terminal_commands import MOVE_TERMINAL_COMMANDS, move_terminal_commands
 
@@ -343,7 +343,9 @@ def apply_flags(
     names = LANG_FLAGS.get(lang or "", {})
 
     def one_way(flag: int) -> bool:
-        return (lang, flag) not in _OPT_IN
+        # Counted only where the new run has it, unless the new run could not have shown it.
+        opt_in = (lang, flag) in _OPT_IN
+        return not opt_in and not reads_without_recording(lang, flag, new.sdk_version)
 
     for flag, task in sorted(_first_difference(old, new, _lang_flags, one_way).items()):
         if (lang, flag) in _MODELLED_LANG or not _matters(run, task):
