@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+from msgspec.structs import astuple
 
 from toolkit.errors import HistoryFormatError
 from toolkit.histories.columns.common import (
@@ -327,10 +328,18 @@ def _fill_group(
     c["category"][positions] = info.category
     c["is_command"][positions] = info.is_command
 
-    def values(field: str) -> list[Any] | None:
+    by_field: dict[str, tuple[Any, ...]] = {}
+    if views and type(views[0]) is not AttrView and len({type(v) for v in views}) == 1:
+        # One C call per view and one transposition: cheaper than a pass per field.
+        names = type(views[0]).__struct_fields__
+        by_field = dict(zip(names, zip(*map(astuple, views), strict=True), strict=True))
+
+    def values(field: str) -> Sequence[Any] | None:
         if field not in fields:
             return None
-        found = list(map(attrgetter(field), views))
+        found = by_field.get(field)
+        if found is None:
+            found = list(map(attrgetter(field), views))
         return None if found.count(None) == len(found) else found
 
     for field, column in _STRINGS.items():
