@@ -82,12 +82,16 @@ def _history_fields(history: Any) -> list[_Fields] | None:
     if not isinstance(history, RawHistory) or not history.is_json:
         return None
     try:
-        if history._json_events is not None:
-            return [_fields_decoder.decode(raw) for raw in history._json_events]
+        # The whole array in one call, even where the events were split already (one call
+        # per event costs more than decoding the array again).
         array = history.json_array
         if array is None and history.document is not None:
             array = _document_decoder.decode(history.document).get("events")
-        return _fields_list_decoder.decode(array) if array is not None else None
+        if array is not None:
+            return _fields_list_decoder.decode(array)
+        if history._json_events is not None:
+            return [_fields_decoder.decode(raw) for raw in history._json_events]
+        return None
     except msgspec.DecodeError:
         return None  # the general path reads such events one by one
 
