@@ -181,3 +181,14 @@ def test_writes_during_a_compaction_are_all_kept(
     assert tk.check_dataset(dataset).ok
     tk.compact_dataset(dataset)
     assert _files(dataset) == len(TABLES) and _counts(dataset)[:2] == [18, 18]
+
+
+def test_two_compactions_at_once_rewrite_each_batch_once(
+    small_batches: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    dataset = _copy(small_batches, tmp_path)
+    expected = _counts(dataset)
+    compactors = [start_compactor(dataset), start_compactor(dataset)]
+    finish(compactors)
+    assert _counts(dataset) == expected
+    assert tk.check_dataset(dataset).ok and _files(dataset) == len(TABLES)

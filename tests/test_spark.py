@@ -63,8 +63,12 @@ def test_spark_writes_the_rows_of_the_single_machine_writer(
         for part in table_files(tmp_path / "spark", table):
             written = [(f.name, f.type) for f in pq.read_schema(part)]
             assert written == [(f.name, f.type) for f in file_schema(table)], part
-    staging = list((tmp_path / "spark" / "_toolkit").rglob(".tmp-*"))
-    assert staging == []
+    leftovers = list((tmp_path / "spark" / "_toolkit").rglob(".tmp-*"))
+    assert leftovers == [] and _empty(tmp_path / "spark" / "_toolkit" / "staging")
+    # Spark writes a file per table per task; compacted: one per table, the same rows.
+    assert tk.compact_dataset(tmp_path / "spark").files_after == len(TABLES)
+    for table in TABLES:
+        assert _rows(tmp_path / "spark", table) == _rows(tmp_path / "alone", table), table
     # The same input again: every file is known by its bytes, nothing is decoded or written.
     again = tks.write_dataset(spark, inputs, tmp_path / "spark")
     assert again.files_skipped == 5 and again.runs_written == 0 and again.batches == []
@@ -157,6 +161,7 @@ tks.write_dataset(spark, sys.argv[1], sys.argv[2])
 """
 
 
+@pytest.mark.slow  # a second Spark driver (its own JVM), killed: ~30 s idle, ~100 s loaded
 def test_a_killed_spark_driver_leaves_leftovers_that_check_and_repair_handle(
     spark: Any, inputs: Path, tmp_path: Path
 ) -> None:

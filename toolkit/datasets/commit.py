@@ -124,9 +124,11 @@ def superseded_batches(root: Path, folders: set[str] | None = None) -> set[str]:
     gone: set[str] = set()
     for name in _batch_folders(root) if folders is None else folders:
         if _COMPACTION.search(name):
-            # A compaction folder appears by one rename with its list inside: always readable.
-            listed = orjson.loads((batches_dir(root) / name / REPLACES).read_bytes())
-            gone.update(listed["replaces"])
+            # A compaction folder appears by one rename with its list inside; gone since the
+            # listing (a repair dropped it), its list no longer applies.
+            with contextlib.suppress(FileNotFoundError):
+                listed = orjson.loads((batches_dir(root) / name / REPLACES).read_bytes())
+                gone.update(listed["replaces"])
     return gone
 
 

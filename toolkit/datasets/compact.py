@@ -72,6 +72,8 @@ TARGET_BYTES = 64 * 1024 * 1024
 class DatasetCompaction:
     """What :func:`compact_dataset` did.
 
+    Attributes
+    ----------
     ========================  =================================================================
     attribute                 meaning
     ========================  =================================================================
@@ -99,8 +101,10 @@ class DatasetCompaction:
     seconds: float = 0.0
 
     def __str__(self) -> str:
-        if not self.written:
+        if not self.written and not self.skipped:
             return f"{self.dataset}: already compact ({self.files_before} files)"
+        if not self.written:
+            return f"{self.dataset}: nothing compacted; its batches changed meanwhile, run again"
         return (
             f"{self.dataset}: {len(self.replaced)} batches rewritten as {len(self.written)}; "
             f"{self.files_before} -> {self.files_after} files, {self.bytes_before} -> "
@@ -132,13 +136,15 @@ def _listing(root: Path) -> list[_Batch]:
     found = []
     for batch in sorted(committed_batches(root)):
         folder = batches_dir(root) / batch
-        listed = folder / "parts.json"
-        if not listed.is_file():  # written before batches listed their parts: left alone
+        try:
+            parts = orjson.loads((folder / "parts.json").read_bytes())["tables"]
+        except FileNotFoundError:
+            # Written before batches listed their parts (left alone), or superseded since the
+            # listing by another compaction.
             found.append(_Batch(batch, {}, None))
             continue
-        parts = orjson.loads(listed.read_bytes())["tables"]
-        replaces = folder / REPLACES
         full_at = None
+        replaces = folder / REPLACES
         if replaces.is_file():
             facts = orjson.loads(replaces.read_bytes())
             full_at = facts["target_bytes"] if facts.get("full") else None
@@ -239,8 +245,16 @@ def _compact_group(
     parts = BatchParts(root, batch)
     names = [member.batch for member in group]
     try:
-        _rewrite(root, group, batch, parts, target_bytes)
-        manifests = _manifests(root, group)
+        try:
+            _rewrite(root, group, batch, parts, target_bytes)
+            manifests = _manifests(root, group)
+        except FileNotFoundError:
+            # Another compaction (or a repair) removed one of the group's batches meanwhile.
+            if set(names) <= committed_batches(root):
+                raise
+            parts.remove()
+            report.skipped += 1
+            return
         with commit_lock(root, lock_timeout):
             if not set(names) <= committed_batches(root):
                 parts.remove()
