@@ -68,7 +68,7 @@ __all__ = [
     "commit_lock",
     "committed_batches",
     "committed_parts",
-    "discard_batch",
+    "discard_batches",
     "remove_leftovers",
     "staging_dir",
     "superseded_batches",
@@ -370,18 +370,18 @@ def _commit_parts(
     _fsync(final.parent)
 
 
-def discard_batch(root: Path, batch: str) -> None:
-    """Delete a superseded batch: its manifest folder first (one rename out of ``batches/``),
-    then its parts; a crash in between leaves parts that :func:`remove_leftovers` removes."""
-    folder = batches_dir(root) / batch
-    graveyard = root / MANIFEST_DIR / "dropped" / f"{batch}-{uuid.uuid4().hex[:6]}"
-    if folder.is_dir():
-        graveyard.parent.mkdir(parents=True, exist_ok=True)
+def discard_batches(root: Path, batches: set[str]) -> None:
+    """Delete superseded batches: their manifest folders first (each one rename out of
+    ``batches/``), then their parts; a crash in between leaves parts :func:`remove_leftovers`
+    removes."""
+    graveyard = root / MANIFEST_DIR / "dropped" / uuid.uuid4().hex[:12]
+    graveyard.mkdir(parents=True, exist_ok=True)
+    for batch in batches:
         with contextlib.suppress(FileNotFoundError):  # another cleaner was first
-            os.replace(folder, graveyard)
-    for table in TABLES:
+            os.replace(batches_dir(root) / batch, graveyard / batch)
+    for table in TABLES:  # one listing per table, not one per batch
         for part in all_parts(root, table):
-            if (batch_of(part.name) or ("", ""))[0] == batch:
+            if (batch_of(part.name) or ("", ""))[0] in batches:
                 part.unlink(missing_ok=True)
     shutil.rmtree(graveyard, ignore_errors=True)
 
@@ -402,10 +402,9 @@ def remove_leftovers(root: Path) -> list[Path]:
             verdicts[writer] = writer_gone(root, writer)
         return verdicts[writer]
 
-    removed: list[Path] = []
-    for batch in sorted(folders & superseded):
-        discard_batch(root, batch)
-        removed.append(batches_dir(root) / batch)
+    removed = [batches_dir(root) / batch for batch in sorted(folders & superseded)]
+    if removed:
+        discard_batches(root, folders & superseded)
     for table in TABLES:
         for part in all_parts(root, table):
             named = batch_of(part.name)

@@ -38,6 +38,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from toolkit.datasets.commit import (
@@ -49,7 +50,7 @@ from toolkit.datasets.commit import (
     commit_batch,
     commit_lock,
     committed_batches,
-    discard_batch,
+    discard_batches,
 )
 from toolkit.datasets.layout import (
     MANIFEST_DIR,
@@ -203,9 +204,10 @@ def _rewrite(
     for table in TABLES:
         listed = [part for member in group for part in member.parts.get(table, [])]
         for number, chunk in enumerate(_chunks(listed, target_bytes)):
-            rows = pa.concat_tables(
-                [pq.read_table(root / p["path"], schema=file_schema(table)) for p in chunk]
-            )
+            # One scan of the chunk's files (read by pyarrow's threads, each file's rows in
+            # their order).
+            files = [str(root / p["path"]) for p in chunk]
+            rows = ds.dataset(files, schema=file_schema(table), format="parquet").to_table()
             expected = sum(p["rows"] for p in chunk)
             if rows.num_rows != expected:
                 raise ToolkitError(
@@ -267,8 +269,7 @@ def _compact_group(
         raise
     report.replaced += names
     report.written.append(batch)
-    for name in names:  # superseded since the commit: nobody reads them any more
-        discard_batch(root, name)
+    discard_batches(root, set(names))  # superseded since the commit: nobody reads them now
 
 
 def _totals(batches: list[_Batch]) -> tuple[int, int, int]:
