@@ -194,7 +194,10 @@ def _sorted(table: pa.Table, name: str) -> pa.Table:
     """Rows in the writer's order: by :data:`SORT_BY`, each run's rows kept in their order
     (the sort is stable and every row of a run has the same sort keys)."""
     order = pc.sort_indices(table, sort_keys=[(key, "ascending") for key in SORT_BY])
-    return table.take(order).cast(file_schema(name))
+    rows, schema = table.take(order), file_schema(name)
+    if rows.schema.remove_metadata() == schema.remove_metadata():
+        return rows.replace_schema_metadata(schema.metadata)  # no copy of the columns
+    return rows.cast(schema)
 
 
 def _rewrite(
@@ -215,11 +218,11 @@ def _rewrite(
                     f"chunk): {rows.num_rows} rows read where the manifest lists {expected}; "
                     "run toolkit dataset check"
                 )
+            rows = _sorted(rows, table)  # the unsorted copy is freed before the write
             path = root / table / f"part-{batch}-{number}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                pq.write_table(_sorted(rows, table), path, row_group_size=ROW_GROUP_ROWS,
-                               compression="zstd")  # fmt: skip
+                pq.write_table(rows, path, row_group_size=ROW_GROUP_ROWS, compression="zstd")
             except BaseException:
                 path.unlink(missing_ok=True)  # not in ``parts`` yet: its caller cannot remove it
                 raise
@@ -293,7 +296,8 @@ def compact_dataset(
     target_bytes
         Size a compacted file aims at (of the largest table, ``events``; the other tables of a
         compacted batch are one file each, smaller). Batches with a part this large or larger
-        are left alone. Default 64 MiB.
+        are left alone. Default 64 MiB. Memory: one file's rows at a time, about 3-5x their
+        decompressed size at the peak (measured: 250 MB over 40 MB of Arrow events).
     lock_timeout
         Seconds to wait for the commit lock when committing each compacted batch.
 
