@@ -192,3 +192,14 @@ def test_two_compactions_at_once_rewrite_each_batch_once(
     finish(compactors)
     assert _counts(dataset) == expected
     assert tk.check_dataset(dataset).ok and _files(dataset) == len(TABLES)
+
+
+def test_export_compact_leaves_one_file_per_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = make_runs(tmp_path / "in", 3)
+    dataset = tmp_path / "ds"
+    argv = ["export", *map(str, paths), "--to", str(dataset), "--batch-files", "1"]
+    assert main([*argv, "--compact", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["files_compacted"] == [12, 4]
+    assert _files(dataset) == 4 and _counts(dataset)[:2] == [3, 3]

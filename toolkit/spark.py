@@ -39,6 +39,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from toolkit.datasets.commit import LOCK_TIMEOUT, WriterLease, staging_dir
+from toolkit.datasets.compact import compact_dataset
 from toolkit.datasets.layout import TABLES, file_schema
 from toolkit.datasets.manifest import Manifest, prepare_dataset
 from toolkit.datasets.staged import commit_staged
@@ -268,6 +269,7 @@ def write_dataset(
     *,
     namespace: str | None = None,
     lock_timeout: float = LOCK_TIMEOUT,
+    compact: bool = False,
     **read_options: Any,
 ) -> DatasetWrite:
     """Add history files to a dataset with Spark: the layout, rows and deduplication of
@@ -296,6 +298,9 @@ def write_dataset(
     lock_timeout
         Seconds to wait for the commit lock at the commit (other writers commit batch by
         batch); when it runs out nothing is committed.
+    compact
+        Then merge the files of the dataset's small batches (Spark writes one file per table
+        per task) with :func:`toolkit.compact_dataset` at its default target, on the driver.
     **read_options
         Passed to :func:`toolkit.read_history`.
 
@@ -312,9 +317,12 @@ def write_dataset(
         known = frozenset(manifest.files)
         encoded = _encode(spark, paths, namespace, read_options, known, TABLES).persist()
         try:
-            return _write(spark, encoded, lease, manifest, Path(dataset), lock_timeout)
+            report = _write(spark, encoded, lease, manifest, Path(dataset), lock_timeout)
         finally:
             encoded.unpersist()
+    if compact:  # under a lease of its own: the write's lease is released, its batch committed
+        compact_dataset(root, lock_timeout=lock_timeout)
+    return report
 
 
 def _write(

@@ -146,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--batch-files", type=int, default=1000, help="files per commit")
     export.add_argument("--progress", action="store_true", default=None, help="progress bar")
     export.add_argument(
+        "--compact",
+        action="store_true",
+        help="then merge the small files of the dataset's batches (toolkit dataset compact)",
+    )
+    export.add_argument(
         "--workflow-id-from",
         metavar="REGEX",
         help="workflow id from the path where histories do not hold it (named "
