@@ -4,7 +4,7 @@ Writes ``--writes`` batches (default 50) of ``--runs`` histories each (default 1
 case, one file per table per run) with one ``write_dataset`` call per batch, from the lab's
 gallery recordings given fresh run ids. Then prints, in the same run: files and bytes of the
 committed batches before and after ``compact_dataset``, its wall time, a ``toolkit.sql`` query
-over all events before and after (median of 5; the answers must be equal), and the time of a
+over all events before and after (best of 5; the answers must be equal), and the time of a
 second compaction (a no-op).
 
 Usage: ``python benchmarks/bench_compact.py [--writes N] [--runs K] [--keep DIR]``
