@@ -293,7 +293,8 @@ def export(args: argparse.Namespace) -> int:
         summary["dataset"] = str(report.dataset)
         if compacted is not None:
             summary["files_compacted"] = [compacted.files_before, compacted.files_after]
-        print_json({**summary, **{name: getattr(report, name) for name in frames}})
+        # The stdout of the moment (a notebook or a test may have swapped it since import).
+        print_json({**summary, **{name: getattr(report, name) for name in frames}}, out=sys.stdout)
     else:
         print(report)
         if compacted is not None:
