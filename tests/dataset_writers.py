@@ -1,4 +1,4 @@
-"""Helpers for the concurrency tests: many small real histories, and writer processes.
+"""Helpers for the concurrency tests: many small real histories, writer and compactor processes.
 
 The histories are the lab's gallery recordings (10-20 events each), copied with a fresh run id
 per copy so that every copy is a distinct run. Writers run in their own processes (the
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 
-from toolkit.datasets import write_dataset
+from toolkit.datasets import compact_dataset, write_dataset
 from toolkit.histories import tables  # noqa: F401  (imported once, in the fork server)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -71,6 +71,13 @@ def start_writer(
         target=write_in_calls,
         args=([str(p) for p in paths], str(dataset), batch_files, calls, pause),
     )
+    process.start()
+    return process
+
+
+def start_compactor(dataset: Path) -> multiprocessing.process.BaseProcess:
+    """Start a process compacting ``dataset`` (its own interpreter)."""
+    process = _CONTEXT.Process(target=compact_dataset, args=(str(dataset),))
     process.start()
     return process
 

@@ -71,6 +71,8 @@ _EXPORTS: dict[str, str] = {
     "DatasetWrite": "toolkit.datasets.writer",
     "check_dataset": "toolkit.datasets.check",
     "repair_dataset": "toolkit.datasets.check",
+    "compact_dataset": "toolkit.datasets.compact",
+    "DatasetCompaction": "toolkit.datasets.compact",
     "step_commands": "toolkit.agents.step_commands",
     "Roles": "toolkit.agents.roles",
     "agent_steps": "toolkit.agents.turns",
@@ -129,6 +131,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit.agents.step_commands import step_commands
     from toolkit.agents.turns import activity_spans, agent_steps, listings_per_turn
     from toolkit.datasets.check import check_dataset, repair_dataset
+    from toolkit.datasets.compact import DatasetCompaction, compact_dataset
     from toolkit.datasets.query import sql
     from toolkit.datasets.writer import DatasetWrite, write_dataset
     from toolkit.histories.reading.batch import HistoryBatch, iter_histories, read_histories

@@ -15,9 +15,11 @@ So a Spark DataFrame here has the columns and types of the dataset's Parquet fil
 What scales with what: decoding and table building scale with executor cores (one Arrow batch
 of files per task at a time; memory per task is bounded by
 ``spark.sql.execution.arrow.maxRecordsPerBatch`` files); the driver holds one small row per run
-(deduplication by run id against the dataset's manifest, the same rule as on one machine) and
-renames the written files into the dataset when the batch commits, so the dataset folder must be
-a path the driver can rename files in (local disk, NFS, a mounted bucket).
+(deduplication by run id against the dataset's manifest, the same rule as on one machine), a
+writer lease for the whole job, and commits the batch through the protocol of
+:mod:`toolkit.datasets.commit` (:mod:`toolkit.datasets.staged`), so the dataset folder must be a
+path the driver can lock and rename files in (local disk, NFS v4) and the executors can write
+to. Spark writes and single-machine writes may share a dataset at any time.
 
 Spark needs Java 17+ and ``pip install 'temporal-agent-toolkit[spark]'`` (or the wheel on the
 cluster: see the README).
@@ -34,11 +36,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlparse
 
-import pandas as pd
 import pyarrow as pa
 
+from toolkit.datasets.commit import LOCK_TIMEOUT, WriterLease, staging_dir
+from toolkit.datasets.compact import compact_dataset
 from toolkit.datasets.layout import TABLES, file_schema
-from toolkit.datasets.manifest import RUNS_SCHEMA, commit_batch, new_batch_id, open_manifest
+from toolkit.datasets.manifest import Manifest, prepare_dataset
+from toolkit.datasets.staged import commit_staged
 from toolkit.datasets.tables import RUN_KEYS
 from toolkit.datasets.writer import DatasetWrite, _errors_frame, _keep, encode_files
 from toolkit.histories.reading.batch import ERROR_COLUMNS, _is_history_file
@@ -264,16 +268,41 @@ def write_dataset(
     dataset: str | os.PathLike[str],
     *,
     namespace: str | None = None,
+    lock_timeout: float = LOCK_TIMEOUT,
+    compact: bool = False,
     **read_options: Any,
 ) -> DatasetWrite:
     """Add history files to a dataset with Spark: the layout, rows and deduplication of
     :func:`toolkit.write_dataset`, as one batch (one commit).
 
-    Executors decode and build the tables once (the encoded result is cached); the driver
-    collects one row per run, keeps one copy per run key against the dataset's manifest,
-    has the executors write the kept rows (one Parquet file per table per Spark task), renames
-    the files into the dataset and commits the batch. Until that commit nothing is visible, and
-    a write killed half-way leaves nothing the next write does not remove.
+    The driver holds a writer lease for the whole job. Executors decode and build the tables
+    once (the encoded result is cached); the driver collects one row per run and keeps one copy
+    per run key against the dataset's manifest; the executors write the kept rows into the
+    batch's staging folder (one Parquet file per table per Spark task); the driver then commits
+    under the dataset's commit lock, deduplicating again against batches other writers
+    committed meanwhile (:func:`toolkit.datasets.staged.commit_staged`). Until that commit
+    nothing is visible; a driver killed half-way leaves leftovers that
+    :func:`toolkit.check_dataset` reports and the next write removes.
+
+    Parameters
+    ----------
+    spark
+        A ``pyspark.sql.SparkSession``.
+    paths
+        Files or folders, as :func:`read_histories` takes them.
+    dataset
+        The dataset folder: a path the driver can lock files and rename files in (local disk,
+        NFS v4) and the executors can write to.
+    namespace
+        Namespace for histories whose source names none.
+    lock_timeout
+        Seconds to wait for the commit lock at the commit (other writers commit batch by
+        batch); when it runs out nothing is committed.
+    compact
+        Then merge the files of the dataset's small batches (Spark writes one file per table
+        per task) with :func:`toolkit.compact_dataset` at its default target, on the driver.
+    **read_options
+        Passed to :func:`toolkit.read_history`.
 
     Returns
     -------
@@ -281,50 +310,60 @@ def write_dataset(
         As :func:`toolkit.write_dataset` (a file whose bytes are repeated in the input counts
         as a duplicate run rather than a skipped file).
     """
-    manifest = open_manifest(dataset)
-    root = Path(dataset).resolve()
-    encoded = _encode(spark, paths, namespace, read_options, frozenset(manifest.files), TABLES)
-    encoded = encoded.persist()
-    try:
-        reports = _reports(encoded)
-        facts = reports["_facts"].to_pandas()
-        file_rows = reports["_files"]
-        failures = reports["_errors"].to_pylist()
-        skipped = reports["_skipped"].num_rows
-        report = DatasetWrite(Path(dataset))
-        report.files = file_rows.num_rows + len(failures) + skipped
-        report.files_skipped, report.files_failed = skipped, len(failures)
-        report.errors = _errors_frame(failures)
-        if not file_rows.num_rows:
-            return report
-        report.histories = len(facts)
-        hashes = dict(zip(facts["source"], facts["file_sha256"], strict=True))
-        conflicts: list[dict[str, Any]] = []
-        kept = _keep(facts, hashes, manifest, report, conflicts)
-        report.conflicts = pd.DataFrame(conflicts, columns=report.conflicts.columns)
-        batch = new_batch_id()
-        keep = set(zip(kept["source"], kept["history"].astype("int64"), strict=True))
-        staging = root / "_toolkit" / "batches" / f".tmp-{batch}-spark"
-        _write_tables(spark, encoded, keep, batch, staging, root)
-        report.runs_written = len(kept)
-        report.events_written = int(kept["events"].sum())
-        runs_manifest = pa.Table.from_pandas(
-            kept[RUNS_SCHEMA.names].astype({"events": "int64", "last_event_id": "int64"}),
-            schema=RUNS_SCHEMA, preserve_index=False,
-        )  # fmt: skip
-        commit_batch(manifest, batch, runs_manifest, file_rows)
-        shutil.rmtree(staging, ignore_errors=True)
-        report.batches.append(batch)
+    root = prepare_dataset(dataset).resolve()
+    with WriterLease(root) as lease:
+        manifest = Manifest(root)
+        manifest.refresh()
+        known = frozenset(manifest.files)
+        encoded = _encode(spark, paths, namespace, read_options, known, TABLES).persist()
+        try:
+            report = _write(spark, encoded, lease, manifest, Path(dataset), lock_timeout)
+        finally:
+            encoded.unpersist()
+    if compact:  # under a lease of its own: the write's lease is released, its batch committed
+        compact_dataset(root, lock_timeout=lock_timeout)
+    return report
+
+
+def _write(
+    spark: Any,
+    encoded: Any,
+    lease: WriterLease,
+    manifest: Manifest,
+    dataset: Path,
+    lock_timeout: float,
+) -> DatasetWrite:
+    reports = _reports(encoded)
+    facts = reports["_facts"].to_pandas()
+    file_rows = reports["_files"]
+    failures = reports["_errors"].to_pylist()
+    skipped = reports["_skipped"].num_rows
+    report = DatasetWrite(dataset)
+    report.files = file_rows.num_rows + len(failures) + skipped
+    report.files_skipped, report.files_failed = skipped, len(failures)
+    report.errors = _errors_frame(failures)
+    if not file_rows.num_rows:
         return report
+    report.histories = len(facts)
+    hashes = dict(zip(facts["source"], facts["file_sha256"], strict=True))
+    # What to write, as the dataset is now; the counts come from the commit's second look.
+    planned = _keep(facts, hashes, manifest, DatasetWrite(dataset), [])
+    batch = lease.new_batch_id()
+    keep = set(zip(planned["source"], planned["history"].astype("int64"), strict=True))
+    staging = staging_dir(manifest.root, batch)
+    try:
+        _stage_tables(spark, encoded, keep, batch, staging)
+        commit_staged(lease, manifest, batch, staging, planned, facts, file_rows, report,
+                      lock_timeout)  # fmt: skip
     finally:
-        encoded.unpersist()
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
 
 
-def _write_tables(
-    spark: Any, encoded: Any, keep: set[tuple[str, int]], batch: str, staging: Path, root: Path
+def _stage_tables(
+    spark: Any, encoded: Any, keep: set[tuple[str, int]], batch: str, staging: Path
 ) -> None:
-    """Each table's kept rows written by the executors, then renamed into the dataset (as
-    ``part-<batch>-<n>``: removed by the next write unless the batch commits)."""
+    """Each table's kept rows written by the executors into ``staging/<table>/``."""
     previous = spark.conf.get("spark.sql.parquet.outputTimestampType", None)
     # Spark's default (INT96) is a legacy encoding; the dataset's times are UTC microseconds.
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
@@ -332,11 +371,6 @@ def _write_tables(
         for name in TABLES:
             frame = _table(encoded, name, keep, batch)
             frame.write.option("compression", "zstd").parquet(str(staging / name))
-            written = sorted((staging / name).glob("part-*.parquet"))
-            (root / name).mkdir(parents=True, exist_ok=True)
-            for index, part in enumerate(written):
-                target = root / name / f"part-{batch}-{index}.parquet"
-                os.replace(part, target)
     finally:
         if previous is None:
             spark.conf.unset("spark.sql.parquet.outputTimestampType")

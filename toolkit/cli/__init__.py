@@ -12,7 +12,8 @@
     toolkit sql "select ... from activities" exports/     (a dataset, Parquet or histories)
     toolkit sql "select * from duplicate_tools" --logs worker.log   (detector tables)
     toolkit export exports/ --to histories.parquet
-    toolkit dataset check histories.parquet     (or repair: rewrite damaged batches from sources)
+    toolkit dataset check histories.parquet     (or repair: rewrite damaged batches from sources;
+                                                 compact: merge small files into few large ones)
     toolkit investigate exports/ --logs worker.log --html report.html
 
 Every command takes ``--json`` (JSON Lines: one object per row, every column) and ``--width``
@@ -35,16 +36,20 @@ EXIT_USAGE = 2
 
 #: ``toolkit logs --detect`` choices: the keys of ``toolkit.logs.detectors.LOG_DETECTORS`` (kept
 #: here so that building the parser imports no analysis module).
-DETECTORS = ("duplicate_tools", "retries", "dead_letters", "mcp_client_failures",
-             "nondeterminism")
+DETECTORS = ("duplicate_tools", "retries", "dead_letters", "mcp_client_failures", "nondeterminism")
 
 
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true",
-                        help="print JSON Lines: one object per row, every column")
-    common.add_argument("--width", type=int, default=None,
-                        help="table width in characters (default: the terminal's; 0: no limit)")
+    common.add_argument(
+        "--json", action="store_true", help="print JSON Lines: one object per row, every column"
+    )
+    common.add_argument(
+        "--width",
+        type=int,
+        default=None,
+        help="table width in characters (default: the terminal's; 0: no limit)",
+    )
     return common
 
 
@@ -63,13 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    show = sub.add_parser("show", parents=[common],
-                          help="a history's summary and events (a file, or fetched with -w)")
+    show = sub.add_parser(
+        "show", parents=[common], help="a history's summary and events (a file, or fetched with -w)"
+    )
     show.add_argument("file", nargs="?", help="a history file (any exported dialect)")
     show.add_argument("-w", "--workflow-id", help="fetch this workflow's history from --address")
     show.add_argument("-r", "--run-id", help="with -w: this run (default: the latest)")
-    show.add_argument("--address", default="127.0.0.1:7233",
-                      help="with -w: the Temporal frontend (default 127.0.0.1:7233)")
+    show.add_argument(
+        "--address",
+        default="127.0.0.1:7233",
+        help="with -w: the Temporal frontend (default 127.0.0.1:7233)",
+    )
     show.add_argument("-n", "--namespace", default="default", help="with -w: the namespace")
     show.add_argument("--type", help="only event types matching this regular expression")
     _table_options(show)
@@ -80,50 +89,88 @@ def build_parser() -> argparse.ArgumentParser:
 
     turns = sub.add_parser("turns", parents=[common], help="an agent's turns and model steps")
     turns.add_argument("file")
-    turns.add_argument("--roles", default="auto",
-                       help="agent framework preset (default: detect from activity names)")
+    turns.add_argument(
+        "--roles",
+        default="auto",
+        help="agent framework preset (default: detect from activity names)",
+    )
     _table_options(turns)
 
-    diff = sub.add_parser("diff", parents=[common],
-                          help="first divergence: replaying RECORDED with REPLAYED's code")
+    diff = sub.add_parser(
+        "diff", parents=[common], help="first divergence: replaying RECORDED with REPLAYED's code"
+    )
     diff.add_argument("recorded", help="the recorded history (old code)")
     diff.add_argument("replayed", help="a history the new code produced from the same inputs")
 
     logs = sub.add_parser("logs", parents=[common], help="log records, filtered")
     logs.add_argument("file", help="a log file (any format; plain or gzip)")
-    logs.add_argument("--level", choices=("debug", "info", "warning", "error", "critical"),
-                      help="only records at this level or above")
+    logs.add_argument(
+        "--level",
+        choices=("debug", "info", "warning", "error", "critical"),
+        help="only records at this level or above",
+    )
     logs.add_argument("--format", help="only records of this format (zap_json, slog_text, ...)")
-    logs.add_argument("--grep", help="only records whose message, a field value or the line "
-                      "matches this regex (column 'matched' says where)")
+    logs.add_argument(
+        "--grep",
+        help="only records whose message, a field value or the line "
+        "matches this regex (column 'matched' says where)",
+    )
     logs.add_argument("-i", "--ignore-case", action="store_true", help="--grep ignores case")
-    logs.add_argument("--detect", choices=DETECTORS,
-                      help="print a detector's findings instead of records (exit 1 if any)")
+    logs.add_argument(
+        "--detect",
+        choices=DETECTORS,
+        help="print a detector's findings instead of records (exit 1 if any)",
+    )
     _table_options(logs)
 
     query = sub.add_parser("sql", parents=[common], help="DuckDB SQL over histories or a dataset")
     query.add_argument("query", help="the SQL (tables: events, activities, runs, logs, ...)")
-    query.add_argument("source", nargs="?",
-                       help="a dataset folder, a Parquet file (table 'data') or history files")
-    query.add_argument("--logs", help="a log file, registered as table 'logs' (and its detector "
-                       "tables duplicate_tools, retries, dead_letters, ...)")
+    query.add_argument(
+        "source", nargs="?", help="a dataset folder, a Parquet file (table 'data') or history files"
+    )
+    query.add_argument(
+        "--logs",
+        help="a log file, registered as table 'logs' (and its detector "
+        "tables duplicate_tools, retries, dead_letters, ...)",
+    )
     _table_options(query)
 
-    export = sub.add_parser("export", parents=[common],
-                            help="add histories (a folder, a Cloud export tree) to a dataset")
+    export = sub.add_parser(
+        "export",
+        parents=[common],
+        help="add histories (a folder, a Cloud export tree) to a dataset",
+    )
     export.add_argument("histories", nargs="+", help="history files, folders or globs")
     export.add_argument("--to", required=True, help="the dataset folder (created if absent)")
     export.add_argument("--namespace", help="namespace for histories whose source names none")
     export.add_argument("--batch-files", type=int, default=1000, help="files per commit")
     export.add_argument("--progress", action="store_true", default=None, help="progress bar")
-    export.add_argument("--workflow-id-from", metavar="REGEX",
-                        help="workflow id from the path where histories do not hold it (named "
-                        "groups workflow_id, run_id, namespace)")
+    export.add_argument(
+        "--compact",
+        action="store_true",
+        help="then merge the small files of the dataset's batches (toolkit dataset compact)",
+    )
+    export.add_argument(
+        "--workflow-id-from",
+        metavar="REGEX",
+        help="workflow id from the path where histories do not hold it (named "
+        "groups workflow_id, run_id, namespace)",
+    )
 
-    dataset = sub.add_parser("dataset", parents=[common],
-                             help="check a dataset (every claimed run has its rows) or repair it")
-    dataset.add_argument("action", choices=("check", "repair"))
+    dataset = sub.add_parser(
+        "dataset",
+        parents=[common],
+        help="check a dataset (every claimed run has its rows), repair it, "
+        "or compact its small files",
+    )
+    dataset.add_argument("action", choices=("check", "repair", "compact"))
     dataset.add_argument("path", help="the dataset folder")
+    dataset.add_argument(
+        "--target-mb",
+        type=float,
+        default=64,
+        help="compact: size a compacted file aims at, in MiB (default 64)",
+    )
     _investigate_parser(sub, common)
     return parser
 

@@ -32,8 +32,17 @@ TURN_COLUMNS = ("turn", "trigger", "step", "model_activity", "listings_before", 
 LOG_COLUMNS = ("line", "ts", "level", "logger", "message")
 #: What ``toolkit logs --detect NAME`` prints by default (``--json`` prints every column).
 DETECT_COLUMNS = {
-    "duplicate_tools": ("line", "ts", "framework", "behaviour", "retried_by", "tool", "attempt",
-                        "retry_line", "dead_letter_line"),
+    "duplicate_tools": (
+        "line",
+        "ts",
+        "framework",
+        "behaviour",
+        "retried_by",
+        "tool",
+        "attempt",
+        "retry_line",
+        "dead_letter_line",
+    ),
     "retries": ("line", "ts", "subject", "subject_kind", "attempt", "max_attempts", "pattern"),
     "dead_letters": ("line", "ts", "subject", "reason"),
     "mcp_client_failures": ("line", "ts", "kind", "server", "tool"),
@@ -182,7 +191,7 @@ def logs(args: argparse.Namespace) -> int:
     frame = tk.read_logs(args.file)
     total = len(frame)
     if args.level:
-        wanted = set(_LEVELS[_LEVELS.index(args.level):])
+        wanted = set(_LEVELS[_LEVELS.index(args.level) :])
         frame = frame[frame["level"].isin(wanted)]
     if args.format:
         frame = frame[frame["format"] == args.format]
@@ -208,8 +217,10 @@ def _detect(frame: pd.DataFrame, total: int, args: argparse.Namespace) -> int:
     found = LOG_DETECTORS[args.detect](frame)
     _emit(found, DETECT_COLUMNS[args.detect], args)
     if not args.json:
-        print(f"{len(found)} {args.detect} findings in {len(frame)} of {total} records",
-              file=sys.stderr)
+        print(
+            f"{len(found)} {args.detect} findings in {len(frame)} of {total} records",
+            file=sys.stderr,
+        )
     return EXIT_FINDINGS if len(found) else EXIT_OK
 
 
@@ -268,19 +279,26 @@ def sql(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    """``toolkit export DIR --to DATASET``: add histories to a Parquet dataset."""
-    from toolkit.datasets import write_dataset
+    """``toolkit export DIR --to DATASET [--compact]``: add histories to a Parquet dataset
+    (then merge its small batches' files)."""
+    from toolkit.datasets import compact_dataset, write_dataset
 
     report = write_dataset(args.histories, args.to, namespace=args.namespace,
                            batch_files=args.batch_files, progress=args.progress,
                            workflow_id_from=args.workflow_id_from)  # fmt: skip
+    compacted = compact_dataset(args.to) if args.compact else None
     if args.json:
         frames = ("errors", "conflicts", "unrepairable")
         summary = {k: v for k, v in vars(report).items() if k not in frames}
         summary["dataset"] = str(report.dataset)
-        print_json({**summary, **{name: getattr(report, name) for name in frames}})
+        if compacted is not None:
+            summary["files_compacted"] = [compacted.files_before, compacted.files_after]
+        # The stdout of the moment (a notebook or a test may have swapped it since import).
+        print_json({**summary, **{name: getattr(report, name) for name in frames}}, out=sys.stdout)
     else:
         print(report)
+        if compacted is not None:
+            print(compacted)
         for row in report.errors.itertuples():
             print(f"unreadable: {row.message}", file=sys.stderr)
         for row in report.conflicts.itertuples():

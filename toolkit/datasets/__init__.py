@@ -44,10 +44,13 @@ Writes
 Incremental and idempotent: each batch of files is deduplicated by run key (the first copy of a
 run stays; later copies of a different length are reported as conflicts, never written twice),
 and files already written (same sha256) are skipped without being read.
+:func:`compact_dataset` merges the small files of many small batches into few large ones, in
+one atomic commit (:mod:`toolkit.datasets.compact`).
 """
 
 from toolkit.datasets.arrow import json_text, to_arrow
 from toolkit.datasets.check import DatasetCheck, DatasetRepair, check_dataset, repair_dataset
+from toolkit.datasets.compact import DatasetCompaction, compact_dataset
 from toolkit.datasets.layout import PARTITIONS, TABLES, is_dataset, table_files
 from toolkit.datasets.query import DERIVED_FROM_EVENTS, sql
 from toolkit.datasets.writer import DatasetWrite, write_dataset
@@ -57,9 +60,11 @@ __all__ = [
     "PARTITIONS",
     "TABLES",
     "DatasetCheck",
+    "DatasetCompaction",
     "DatasetRepair",
     "DatasetWrite",
     "check_dataset",
+    "compact_dataset",
     "is_dataset",
     "json_text",
     "repair_dataset",

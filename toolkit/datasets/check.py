@@ -15,7 +15,9 @@ What is checked, from the manifest of each committed batch (``_toolkit/batches/<
     a part named after a committed batch that the batch does not list (readers would read its
     rows twice).
 ``orphan_part``
-    a part of a batch that never committed, whose writer is gone (leftover of a crash).
+    a part of a batch that never committed, whose writer is gone (leftover of a crash), a
+    part or manifest folder of a batch a compaction superseded (left by a compaction that died
+    before removing it), or a staging folder of a Spark write whose driver is gone.
 
 Parts of a batch another writer is still writing are not problems (``in_progress``). Batches
 committed before the manifest listed its parts (``parts.json``) cannot be verified part by part
@@ -44,6 +46,8 @@ from toolkit.datasets.commit import (
     commit_lock,
     committed_batches,
     remove_leftovers,
+    staging_dir,
+    superseded_batches,
     writer_gone,
 )
 from toolkit.datasets.layout import MANIFEST_DIR, TABLES, is_dataset
@@ -187,12 +191,23 @@ def _part_problem(path: Path, part: dict[str, Any], deep: bool) -> tuple[str, st
     return None
 
 
+def _orphan(batch: str, table: str | None, path: Path, root: Path, why: str) -> dict[str, Any]:
+    relative = path.relative_to(root).as_posix()
+    return {"kind": "orphan_part", "batch": batch, "table": table, "path": relative,
+            "detail": why}  # fmt: skip
+
+
 def _stray_parts(
     root: Path, committed: set[str], listed: set[str], report: DatasetCheck
 ) -> list[dict[str, Any]]:
     found = []
     verdicts: dict[str, bool] = {}
     verified = {b for b in committed if (batches_dir(root) / b / "parts.json").is_file()}
+    superseded = superseded_batches(root)
+    for batch in sorted(superseded):
+        if (batches_dir(root) / batch).is_dir():
+            found.append(_orphan(batch, None, batches_dir(root) / batch, root,
+                                 "manifest of a batch a compaction rewrote"))  # fmt: skip
     for table in TABLES:
         for part in all_parts(root, table):
             named = batch_of(part.name)
@@ -212,20 +227,23 @@ def _stray_parts(
                         }
                     )
                 continue
+            if batch in superseded:
+                found.append(_orphan(batch, table, part, root, "its batch was compacted"))
+                continue
             if writer not in verdicts:
                 verdicts[writer] = writer_gone(root, writer)
             if verdicts[writer]:
-                found.append(
-                    {
-                        "kind": "orphan_part",
-                        "batch": batch,
-                        "table": table,
-                        "path": relative,
-                        "detail": "its batch never committed",
-                    }
-                )
+                found.append(_orphan(batch, table, part, root, "its batch never committed"))
             else:
                 report.in_progress += 1
+    staging = staging_dir(root)
+    for folder in sorted(staging.iterdir()) if staging.is_dir() else ():
+        named = batch_of(f"part-{folder.name}-0.parquet")
+        if named is None or writer_gone(root, named[1]):
+            found.append(_orphan(folder.name, None, folder, root,
+                                 "staging folder of a write that never committed"))  # fmt: skip
+        else:
+            report.in_progress += 1
     return found
 
 

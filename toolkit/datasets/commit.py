@@ -21,6 +21,15 @@ The protocol (the writer calls only :class:`WriterLease`, :func:`commit_lock`,
    without the file system noticing). A writer checks, right before committing, that its lease
    is still there; one that was presumed dead commits nothing and raises.
 
+4. A compaction (:mod:`toolkit.datasets.compact`) commits a batch like any other, with a
+   ``replaces.json`` naming the batches whose rows it rewrote; from its rename on those batches
+   are *superseded*: no longer committed (:func:`committed_batches`), their folders and parts
+   removed by the compaction or, if it died first, as leftovers. Compaction batch ids end in
+   ``-c<sequence>``, so finding the superseded batches reads only the compactions' lists.
+5. A writer whose parts are written elsewhere first (:mod:`toolkit.spark`'s executors) stages
+   them in ``_toolkit/staging/<batch>/``, named after its lease like a part: removed with the
+   leftovers once its writer is gone.
+
 Readers (:func:`toolkit.sql`) read only parts of committed batches (:func:`committed_parts`).
 """
 
@@ -59,7 +68,10 @@ __all__ = [
     "commit_lock",
     "committed_batches",
     "committed_parts",
+    "discard_batches",
     "remove_leftovers",
+    "staging_dir",
+    "superseded_batches",
     "writer_gone",
 ]
 
@@ -71,8 +83,11 @@ LEASE_EXPIRY = 15 * 60.0
 LOCK_TIMEOUT = 600.0
 
 # part-<batch>-<n>.parquet; a batch id is <UTC time>-<writer>[-<sequence>] (older datasets: no
-# sequence, and a random id in the writer's place).
-_PART = re.compile(r"^part-(?P<batch>\d{8}T\d{6}-(?P<writer>[0-9a-f]+)(?:-\d+)?)-\d+\.parquet$")
+# sequence, and a random id in the writer's place); a compaction's sequence is c<n>.
+_PART = re.compile(r"^part-(?P<batch>\d{8}T\d{6}-(?P<writer>[0-9a-f]+)(?:-c?\d+)?)-\d+\.parquet$")
+_COMPACTION = re.compile(r"-c\d+$")
+#: The file in a compaction batch's manifest folder listing the batches it supersedes.
+REPLACES = "replaces.json"
 
 
 def batches_dir(root: Path) -> Path:
@@ -90,12 +105,37 @@ def batch_of(part: str) -> tuple[str, str] | None:
     return (match.group("batch"), match.group("writer")) if match else None
 
 
-def committed_batches(root: Path) -> set[str]:
-    """Ids of the batches committed so far."""
+def staging_dir(root: Path, batch: str | None = None) -> Path:
+    """``_toolkit/staging/<batch>``: where a batch's parts are written before they are renamed
+    into the table folders (:mod:`toolkit.spark`); without ``batch``, the folder of them all."""
+    staging = root / MANIFEST_DIR / "staging"
+    return staging if batch is None else staging / batch
+
+
+def _batch_folders(root: Path) -> set[str]:
     folder = batches_dir(root)
     if not folder.is_dir():
         return set()
     return {p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")}
+
+
+def superseded_batches(root: Path, folders: set[str] | None = None) -> set[str]:
+    """Batches a committed compaction rewrote (their folders may still be there)."""
+    gone: set[str] = set()
+    for name in _batch_folders(root) if folders is None else folders:
+        if _COMPACTION.search(name):
+            # A compaction folder appears by one rename with its list inside; gone since the
+            # listing (a repair dropped it), its list no longer applies.
+            with contextlib.suppress(FileNotFoundError):
+                listed = orjson.loads((batches_dir(root) / name / REPLACES).read_bytes())
+                gone.update(listed["replaces"])
+    return gone
+
+
+def committed_batches(root: Path) -> set[str]:
+    """Ids of the batches committed so far (and not superseded by a compaction)."""
+    folders = _batch_folders(root)
+    return folders - superseded_batches(root, folders)
 
 
 def all_parts(root: Path, table: str) -> list[Path]:
@@ -212,15 +252,12 @@ class WriterLease:
             os.close(self._fd)
             self._fd = None
 
-    def new_batch_id(self) -> str:
-        """A sortable batch id naming this writer: ``<UTC time>-<writer>-<sequence>``."""
+    def new_batch_id(self, *, compaction: bool = False) -> str:
+        """A sortable batch id naming this writer: ``<UTC time>-<writer>-<sequence>`` (the
+        sequence is ``c<n>`` for a compaction's batch)."""
         self._sequence += 1
-        return self.new_batch_id_for(self.writer, self._sequence)
-
-    @staticmethod
-    def new_batch_id_for(writer: str, sequence: int = 1) -> str:
-        """The batch id ``<UTC time>-<writer>-<sequence>``."""
-        return f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{writer}-{sequence}"
+        sequence = f"c{self._sequence}" if compaction else self._sequence
+        return f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{self.writer}-{sequence}"
 
     def still_held(self) -> bool:
         """Whether the lease file is still there (no cleaner took this writer for dead)."""
@@ -283,12 +320,16 @@ def _fsync(path: Path) -> None:
 
 
 def commit_batch(
-    lease: WriterLease, parts: BatchParts, manifest_tables: dict[str, pa.Table]
+    lease: WriterLease,
+    parts: BatchParts,
+    manifest_tables: dict[str, pa.Table],
+    replaces: dict[str, object] | None = None,
 ) -> None:
     """Commit a batch whose parts are written: manifest files, then one atomic rename.
 
-    ``manifest_tables`` maps a file name (``runs.parquet``, ``files.parquet``) to its table.
-    Call with the commit lock held.
+    ``manifest_tables`` maps a file name (``runs.parquet``, ``files.parquet``) to its table;
+    ``replaces`` (a compaction's batch only) is written as ``replaces.json``. Call with the
+    commit lock held.
 
     Raises
     ------
@@ -305,12 +346,13 @@ def commit_batch(
             f"more than {LEASE_EXPIRY:g} s is presumed dead); nothing of it was kept, rerun the "
             "write"
         )
-    commit_parts(parts, manifest_tables)
+    _commit_parts(parts, manifest_tables, replaces)
 
 
-def commit_parts(parts: BatchParts, manifest_tables: dict[str, pa.Table]) -> None:
-    """fsync the parts, write the manifest folder, rename it into place (the commit point).
-    Call with the commit lock held."""
+def _commit_parts(
+    parts: BatchParts, manifest_tables: dict[str, pa.Table], replaces: dict[str, object] | None
+) -> None:
+    """fsync the parts, write the manifest folder, rename it into place (the commit point)."""
     for path in parts.paths():
         _fsync(path)  # the rows are on disk before the manifest claims them
     final = batches_dir(parts.root) / parts.batch
@@ -321,16 +363,38 @@ def commit_parts(parts: BatchParts, manifest_tables: dict[str, pa.Table]) -> Non
         _fsync(tmp / name)
     (tmp / "parts.json").write_bytes(parts.as_json())
     _fsync(tmp / "parts.json")
+    if replaces is not None:
+        (tmp / REPLACES).write_bytes(orjson.dumps(replaces))
+        _fsync(tmp / REPLACES)
     os.replace(tmp, final)
     _fsync(final.parent)
 
 
+def discard_batches(root: Path, batches: set[str]) -> None:
+    """Delete superseded batches: their manifest folders first (each one rename out of
+    ``batches/``), then their parts; a crash in between leaves parts :func:`remove_leftovers`
+    removes."""
+    graveyard = root / MANIFEST_DIR / "dropped" / uuid.uuid4().hex[:12]
+    graveyard.mkdir(parents=True, exist_ok=True)
+    for batch in batches:
+        with contextlib.suppress(FileNotFoundError):  # another cleaner was first
+            os.replace(batches_dir(root) / batch, graveyard / batch)
+    for table in TABLES:  # one listing per table, not one per batch
+        for part in all_parts(root, table):
+            if (batch_of(part.name) or ("", ""))[0] in batches:
+                part.unlink(missing_ok=True)
+    shutil.rmtree(graveyard, ignore_errors=True)
+
+
 def remove_leftovers(root: Path) -> list[Path]:
-    """Delete parts and unfinished manifest folders of batches whose writer is gone.
+    """Delete parts, staging folders and unfinished manifest folders of batches whose writer is
+    gone, and what is left of batches a compaction superseded.
 
     Call with the commit lock held. Returns the removed paths.
     """
-    committed = committed_batches(root)
+    folders = _batch_folders(root)
+    superseded = superseded_batches(root, folders)
+    committed = folders - superseded
     verdicts: dict[str, bool] = {}
 
     def gone(writer: str) -> bool:
@@ -338,11 +402,16 @@ def remove_leftovers(root: Path) -> list[Path]:
             verdicts[writer] = writer_gone(root, writer)
         return verdicts[writer]
 
-    removed: list[Path] = []
+    removed = [batches_dir(root) / batch for batch in sorted(folders & superseded)]
+    if removed:
+        discard_batches(root, folders & superseded)
     for table in TABLES:
         for part in all_parts(root, table):
             named = batch_of(part.name)
-            if named and named[0] not in committed and gone(named[1]):
+            if named is None or named[0] in committed:
+                continue
+            # A superseded batch's rows are in its compaction: its writer's liveness is moot.
+            if named[0] in superseded or gone(named[1]):
                 part.unlink(missing_ok=True)
                 removed.append(part)
     for tmp in batches_dir(root).glob(".tmp-*") if batches_dir(root).is_dir() else ():
@@ -350,6 +419,12 @@ def remove_leftovers(root: Path) -> list[Path]:
         if named is None or gone(named[1]):
             shutil.rmtree(tmp, ignore_errors=True)
             removed.append(tmp)
+    staging = staging_dir(root)
+    for folder in staging.iterdir() if staging.is_dir() else ():
+        named = batch_of(f"part-{folder.name}-0.parquet")
+        if named is None or gone(named[1]):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
     leases = _writers_dir(root)
     for lease in leases.glob("*.lease") if leases.is_dir() else ():
         if gone(lease.stem):

@@ -7,9 +7,13 @@ Layout (plain Parquet files, read alike by DuckDB, Spark, Trino, polars, pyarrow
       _toolkit/batches/<batch>/runs.parquet      manifest: the runs each batch committed
       _toolkit/batches/<batch>/files.parquet     manifest: the files each batch read (sha256)
       _toolkit/batches/<batch>/parts.json        manifest: its part files, rows and bytes
+      _toolkit/batches/<batch>/replaces.json     a compaction's batch: the batches it rewrote
       _toolkit/writers/<writer>.lease            live writers (toolkit.datasets.commit)
+      _toolkit/staging/<batch>/<table>/          a Spark write's files before its commit
       _toolkit/commit.lock                       taken by a writer for each batch
-      events/part-<batch>-<n>.parquet            one file per batch (more for a huge batch)
+      events/part-<batch>-<n>.parquet            one file per batch (more for a huge batch or
+                                                 a Spark write; toolkit.datasets.compact
+                                                 merges small ones)
       activities/...   workflow_tasks/...   runs/...
 
 No hive partition folders: engines type partition values by guessing from the path (a workflow

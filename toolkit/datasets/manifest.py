@@ -17,15 +17,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from toolkit.datasets.commit import (
-    BatchParts,
-    WriterLease,
-    all_parts,
-    batch_of,
-    batches_dir,
-    commit_lock,
-    committed_batches,
-)
+from toolkit.datasets.commit import batches_dir, commit_lock, committed_batches
 from toolkit.datasets.layout import FORMAT, MANIFEST_DIR, PARTITIONS, TABLES, file_schema
 from toolkit.errors import ToolkitError
 
@@ -33,8 +25,6 @@ __all__ = [
     "FILES_SCHEMA",
     "RUNS_SCHEMA",
     "Manifest",
-    "commit_batch",
-    "new_batch_id",
     "open_manifest",
     "prepare_dataset",
 ]
@@ -135,40 +125,3 @@ def open_manifest(root: str | os.PathLike[str]) -> Manifest:
     manifest = Manifest(prepare_dataset(root))
     manifest.refresh()
     return manifest
-
-
-def new_batch_id() -> str:
-    """A batch id for a writer without a lease (:mod:`toolkit.spark`'s driver): a fresh writer
-    id that no lease names, so its parts count as leftovers until it commits; commit with
-    :func:`commit_batch`, which refuses a batch whose parts went missing."""
-    return WriterLease.new_batch_id_for(uuid.uuid4().hex[:12])
-
-
-def commit_batch(manifest: Manifest, batch: str, runs: pa.Table, files: pa.Table) -> None:
-    """Commit a batch whose parts (``part-<batch>-*``) are already in the table folders.
-
-    For writers that do not hold a lease (:mod:`toolkit.spark`): under the commit lock, the
-    parts are listed and their rows checked against the runs claimed (events and runs add up);
-    a batch whose parts a cleaner removed meanwhile raises instead of committing.
-    """
-    from toolkit.datasets.commit import commit_parts
-
-    parts = BatchParts(manifest.root, batch)
-    with commit_lock(manifest.root):
-        for table in TABLES:
-            for part in all_parts(manifest.root, table):
-                if (batch_of(part.name) or ("", ""))[0] == batch:
-                    parts.add(table, part, pq.read_metadata(part).num_rows)
-        claimed = {"runs": runs.num_rows, "events": sum(runs.column("events").to_pylist())}
-        found = {t: sum(r for _, r, _ in parts.tables.get(t, [])) for t in claimed}
-        if found != claimed:
-            parts.remove()
-            raise ToolkitError(
-                f"{manifest.root}: batch {batch} was not committed: its parts hold {found} rows "
-                f"where the batch claims {claimed} (removed by a cleanup meanwhile?); rerun"
-            )
-        commit_parts(parts, {"runs.parquet": runs.cast(RUNS_SCHEMA),
-                             "files.parquet": files.cast(FILES_SCHEMA)})  # fmt: skip
-    manifest.batches.add(batch)
-    manifest.remember(runs)
-    manifest.files.update(files.column("file_sha256").to_pylist())

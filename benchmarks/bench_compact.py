@@ -1,0 +1,88 @@
+"""Many small incremental writes, then ``compact_dataset``: files, bytes, time, query time.
+
+Writes ``--writes`` batches (default 50) of ``--runs`` histories each (default 1: the worst
+case, one file per table per run) with one ``write_dataset`` call per batch, from the lab's
+gallery recordings given fresh run ids. Then prints, in the same run: files and bytes of the
+committed batches before and after ``compact_dataset``, its wall time, a ``toolkit.sql`` query
+over all events before and after (best of 5; the answers must be equal), and the time of a
+second compaction (a no-op).
+
+Usage: ``python benchmarks/bench_compact.py [--writes N] [--runs K] [--keep DIR]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERY = (
+    "select workflow_type, count(*) as events, count(distinct source) as runs from events "
+    "group by workflow_type order by workflow_type"
+)
+_RUN_ID = re.compile(r'"originalExecutionRunId": "([^"]+)"')
+
+
+def _histories(folder: Path, count: int) -> list[Path]:
+    templates = sorted((ROOT / "data" / "gallery").glob("*/v1.json"))
+    folder.mkdir(parents=True)
+    paths = []
+    for number in range(count):
+        text = templates[number % len(templates)].read_text()
+        old = _RUN_ID.search(text).group(1)  # type: ignore[union-attr]
+        path = folder / f"run-{number:06d}.json"
+        path.write_text(text.replace(old, str(uuid.uuid4())))
+        paths.append(path)
+    return paths
+
+
+def _query(dataset: Path) -> tuple[float, list[list[object]]]:
+    import toolkit as tk
+
+    times: list[float] = []
+    answer: list[list[object]] = []
+    for _ in range(5):
+        started = time.perf_counter()
+        answer = tk.sql(QUERY, dataset=dataset).values.tolist()
+        times.append(time.perf_counter() - started)
+    return min(times), answer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--writes", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=1, help="histories per write")
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    args = parser.parse_args()
+    import toolkit as tk
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-compact-"))
+    try:
+        paths = _histories(work / "in", args.writes * args.runs)
+        dataset = work / "ds"
+        started = time.perf_counter()
+        for first in range(0, len(paths), args.runs):
+            tk.write_dataset(paths[first : first + args.runs], dataset, workers=1, progress=False)
+        print(f"{args.writes} writes of {args.runs} run(s): {time.perf_counter() - started:.1f} s")
+        before, answer = _query(dataset)
+        done = tk.compact_dataset(dataset)
+        after, again = _query(dataset)
+        assert again == answer and tk.check_dataset(dataset).ok, "compaction changed the answer"
+        print(f"files {done.files_before} -> {done.files_after}, bytes {done.bytes_before:,} -> "
+              f"{done.bytes_after:,}, batches {done.batches_before} -> {done.batches_after}, "
+              f"compaction {done.seconds:.2f} s")  # fmt: skip
+        print(f"tk.sql over events: {before * 1000:.0f} ms before, {after * 1000:.0f} ms after")
+        second = tk.compact_dataset(dataset)
+        print(f"second compaction: {len(second.written)} batches written, {second.seconds:.3f} s")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
