@@ -203,3 +203,17 @@ def test_export_compact_leaves_one_file_per_table(
     assert main([*argv, "--compact", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["files_compacted"] == [12, 4]
     assert _files(dataset) == 4 and _counts(dataset)[:2] == [3, 3]
+
+
+def test_write_dataset_can_compact_after_writing(
+    small_batches: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    dataset = _copy(small_batches, tmp_path)
+    before = _counts(dataset)
+    extra = make_runs(tmp_path / "more", 2, seed=1)
+    report = tk.write_dataset(extra, dataset, workers=1, progress=False, compact=True)
+    assert report.runs_written == 2
+    assert _files(dataset) == len(TABLES)  # 14 one-run batches merged into one
+    runs, keys, events, activities = _counts(dataset)
+    assert runs == keys == before[0] + 2 and events > before[2] and activities > before[3]
+    assert tk.check_dataset(dataset).ok

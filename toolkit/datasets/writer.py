@@ -34,6 +34,7 @@ from toolkit.datasets.commit import (
     commit_lock,
     remove_leftovers,
 )
+from toolkit.datasets.compact import compact_dataset
 from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY, TABLES, file_schema
 from toolkit.datasets.manifest import FILES_SCHEMA, RUNS_SCHEMA, Manifest, prepare_dataset
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
@@ -104,6 +105,7 @@ def write_dataset(
     progress: bool | None = None,
     workers: int | None = None,
     lock_timeout: float = LOCK_TIMEOUT,
+    compact: bool = False,
     **read_options: Any,
 ) -> DatasetWrite:
     """Add histories to a Parquet dataset (created if absent), deduplicated by run id.
@@ -133,6 +135,9 @@ def write_dataset(
         Seconds to wait for the dataset's commit lock while another writer commits a batch
         (writers take turns batch by batch; :mod:`toolkit.datasets.commit`). When it runs out
         the write raises before writing its batch.
+    compact
+        Then merge the files of the dataset's small batches (every incremental write adds one
+        file per table) with :func:`toolkit.compact_dataset` at its default target.
     **read_options
         Passed to :func:`toolkit.read_history` (``codec``, ``decode_payloads``).
 
@@ -184,6 +189,8 @@ def write_dataset(
     report.files_failed = len(failures)
     report.errors = _errors_frame(failures)
     report.conflicts = pd.DataFrame(conflicts, columns=_CONFLICT_COLUMNS)
+    if compact:  # under a lease of its own, once this write's batches are committed
+        compact_dataset(root, lock_timeout=lock_timeout)
     return report
 
 
