@@ -194,3 +194,35 @@ def test_a_later_copy_of_an_event_stamps_the_row(every_history: pd.DataFrame, na
         pd.testing.assert_series_equal(found[column], reference[column])
     if "activity_id" in reference.columns:
         pd.testing.assert_series_equal(found["activity_id"], reference["activity_id"])
+
+
+def test_attribute_fields_read_what_the_cells_hold() -> None:
+    """Odd events (attributes null, no object, absent; no key; plain dicts) read as their cells
+    show them, and one odd event does not stop the others of its batch from decoding."""
+    from types import SimpleNamespace
+
+    import msgspec
+
+    from toolkit.histories.columns.lazy import LazyAttributes
+    from toolkit.histories.tables.attribute_views import attribute_fields
+
+    key = "activityTaskScheduledEventAttributes"
+    raws = [
+        {key: {"activityId": "1", "retryPolicy": {"maximumAttempts": 3}, "input": {"x": 1}}},
+        {key: None},
+        {key: "not an object"},
+        {"eventId": "4"},
+        {key: {"activityId": "5", "heartbeatTimeout": "2s"}},
+    ]
+    history = SimpleNamespace(json_events=[msgspec.Raw(orjson.dumps(raw)) for raw in raws])
+    cells = [LazyAttributes(history, i, key) for i in range(len(raws))]
+    cells += [LazyAttributes(history, 0, None), {"activityId": "7"}, "no mapping"]
+    fields = ("activityId", "retryPolicy", "heartbeatTimeout")
+    found = attribute_fields(np.array(cells, dtype=object), fields)
+    assert found["activityId"].tolist() == ["1", None, None, None, "5", None, "7", None]
+    assert found["retryPolicy"].tolist()[0] == {"maximumAttempts": 3}
+    assert found["heartbeatTimeout"].tolist() == [None, None, None, None, "2s", None, None, None]
+    for row, cell in enumerate(cells[:6]):  # the same as a full decode of each cell
+        value = cell.value if hasattr(cell, "value") else cell
+        value = value if isinstance(value, dict) else {}
+        assert [found[f][row] for f in fields] == [value.get(f) for f in fields]

@@ -164,12 +164,12 @@ class Entities:
 
     def read(self, picks: Picks, convert: Callable[..., Any], *fields: str) -> np.ndarray:
         """``convert(value of each of fields)`` for each picked event; None where no pick."""
-        columns = [self.fields[name] for name in fields]
-        values = (
-            None if row < 0 else convert(*[column[row] for column in columns])
-            for row in picks.tolist()
-        )
-        return np.fromiter(values, dtype=object, count=len(picks))
+        picked = picks >= 0
+        rows = picks[picked]
+        values = map(convert, *(self.fields[name][rows] for name in fields))
+        result = np.full(len(picks), None, dtype=object)
+        result[picked] = np.fromiter(values, dtype=object, count=len(rows))
+        return result
 
     def column_or_attribute(
         self,
