@@ -68,32 +68,49 @@ def plain_column(frame: pd.DataFrame, column: str) -> np.ndarray:
 class Entities:
     """The events of one entity table, grouped by entity.
 
+    Each event belongs to the entity of its opening event: its own id for an opening event, else
+    the id its ``link`` column names (its attribute where the column is empty). Entities are
+    numbered 0, 1, ... in order of first appearance, per (source, history, opening event id).
+
     Parameters
     ----------
     events
         The table's events (its event types only), in the events frame's order.
-    group
-        The entity of each event: 0, 1, ... in order of first appearance.
-    key
-        The opening event id of each entity (None where an orphan names no opening event).
     fields
-        Attribute field -> its value on each event (see :func:`attribute_fields`).
+        Attribute field -> its value on each event (see :func:`attribute_fields`); holds the
+        link's attribute (``scheduledEventId``).
+    opening
+        Event types that open an entity.
+    link
+        The column naming the opening event on the other events (``scheduled_event_id``).
+
+    Attributes
+    ----------
+    group : numpy.ndarray
+        The entity of each event.
+    count : int
+        How many entities.
+    key : numpy.ndarray
+        The opening event id of each entity (None where an orphan names no opening event).
     """
 
     def __init__(
         self,
         events: pd.DataFrame,
-        group: np.ndarray,
-        key: np.ndarray,
         fields: dict[str, np.ndarray],
+        opening: Sequence[str],
+        link: str,
     ) -> None:
         self.events = events
-        self.group = group
-        self.key = key
         self.fields = fields
-        self.count = len(key)
         self.event_type = plain_column(events, "event_type")
         self._columns: dict[str, np.ndarray] = {}
+        is_opening = self.mask(opening)
+        linked = self.column_or_attribute(link, camel(link), rows=~is_opening, convert=to_int)
+        key = np.where(is_opening, self.column("event_id"), linked)
+        self.group = joint_codes(self.column("source"), self.column("history"), key)
+        self.count = int(self.group.max()) + 1 if len(key) else 0
+        self.key = key[self.first()]
 
     # ----------------------------------------------------------------------- which event
 
@@ -188,7 +205,7 @@ class Entities:
         if rows is not None:
             values[~rows] = None
             empty &= rows
-        field = self.fields[str(path[0])]
+        field = self.fields[path[0]]
         for row in np.flatnonzero(empty).tolist():
             found = dig(field[row], *path[1:])
             values[row] = first_present(convert(found) if convert is not None else found)
@@ -211,7 +228,7 @@ class Entities:
         result = self.take(stage_values, last)
         after = np.arange(len(self.group)) > last[self.group]
         fill = self.first(filling & after & _present(filling_values))
-        needed = np.flatnonzero(_empty(result) & (fill >= 0))
+        needed = np.flatnonzero(np.equal(result, None) & (fill >= 0))
         result[needed] = filling_values[fill[needed]]
         return result
 
@@ -281,18 +298,9 @@ def group_entities(
         The attribute fields the table reads (see :func:`attribute_fields`).
     """
     selected = events[events["event_type"].isin(set(opening) | set(others))]
-    link_field = camel(link)
-    decoded = attribute_fields(
-        selected["attributes"].to_numpy(dtype=object), (link_field, *fields)
-    )
-    entities = Entities(selected, np.zeros(len(selected), dtype=np.int64), np.array([]), decoded)
-    is_opening = entities.mask(opening)
-    linked = entities.column_or_attribute(link, link_field, rows=~is_opening, convert=to_int)
-    key = np.where(is_opening, entities.column("event_id"), linked)
-    entities.group = joint_codes(entities.column("source"), entities.column("history"), key)
-    entities.count = int(entities.group.max()) + 1 if len(key) else 0
-    entities.key = key[entities.first()]
-    return entities
+    wanted = tuple(dict.fromkeys((camel(link), *fields)))
+    decoded = attribute_fields(selected["attributes"].to_numpy(dtype=object), wanted)
+    return Entities(selected, decoded, opening, link)
 
 
 def joint_codes(*keys: np.ndarray) -> np.ndarray:
