@@ -15,7 +15,7 @@ from toolkit.histories.tables.columnar import (
     cached_duration,
     first_present_of,
     group_entities,
-    split_pairs,
+    unzip,
 )
 from toolkit.histories.tables.common import (
     HISTORY_SCHEMA,
@@ -223,7 +223,7 @@ def _closed(entities: Entities) -> dict[str, Any]:
     outcome = entities.take(entities.event_type, picks)
     outcome = np.array([_CLOSE_OUTCOMES.get(kind, "pending") for kind in outcome], dtype=object)
     failures = entities.read(picks, _failure, "failure", "reason")
-    messages, types = split_pairs(failures)
+    messages, types = unzip(failures, 2)
     retry_state = entities.column_or_attribute(
         "retry_state", "retryState", rows=stage, convert=RETRY_STATE
     )

@@ -43,7 +43,7 @@ __all__ = [
     "group_entities",
     "joint_codes",
     "plain_column",
-    "split_pairs",
+    "unzip",
 ]
 
 #: Row positions, one per entity; -1 where the entity has no such event.
@@ -242,14 +242,14 @@ def first_present_of(values: np.ndarray, fallbacks: np.ndarray) -> np.ndarray:
     )
 
 
-def split_pairs(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """An array of ``(a, b)`` pairs (or None) as the array of the a's and that of the b's."""
+def unzip(rows: np.ndarray, width: int) -> list[np.ndarray]:
+    """An array of ``width``-tuples (or None) as ``width`` arrays: the first items, ..."""
     def part(i: int) -> np.ndarray:
         return np.fromiter(
-            (None if pair is None else pair[i] for pair in pairs), dtype=object, count=len(pairs)
+            (None if row is None else row[i] for row in rows), dtype=object, count=len(rows)
         )
 
-    return part(0), part(1)
+    return [part(i) for i in range(width)]
 
 
 def cached_duration(value: Any) -> Any:

@@ -7,6 +7,7 @@ Cadence-era and pre-1.0 Temporal histories call workflow tasks *decision tasks*
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from toolkit.histories.tables.columnar import (
     group_entities,
     joint_codes,
     plain_column,
-    split_pairs,
+    unzip,
 )
 from toolkit.histories.tables.common import (
     HISTORY_SCHEMA,
@@ -196,8 +197,19 @@ def _scheduled(entities: Entities) -> dict[str, Any]:
 
 
 def _sticky(task_queue: Any) -> bool | None:
-    kind = _TASK_QUEUE_KIND(dig(task_queue, "kind"))
-    return None if kind is None else kind == "TASK_QUEUE_KIND_STICKY"
+    kind = dig(task_queue, "kind")
+    return _sticky_kind(kind) if isinstance(kind, str) else _sticky_of(kind)
+
+
+@lru_cache(maxsize=64)
+def _sticky_kind(kind: str) -> bool | None:
+    # A fleet's queues name the same two or three kinds: each spelling is resolved once.
+    return _sticky_of(kind)
+
+
+def _sticky_of(kind: Any) -> bool | None:
+    canonical = _TASK_QUEUE_KIND(kind)
+    return None if canonical is None else canonical == "TASK_QUEUE_KIND_STICKY"
 
 
 def _started(entities: Entities) -> dict[str, Any]:
@@ -217,7 +229,7 @@ def _closed(entities: Entities) -> dict[str, Any]:
     timed_out = entities.last(entities.mask(_of_stages("TimedOut")))
     started = entities.mask(_of_stages("Started"))
     # Failures: the frame's columns first; pre-1.0 dialects keep the message in ``details``.
-    messages, types = split_pairs(entities.read(failed_picks, _failure, "failure", "details"))
+    messages, types = unzip(entities.read(failed_picks, _failure, "failure", "details"), 2)
     cause = entities.column_or_attribute("cause", "cause", rows=failed, convert=_FAILED_CAUSE)
     return {
         "closed_event_id": entities.ids(picks),
@@ -262,16 +274,18 @@ def _sdk_metadata(entities: Entities) -> dict[str, np.ndarray]:
     metadata = entities.fields["sdkMetadata"]
     carries[rows] = [isinstance(metadata[row], Mapping) for row in rows.tolist()]
     picks = entities.last(carries)
+    values = entities.read(picks, _sdk_values, "sdkMetadata")
+    return dict(zip(_SDK_COLUMNS, unzip(values, len(_SDK_COLUMNS)), strict=True))
 
-    def read(key: str, convert: Any) -> np.ndarray:
-        return entities.read(picks, lambda value: convert(value.get(key)), "sdkMetadata")
 
-    return {
-        "sdk_name": read("sdkName", _or_none),
-        "sdk_version": read("sdkVersion", _or_none),
-        "core_used_flags": read("coreUsedFlags", _flags),
-        "lang_used_flags": read("langUsedFlags", _flags),
-    }
+def _sdk_values(metadata: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The ``_SDK_COLUMNS`` of one ``sdkMetadata``."""
+    return (
+        metadata.get("sdkName") or None,
+        metadata.get("sdkVersion") or None,
+        _flags(metadata.get("coreUsedFlags")),
+        _flags(metadata.get("langUsedFlags")),
+    )
 
 
 def _commands(events: pd.DataFrame, columns: dict[str, Any]) -> np.ndarray:
