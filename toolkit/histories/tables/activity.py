@@ -4,32 +4,33 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from temporalio.api.enums.v1 import TimeoutType
 
-from toolkit.histories.tables.build import (
-    RETRY_STATE,
-    EntityJoin,
-    Record,
-    canonical_of,
-    close,
-    column_or_attribute,
-    entity_table,
-    fill_once,
-    record_failure,
-    stamp,
+from toolkit.histories.tables.attribute_views import dig
+from toolkit.histories.tables.build import RETRY_STATE, add_durations, canonical_of
+from toolkit.histories.tables.columnar import (
+    Entities,
+    cached_duration,
+    first_present_of,
+    group_entities,
+    unzip,
 )
 from toolkit.histories.tables.common import (
     HISTORY_SCHEMA,
-    attr,
-    duration,
+    check_events,
+    failure_of,
     first_present,
-    nullable,
+    frame_of_columns,
     to_int,
 )
 
 __all__ = ["ACTIVITY_COLUMNS", "activities"]
 
+_SCHEDULED = "ActivityTaskScheduled"
+_STARTED = "ActivityTaskStarted"
+_CANCEL_REQUESTED = "ActivityTaskCancelRequested"
 _CLOSE_OUTCOMES = {
     "ActivityTaskCompleted": "completed",
     "ActivityTaskFailed": "failed",
@@ -71,25 +72,17 @@ ACTIVITY_COLUMNS: dict[str, str] = {
     "result": "object",
 }
 
-_JOIN = EntityJoin(
-    table="activities",
-    schema=ACTIVITY_COLUMNS,
-    key_column="scheduled_event_id",
-    opening=("ActivityTaskScheduled",),
-    others=("ActivityTaskStarted", "ActivityTaskCancelRequested", *_CLOSE_OUTCOMES),
-    link="scheduled_event_id",
-    reads=(
-        "activity_id", "activity_type", "task_queue", "scheduled_event_id", "attempt", "identity",
-        "failure_message", "failure_type", "retry_state", "input", "result",
-    ),
-    requires=("scheduled_event_id", "activity_type"),
-    starts={"outcome": "pending", "cancel_requested": False},
-    durations={
-        "queue_duration": ("scheduled_time", "started_time"),
-        "run_duration": ("started_time", "closed_time"),
-        "total_duration": ("scheduled_time", "closed_time"),
-    },
+#: Attribute fields read: those without a column, and the fallbacks of the columns.
+_FIELDS = (
+    "activityId", "activityType", "taskQueue", "attempt", "identity",
+    "startToCloseTimeout", "scheduleToCloseTimeout", "heartbeatTimeout", "retryPolicy",
+    "lastFailure", "failure", "reason", "timeoutType", "retryState",
 )
+_DURATIONS = {
+    "queue_duration": ("scheduled_time", "started_time"),
+    "run_duration": ("started_time", "closed_time"),
+    "total_duration": ("scheduled_time", "closed_time"),
+}
 
 
 def activities(events: pd.DataFrame) -> pd.DataFrame:
@@ -152,50 +145,118 @@ def activities(events: pd.DataFrame) -> pd.DataFrame:
     HistoryFormatError
         When ``events`` is not an events frame.
     """
-    return entity_table(events, _JOIN, _apply)
+    check_events(events, ("scheduled_event_id", "activity_type"), "activities")
+    entities = group_entities(
+        events,
+        opening=(_SCHEDULED,),
+        others=(_STARTED, _CANCEL_REQUESTED, *_CLOSE_OUTCOMES),
+        link="scheduled_event_id",
+        fields=_FIELDS,
+    )
+    columns = {
+        **_identity(entities),
+        **_scheduled(entities),
+        **_started(entities),
+        **_closed(entities),
+        "cancel_requested": entities.first(entities.mask((_CANCEL_REQUESTED,))) >= 0,
+        **dict.fromkeys(_DURATIONS, np.full(entities.count, None, dtype=object)),  # derived below
+    }
+    frame = frame_of_columns(columns, ACTIVITY_COLUMNS, ("source", "history", "scheduled_event_id"))
+    add_durations(frame, _DURATIONS)
+    return frame
 
 
-def _apply(record: Record, event: Any) -> None:
-    # Type and id are copied onto every activity event by the loader; the first one seen wins.
-    fill_once(record, event, "activity_id", "activityId")
-    fill_once(record, event, "activity_type", "activityType", "name")
-    kind = event.event_type
-    if kind == "ActivityTaskScheduled":
-        _scheduled(record, event)
-    elif kind == "ActivityTaskStarted":
-        stamp(record, "started", event)
-        record["attempt"] = column_or_attribute(event, "attempt", "attempt", convert=to_int)
-        record["identity"] = column_or_attribute(event, "identity", "identity")
-        record["last_failure_message"] = attr(event.attributes, "lastFailure", "message")
-    elif kind == "ActivityTaskCancelRequested":
-        record["cancel_requested"] = True
-    else:
-        _closed(record, event)
+def _identity(entities: Entities) -> dict[str, Any]:
+    """Which history and activity: from the first event, and the first id and type seen."""
+    first = entities.first()
+    columns = entities.history_columns(first)
+    # The loader copies id and type onto every activity event; the first one seen wins.
+    columns["activity_id"] = entities.first_value(
+        entities.column_or_attribute("activity_id", "activityId")
+    )
+    columns["activity_type"] = entities.first_value(
+        entities.column_or_attribute("activity_type", "activityType", "name")
+    )
+    columns["scheduled_event_id"] = entities.key
+    return columns
 
 
-def _scheduled(record: Record, event: Any) -> None:
-    attributes = event.attributes
-    stamp(record, "scheduled", event)
-    record["workflow_task"] = nullable(event.workflow_task)
-    record["task_queue"] = column_or_attribute(event, "task_queue", "taskQueue", "name")
-    record["input"] = nullable(event.input)
-    record["start_to_close_timeout"] = duration(attr(attributes, "startToCloseTimeout"))
-    record["schedule_to_close_timeout"] = duration(attr(attributes, "scheduleToCloseTimeout"))
-    record["heartbeat_timeout"] = duration(attr(attributes, "heartbeatTimeout"))
-    record["maximum_attempts"] = to_int(attr(attributes, "retryPolicy", "maximumAttempts"))
+def _scheduled(entities: Entities) -> dict[str, Any]:
+    stage = entities.mask((_SCHEDULED,))
+    picks = entities.last(stage)
+    task_queue = entities.column_or_attribute("task_queue", "taskQueue", "name", rows=stage)
+
+    def timeout(name: str) -> Any:
+        return entities.read(picks, cached_duration, name)
+
+    return {
+        "scheduled_time": entities.times(picks),
+        "workflow_task": entities.pick("workflow_task", picks),
+        "task_queue": entities.take(task_queue, picks),
+        "input": entities.payloads("input", picks),
+        "start_to_close_timeout": timeout("startToCloseTimeout"),
+        "schedule_to_close_timeout": timeout("scheduleToCloseTimeout"),
+        "heartbeat_timeout": timeout("heartbeatTimeout"),
+        "maximum_attempts": entities.read(
+            picks, lambda policy: to_int(dig(policy, "maximumAttempts")), "retryPolicy"
+        ),
+    }
 
 
-def _closed(record: Record, event: Any) -> None:
-    attributes = event.attributes
-    close(record, event, _CLOSE_OUTCOMES[event.event_type])
-    # Pre-1.0 dialects: reason/details instead of a failure.
-    record_failure(record, event, fallback=attr(attributes, "reason"))
-    record["retry_state"] = column_or_attribute(event, "retry_state", "retryState",
-                                                convert=RETRY_STATE)
-    record["timeout_type"] = _TIMEOUT_TYPE(first_present(
-        attr(attributes, "failure", "timeoutFailureInfo", "timeoutType"),
-        attr(attributes, "failure", "cause", "timeoutFailureInfo", "timeoutType"),
-        attr(attributes, "timeoutType"),
+def _started(entities: Entities) -> dict[str, Any]:
+    stage = entities.mask((_STARTED,))
+    picks = entities.last(stage)
+    attempt = entities.column_or_attribute("attempt", "attempt", rows=stage, convert=to_int)
+    return {
+        "started_event_id": entities.ids(picks),
+        "started_time": entities.times(picks),
+        "attempt": entities.take(attempt, picks),
+        "last_failure_message": entities.read(
+            picks, lambda failure: dig(failure, "message"), "lastFailure"
+        ),
+    }
+
+
+def _closed(entities: Entities) -> dict[str, Any]:
+    stage = entities.mask(_CLOSE_OUTCOMES)
+    picks = entities.last(stage)
+    outcome = entities.take(entities.event_type, picks)
+    outcome = np.array([_CLOSE_OUTCOMES.get(kind, "pending") for kind in outcome], dtype=object)
+    failures = entities.read(picks, _failure, "failure", "reason")
+    messages, types = unzip(failures, 2)
+    retry_state = entities.column_or_attribute(
+        "retry_state", "retryState", rows=stage, convert=RETRY_STATE
+    )
+    # The started event names the worker of the last attempt; else the closing event does.
+    identity = entities.overwrite_then_fill(
+        entities.mask((_STARTED,)),
+        entities.column_or_attribute("identity", "identity", rows=entities.mask((_STARTED,))),
+        stage,
+        entities.column_or_attribute("identity", "identity", rows=stage),
+    )
+    return {
+        "closed_event_id": entities.ids(picks),
+        "closed_time": entities.times(picks),
+        "outcome": outcome,
+        # The frame's failure columns first, as record_failure reads them.
+        "failure_message": first_present_of(entities.pick("failure_message", picks), messages),
+        "failure_type": first_present_of(entities.pick("failure_type", picks), types),
+        "retry_state": entities.take(retry_state, picks),
+        "timeout_type": entities.read(picks, _timeout_type, "failure", "timeoutType"),
+        "result": entities.payloads("result", picks),
+        "identity": identity,
+    }
+
+
+def _failure(failure: Any, reason: Any) -> tuple[Any, Any]:
+    """(message, type) of the closing failure; pre-1.0 dialects: ``reason`` as the message."""
+    message, failure_type = failure_of({"failure": failure})
+    return first_present(message, reason), failure_type
+
+
+def _timeout_type(failure: Any, timeout_type: Any) -> str | None:
+    return _TIMEOUT_TYPE(first_present(
+        dig(failure, "timeoutFailureInfo", "timeoutType"),
+        dig(failure, "cause", "timeoutFailureInfo", "timeoutType"),
+        timeout_type,
     ))
-    record["result"] = nullable(event.result)
-    fill_once(record, event, "identity", "identity")

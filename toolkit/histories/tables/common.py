@@ -35,6 +35,7 @@ __all__ = [
     "event_rows",
     "failure_of",
     "first_present",
+    "frame_of_columns",
     "history_fields",
     "nullable",
     "to_int",
@@ -253,29 +254,38 @@ def build_frame(
     ``timedelta``). Sorting is stable and keeps missing sources (None) in place.
     """
     rows = list(records)
-    columns: dict[str, pd.Series] = {}
-    for column, dtype in schema.items():
-        values = [row.get(column) for row in rows]
-        if dtype == "datetime":
-            columns[column] = pd.Series(
-                pd.to_datetime(values, utc=True), dtype="datetime64[ns, UTC]"
-            )
-        elif dtype == "timedelta":
-            columns[column] = pd.Series(pd.to_timedelta(values), dtype="timedelta64[ns]")
-        elif dtype == "object":
-            # Built as object explicitly: pandas 3 would otherwise infer its own string dtype.
-            columns[column] = pd.Series(values, dtype=object)
-        else:
-            columns[column] = pd.Series(
-                [None if v is None or v is pd.NA else v for v in values],
-                dtype=dtype,
-            )
-    frame = pd.DataFrame(columns)
+    columns = {column: [row.get(column) for row in rows] for column in schema}
+    return frame_of_columns(columns, schema, sort_by)
+
+
+def frame_of_columns(
+    columns: Mapping[str, Any],
+    schema: Mapping[str, str],
+    sort_by: Sequence[str],
+) -> pd.DataFrame:
+    """:func:`build_frame` from the values of each column (sequences of equal length).
+
+    A column may be given as plain values (None where missing) or, for ``datetime`` columns, as
+    an array pandas already holds as times: either gives the same typed column.
+    """
+    typed = {column: _typed_column(columns[column], dtype) for column, dtype in schema.items()}
+    frame = pd.DataFrame(typed)
     if len(frame):
         sortable = frame.assign(source=frame["source"].astype(str))
         order = sortable.sort_values(list(sort_by), kind="stable").index
         frame = frame.loc[order]
     return frame.reset_index(drop=True)
+
+
+def _typed_column(values: Any, dtype: str) -> pd.Series:
+    if dtype == "datetime":
+        return pd.Series(pd.to_datetime(values, utc=True), dtype="datetime64[ns, UTC]")
+    if dtype == "timedelta":
+        return pd.Series(pd.to_timedelta(values), dtype="timedelta64[ns]")
+    if dtype == "object":
+        # Built as object explicitly: pandas 3 would otherwise infer its own string dtype.
+        return pd.Series(values, dtype=object)
+    return pd.Series([None if v is None or v is pd.NA else v for v in values], dtype=dtype)
 
 
 def history_fields(event: Any) -> dict[str, Any]:

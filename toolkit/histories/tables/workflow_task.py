@@ -6,32 +6,30 @@ Cadence-era and pre-1.0 Temporal histories call workflow tasks *decision tasks*
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from temporalio.api.enums.v1 import TaskQueueKind, TimeoutType, WorkflowTaskFailedCause
 
-from toolkit.histories.tables.build import (
-    EntityJoin,
-    Record,
-    canonical_of,
-    close,
-    column_or_attribute,
-    entity_frame,
-    fill_once,
-    join_entities,
-    record_failure,
-    stamp,
+from toolkit.histories.tables.attribute_views import dig
+from toolkit.histories.tables.build import add_durations, canonical_of
+from toolkit.histories.tables.columnar import (
+    Entities,
+    first_present_of,
+    group_entities,
+    joint_codes,
+    plain_column,
+    unzip,
 )
 from toolkit.histories.tables.common import (
     HISTORY_SCHEMA,
-    HistoryKey,
-    attr,
     check_events,
+    failure_of,
     first_present,
-    nullable,
+    frame_of_columns,
     to_int,
 )
 
@@ -66,25 +64,17 @@ WORKFLOW_TASK_COLUMNS: dict[str, str] = {
     "queue_duration": "timedelta", "run_duration": "timedelta",
 }
 
-_JOIN = EntityJoin(
-    table="workflow_tasks",
-    schema=WORKFLOW_TASK_COLUMNS,
-    key_column="scheduled_event_id",
-    opening=tuple(t for t, stage in _STAGE_OF.items() if stage == "Scheduled"),
-    others=tuple(t for t, stage in _STAGE_OF.items() if stage != "Scheduled"),
-    link="scheduled_event_id",
-    reads=(
-        "task_queue", "scheduled_event_id", "attempt", "identity", "failure_message",
-        "failure_type", "cause",
-    ),
-    requires=("scheduled_event_id", "workflow_task", "is_command"),
-    starts={"outcome": "pending"},
-    inherits=("workflow_task",),  # an orphan's ordinal, from its own event
-    durations={
-        "queue_duration": ("scheduled_time", "started_time"),
-        "run_duration": ("started_time", "closed_time"),
-    },
+#: Attribute fields read: those without a column, and the fallbacks of the columns.
+_FIELDS = (
+    "attempt", "taskQueue", "identity", "historySizeBytes", "cause",
+    "failure", "details", "timeoutType", "sdkMetadata", "binaryChecksum", "workerVersion",
+    "deploymentVersion", "deployment", "workerDeploymentVersion",
 )
+_DURATIONS = {
+    "queue_duration": ("scheduled_time", "started_time"),
+    "run_duration": ("started_time", "closed_time"),
+}
+_SDK_COLUMNS = ("sdk_name", "sdk_version", "core_used_flags", "lang_used_flags")
 
 
 def workflow_tasks(events: pd.DataFrame) -> pd.DataFrame:
@@ -146,88 +136,188 @@ def workflow_tasks(events: pd.DataFrame) -> pd.DataFrame:
     HistoryFormatError
         When ``events`` is not an events frame.
     """
-    check_events(events, _JOIN.requires, _JOIN.table)
-    records = join_entities(events, _JOIN, _apply)
-    commands = _commands_by_task(events)
-    for (history, _), record in records.items():
-        produced = (
-            commands.get((history, record["workflow_task"]), [])
-            if record["outcome"] == "completed" else []
+    check_events(events, ("scheduled_event_id", "workflow_task", "is_command"), "workflow_tasks")
+    entities = group_entities(
+        events,
+        opening=_of_stages("Scheduled"),
+        others=_of_stages("Started", "Completed", "Failed", "TimedOut"),
+        link="scheduled_event_id",
+        fields=_FIELDS,
+    )
+    columns = {
+        **_scheduled(entities),
+        **_started(entities),
+        **_closed(entities),
+        **dict.fromkeys(_DURATIONS, np.full(entities.count, None, dtype=object)),  # derived below
+    }
+    # The attempt the scheduled event names, else the first one its started events name.
+    columns["attempt"] = entities.overwrite_then_fill(
+        entities.mask(_of_stages("Scheduled")),
+        _attempts(entities, "Scheduled"),
+        entities.mask(_of_stages("Started")),
+        _attempts(entities, "Started"),
+    )
+    columns["commands"] = _commands(events, columns)
+    columns["command_count"] = np.fromiter(map(len, columns["commands"]), dtype=np.int64,
+                                           count=entities.count)
+    frame = frame_of_columns(
+        columns, WORKFLOW_TASK_COLUMNS, ("source", "history", "scheduled_event_id")
+    )
+    add_durations(frame, _DURATIONS)
+    return frame
+
+
+def _of_stages(*stages: str) -> tuple[str, ...]:
+    """The event types (both spellings) of ``stages``."""
+    return tuple(kind for kind, stage in _STAGE_OF.items() if stage in stages)
+
+
+def _attempts(entities: Entities, stage: str) -> np.ndarray:
+    rows = entities.mask(_of_stages(stage))
+    return entities.column_or_attribute("attempt", "attempt", rows=rows, convert=to_int)
+
+
+def _scheduled(entities: Entities) -> dict[str, Any]:
+    """History, ordinal, queue and times of the scheduled event."""
+    picks = entities.last(entities.mask(_of_stages("Scheduled")))
+    first = entities.first()
+    columns = entities.history_columns(first)
+    # An orphan keeps the ordinal of its own first event; a scheduled event sets the task's.
+    columns["workflow_task"] = np.where(
+        picks >= 0, entities.pick("workflow_task", picks), entities.pick("workflow_task", first)
+    )
+    columns["scheduled_event_id"] = entities.key
+    columns["scheduled_time"] = entities.times(picks)
+    task_queue = entities.column_or_attribute(
+        "task_queue", "taskQueue", "name", rows=entities.mask(_of_stages("Scheduled"))
+    )
+    columns["task_queue"] = entities.take(task_queue, picks)
+    columns["sticky"] = entities.read(picks, _sticky, "taskQueue")
+    return columns
+
+
+def _sticky(task_queue: Any) -> bool | None:
+    kind = dig(task_queue, "kind")
+    return _sticky_kind(kind) if isinstance(kind, str) else _sticky_of(kind)
+
+
+@lru_cache(maxsize=64)
+def _sticky_kind(kind: str) -> bool | None:
+    # A fleet's queues name the same two or three kinds: each spelling is resolved once.
+    return _sticky_of(kind)
+
+
+def _sticky_of(kind: Any) -> bool | None:
+    canonical = _TASK_QUEUE_KIND(kind)
+    return None if canonical is None else canonical == "TASK_QUEUE_KIND_STICKY"
+
+
+def _started(entities: Entities) -> dict[str, Any]:
+    picks = entities.last(entities.mask(_of_stages("Started")))
+    return {
+        "started_event_id": entities.ids(picks),
+        "started_time": entities.times(picks),
+        "history_size_bytes": entities.read(picks, to_int, "historySizeBytes"),
+    }
+
+
+def _closed(entities: Entities) -> dict[str, Any]:
+    closing = entities.mask(_of_stages("Completed", "Failed", "TimedOut"))
+    picks = entities.last(closing)
+    failed = entities.mask(_of_stages("Failed"))
+    failed_picks = entities.last(failed)
+    timed_out = entities.last(entities.mask(_of_stages("TimedOut")))
+    started = entities.mask(_of_stages("Started"))
+    # Failures: the frame's columns first; pre-1.0 dialects keep the message in ``details``.
+    messages, types = unzip(entities.read(failed_picks, _failure, "failure", "details"), 2)
+    cause = entities.column_or_attribute("cause", "cause", rows=failed, convert=_FAILED_CAUSE)
+    return {
+        "closed_event_id": entities.ids(picks),
+        "closed_time": entities.times(picks),
+        "outcome": np.array(
+            [_OUTCOMES[_STAGE_OF[kind]] if kind is not None else "pending"
+             for kind in entities.take(entities.event_type, picks)],
+            dtype=object,
+        ),
+        # The worker that picked the task up, else the one that closed it.
+        "identity": entities.overwrite_then_fill(
+            started,
+            entities.column_or_attribute("identity", "identity", rows=started),
+            closing,
+            entities.column_or_attribute("identity", "identity", rows=closing),
+        ),
+        "binary_checksum": entities.read(picks, _or_none, "binaryChecksum"),
+        "build_id": entities.read(picks, _build_id, *_BUILD_ID_FIELDS),
+        "cause": entities.take(cause, failed_picks),
+        "failure_message": first_present_of(entities.pick("failure_message", failed_picks),
+                                            messages),
+        "failure_type": first_present_of(entities.pick("failure_type", failed_picks), types),
+        "timeout_type": entities.read(timed_out, _TIMEOUT_TYPE, "timeoutType"),
+        **_sdk_metadata(entities),
+    }
+
+
+def _or_none(value: Any) -> Any:
+    return value or None
+
+
+def _failure(failure: Any, details: Any) -> tuple[Any, Any]:
+    message, failure_type = failure_of({"failure": failure})
+    return first_present(message, details), failure_type
+
+
+def _sdk_metadata(entities: Entities) -> dict[str, np.ndarray]:
+    """``sdkMetadata`` of the last completion that carries one (SDKs send it on change)."""
+    completed = entities.mask(_of_stages("Completed"))
+    rows = np.flatnonzero(completed)
+    carries = np.zeros(len(completed), dtype=bool)
+    metadata = entities.fields["sdkMetadata"]
+    carries[rows] = [isinstance(metadata[row], Mapping) for row in rows.tolist()]
+    picks = entities.last(carries)
+    values = entities.read(picks, _sdk_values, "sdkMetadata")
+    return dict(zip(_SDK_COLUMNS, unzip(values, len(_SDK_COLUMNS)), strict=True))
+
+
+def _sdk_values(metadata: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The ``_SDK_COLUMNS`` of one ``sdkMetadata``."""
+    return (
+        metadata.get("sdkName") or None,
+        metadata.get("sdkVersion") or None,
+        _flags(metadata.get("coreUsedFlags")),
+        _flags(metadata.get("langUsedFlags")),
+    )
+
+
+def _commands(events: pd.DataFrame, columns: dict[str, Any]) -> np.ndarray:
+    """Per task: the event types of the commands its completion recorded, in history order.
+
+    Command events name the task by its ordinal (the events frame's ``workflow_task``); a task
+    that did not complete produced none.
+    """
+    commands = events[events["is_command"].fillna(False).astype(bool).to_numpy()]
+    task = plain_column(commands, "workflow_task")
+    named = np.not_equal(task, None)
+    count = len(columns["outcome"])
+    # Tasks and commands coded together by (source, history, ordinal): tasks first.
+    codes = joint_codes(*(
+        np.concatenate([np.asarray(columns[name], dtype=object), values[named]])
+        for name, values in (
+            ("source", plain_column(commands, "source")),
+            ("history", plain_column(commands, "history")),
+            ("workflow_task", task),
         )
-        record["commands"] = produced
-        record["command_count"] = len(produced)
-    return entity_frame(records.values(), _JOIN)
-
-
-def _commands_by_task(events: pd.DataFrame) -> dict[tuple[HistoryKey, Any], list[str]]:
-    """(history, workflow_task ordinal) -> command event types, in history order."""
-    produced: dict[tuple[HistoryKey, Any], list[str]] = defaultdict(list)
-    commands = events[events["is_command"].fillna(False).astype(bool)]
-    for event in commands[["source", "history", "workflow_task", "event_type"]].itertuples(
-        index=False
-    ):
-        task = nullable(event.workflow_task)
-        if task is not None:
-            produced[(HistoryKey(event.source, event.history), task)].append(event.event_type)
-    return produced
-
-
-def _apply(record: Record, event: Any) -> None:
-    _APPLY[_STAGE_OF[event.event_type]](record, event)
-
-
-def _scheduled(record: Record, event: Any) -> None:
-    stamp(record, "scheduled", event)
-    record["workflow_task"] = nullable(event.workflow_task)
-    record["attempt"] = column_or_attribute(event, "attempt", "attempt", convert=to_int)
-    record["task_queue"] = column_or_attribute(event, "task_queue", "taskQueue", "name")
-    kind = _TASK_QUEUE_KIND(attr(event.attributes, "taskQueue", "kind"))
-    record["sticky"] = None if kind is None else kind == "TASK_QUEUE_KIND_STICKY"
-
-
-def _started(record: Record, event: Any) -> None:
-    stamp(record, "started", event)
-    fill_once(record, event, "attempt", "attempt", convert=to_int)
-    record["identity"] = column_or_attribute(event, "identity", "identity")
-    record["history_size_bytes"] = to_int(attr(event.attributes, "historySizeBytes"))
-
-
-def _closed(record: Record, event: Any) -> None:
-    attributes = event.attributes
-    close(record, event, _OUTCOMES[_STAGE_OF[event.event_type]])
-    fill_once(record, event, "identity", "identity")
-    record["binary_checksum"] = attr(attributes, "binaryChecksum") or None
-    record["build_id"] = _build_id(attributes)
-
-
-def _completed(record: Record, event: Any) -> None:
-    _closed(record, event)
-    metadata = attr(event.attributes, "sdkMetadata")
-    if isinstance(metadata, Mapping):
-        record["sdk_name"] = metadata.get("sdkName") or None
-        record["sdk_version"] = metadata.get("sdkVersion") or None
-        record["core_used_flags"] = _flags(metadata.get("coreUsedFlags"))
-        record["lang_used_flags"] = _flags(metadata.get("langUsedFlags"))
-
-
-def _failed(record: Record, event: Any) -> None:
-    _closed(record, event)
-    record["cause"] = column_or_attribute(event, "cause", "cause", convert=_FAILED_CAUSE)
-    record_failure(record, event, fallback=attr(event.attributes, "details"))
-
-
-def _timed_out(record: Record, event: Any) -> None:
-    _closed(record, event)
-    record["timeout_type"] = _TIMEOUT_TYPE(attr(event.attributes, "timeoutType"))
-
-
-_APPLY = {
-    "Scheduled": _scheduled,
-    "Started": _started,
-    "Completed": _completed,
-    "Failed": _failed,
-    "TimedOut": _timed_out,
-}
+    ))
+    kinds = plain_column(commands, "event_type")[named]
+    produced: dict[int, list[Any]] = {}
+    for code, kind in zip(codes[count:].tolist(), kinds.tolist(), strict=True):
+        produced.setdefault(code, []).append(kind)
+    completed = columns["outcome"] == "completed"
+    return np.fromiter(
+        (produced.get(code, []) if done else [] for code, done in
+         zip(codes[:count].tolist(), completed.tolist(), strict=True)),
+        dtype=object,
+        count=count,
+    )
 
 
 def _flags(values: Any) -> list[int] | None:
@@ -236,11 +326,17 @@ def _flags(values: Any) -> list[int] | None:
     return [flag for flag in (to_int(v) for v in values) if flag is not None]
 
 
-def _build_id(attributes: Any) -> str | None:
+#: Where each server version put the worker's build id.
+_BUILD_ID_FIELDS = ("workerVersion", "deploymentVersion", "deployment", "workerDeploymentVersion")
+
+
+def _build_id(
+    worker_version: Any, deployment_version: Any, deployment: Any, worker_deployment_version: Any
+) -> str | None:
     """The worker's build id, wherever this history's server version put it."""
     return first_present(
-        attr(attributes, "workerVersion", "buildId"),
-        attr(attributes, "deploymentVersion", "buildId"),
-        attr(attributes, "deployment", "buildId"),
-        attr(attributes, "workerDeploymentVersion"),
+        dig(worker_version, "buildId"),
+        dig(deployment_version, "buildId"),
+        dig(deployment, "buildId"),
+        worker_deployment_version,
     )

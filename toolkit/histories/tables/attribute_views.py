@@ -1,0 +1,146 @@
+"""A few named fields of many events' ``attributes``, decoded together without the rest.
+
+The column-wise tables read from ``attributes`` only what the events frame has no column for
+(timeouts, retry policy, ``sdkMetadata``, ...). For raw JSON events (the loader's lazy cells) the
+events' bytes are joined into one JSON array and decoded in one msgspec call into structs naming
+just the wanted fields: the other fields (payloads above all) are skipped by msgspec's C parser,
+no dict is built per event, and the cells themselves stay undecoded. Cells of any other kind
+(protobuf, plain dicts), and events msgspec refuses as structs (attributes that are no object),
+are read through their value, which holds the same fields.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from toolkit.histories.columns.lazy import LazyAttributes, LazyCell
+from toolkit.histories.tables.common import attr
+
+__all__ = ["attribute_fields", "dig"]
+
+_REFUSED = (msgspec.ValidationError, msgspec.DecodeError)
+
+
+def attribute_fields(cells: Sequence[Any], fields: Sequence[str]) -> dict[str, np.ndarray]:
+    """Field -> its value in each cell's attributes (None where absent, null or unreadable).
+
+    Parameters
+    ----------
+    cells
+        The ``attributes`` cells of the selected events (lazy cells, dicts, anything).
+    fields
+        Top-level attribute names to read (``"retryPolicy"``, ``"failure"``, ...).
+    """
+    with _collector_paused():
+        return _fields(cells, tuple(fields))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while the views are built.
+
+    Decoding builds a container (dict, list, tuple) for every event, none of which can be part of
+    a cycle; each few hundred of them would otherwise start a collection that walks the whole heap
+    of a batch's events frame, about 40% of the decoding time.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _fields(cells: Sequence[Any], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    columns = {name: np.full(len(cells), None, dtype=object) for name in names}
+    keys = np.array([cell._key if type(cell) is LazyAttributes else _OTHER for cell in cells],
+                    dtype=object)  # fmt: skip
+    for key in dict.fromkeys(keys.tolist()):
+        rows = np.flatnonzero(keys == key)
+        if key is _OTHER:
+            views = [_view_of_value(cells[row], names) for row in rows.tolist()]
+        elif key is None:  # a raw event without attributes: an empty dict
+            continue
+        else:
+            views = _raw_views([cells[row] for row in rows.tolist()], key, names)
+        by_field = zip(*views, strict=True)  # transposed: one tuple per field
+        for name, values in zip(names, by_field, strict=True):
+            columns[name][rows] = np.fromiter(values, dtype=object, count=len(rows))
+    return columns
+
+
+def dig(value: Any, *path: str) -> Any:
+    """:func:`~toolkit.histories.tables.common.attr` on decoded JSON, with a fast path for dicts."""
+    if value is None:  # most fields are absent from most events
+        return None
+    for i, step in enumerate(path):
+        if type(value) is not dict:
+            return attr(value, *path[i:])
+        value = value.get(step)
+        if value is None:
+            return None
+    return value
+
+
+#: The key of cells that are no raw JSON events.
+_OTHER: Any = object()
+
+
+def _view_of_value(cell: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The wanted fields read through the cell's value (a dict for any cell of the loader)."""
+    value = cell.value if isinstance(cell, LazyCell) else cell
+    if not isinstance(value, Mapping):
+        return (None,) * len(names)
+    return tuple(value.get(name) for name in names)
+
+
+def _raw_views(cells: list[LazyAttributes], key: str, names: tuple[str, ...]) -> list[Any]:
+    """The wanted fields of raw events whose attributes sit at ``key``, as tuples."""
+    raws = [cell.raw for cell in cells]
+    decoder = _decoder(key, names)
+    try:
+        events = decoder.decode(b"[" + b",".join(raws) + b"]")
+    except _REFUSED:  # an odd event (attributes null or no object): the others still decode
+        return [_one_raw_view(decoder, cell, names) for cell in cells]
+    return list(map(msgspec.structs.astuple, map(_ATTRIBUTES, events)))
+
+
+def _one_raw_view(decoder: msgspec.json.Decoder[Any], cell: Any, names: tuple[str, ...]) -> Any:
+    try:
+        event = decoder.decode(b"[" + bytes(cell.raw) + b"]")[0]
+    except _REFUSED:
+        return _view_of_value(cell, names)
+    return msgspec.structs.astuple(event.attributes)
+
+
+_ATTRIBUTES = attrgetter("attributes")
+
+
+@lru_cache(maxsize=256)
+def _decoder(key: str, names: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a list of events whose attributes sit at ``key``, keeping ``names``.
+
+    The kept fields are typed ``Any``: each decodes exactly as in a full decode of the event. An
+    event without ``key`` has empty attributes; one whose attributes are null or no object is
+    refused, and read through its cell.
+    """
+    attributes = msgspec.defstruct(
+        "AttributesView",
+        [(f"f{i}", Any, msgspec.field(default=None, name=name)) for i, name in enumerate(names)],
+        gc=False,
+    )
+    event = msgspec.defstruct(
+        "EventView",
+        [("attributes", attributes, msgspec.field(default_factory=attributes, name=key))],
+        gc=False,
+    )
+    return msgspec.json.Decoder(list[event])  # type: ignore[valid-type]

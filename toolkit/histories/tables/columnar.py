@@ -1,0 +1,312 @@
+"""Entity tables built column-wise: events grouped by entity, each column picked with numpy.
+
+A table such as ``activities`` follows each entity from its opening event to the events that link
+back to it. Instead of walking the events one by one and filling a record per entity, the events
+of the table's types are grouped by (source, history, opening event id) once, numbered in order of
+first appearance (the order records were created in), and every column is then taken from one
+event per group: the first event, the last event of a stage, or the first one that has a value.
+These are the rules a walk in history order produces, stated per column:
+
+- set by every event of a stage (a stamp, an outcome): the *last* event of that stage wins;
+- set only while still empty (``fill_once``): the *first* event with a value wins;
+- set by one stage and filled by another while empty (a started event's identity, else the
+  closing event's): the last event of the first stage, else the first value of the second stage
+  seen *after* it (:meth:`Entities.overwrite_then_fill`).
+
+Values with no column in the events frame come from the attributes: only the few fields a table
+reads, decoded for all its events at once (:mod:`~toolkit.histories.tables.attribute_views`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from toolkit.histories.columns.lazy import LazyCell
+from toolkit.histories.enums import camel
+from toolkit.histories.tables.attribute_views import attribute_fields, dig
+from toolkit.histories.tables.common import (
+    HISTORY_COLUMNS,
+    duration,
+    first_present,
+    to_int,
+)
+
+__all__ = [
+    "Entities",
+    "cached_duration",
+    "first_present_of",
+    "group_entities",
+    "joint_codes",
+    "plain_column",
+    "unzip",
+]
+
+#: Row positions, one per entity; -1 where the entity has no such event.
+Picks = np.ndarray
+
+
+def plain_column(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """A frame column as an object array whose missing markers (NA, NaN, NaT) are None.
+
+    A column the frame lacks (an optional one) reads as all None, as in the per-event walk.
+    """
+    if column not in frame.columns:
+        return np.full(len(frame), None, dtype=object)
+    values = frame[column].to_numpy(dtype=object)
+    missing = pd.isna(values)
+    if missing.any():
+        values = values.copy()
+        values[missing] = None
+    return values
+
+
+class Entities:
+    """The events of one entity table, grouped by entity.
+
+    Each event belongs to the entity of its opening event: its own id for an opening event, else
+    the id its ``link`` column names (its attribute where the column is empty). Entities are
+    numbered 0, 1, ... in order of first appearance, per (source, history, opening event id).
+
+    Parameters
+    ----------
+    events
+        The table's events (its event types only), in the events frame's order.
+    fields
+        Attribute field -> its value on each event (see :func:`attribute_fields`); holds the
+        link's attribute (``scheduledEventId``).
+    opening
+        Event types that open an entity.
+    link
+        The column naming the opening event on the other events (``scheduled_event_id``).
+
+    Attributes
+    ----------
+    group : numpy.ndarray
+        The entity of each event.
+    count : int
+        How many entities.
+    key : numpy.ndarray
+        The opening event id of each entity (None where an orphan names no opening event).
+    """
+
+    def __init__(
+        self,
+        events: pd.DataFrame,
+        fields: dict[str, np.ndarray],
+        opening: Sequence[str],
+        link: str,
+    ) -> None:
+        self.events = events
+        self.fields = fields
+        self.event_type = plain_column(events, "event_type")
+        self._columns: dict[str, np.ndarray] = {}
+        is_opening = self.mask(opening)
+        linked = self.column_or_attribute(link, camel(link), rows=~is_opening, convert=to_int)
+        key = np.where(is_opening, self.column("event_id"), linked)
+        self.group = joint_codes(self.column("source"), self.column("history"), key)
+        self.count = int(self.group.max()) + 1 if len(key) else 0
+        self.key = key[self.first()]
+
+    # ----------------------------------------------------------------------- which event
+
+    def mask(self, event_types: Iterable[str]) -> np.ndarray:
+        """Which events have one of ``event_types``."""
+        return np.isin(self.event_type, list(event_types))
+
+    def first(self, mask: np.ndarray | None = None) -> Picks:
+        """Per entity, the first event (among ``mask``); -1 where there is none."""
+        rows = np.arange(len(self.group)) if mask is None else np.flatnonzero(mask)
+        return self._pick(rows)
+
+    def last(self, mask: np.ndarray) -> Picks:
+        """Per entity, the last event among ``mask``; -1 where there is none."""
+        return self._pick(np.flatnonzero(mask)[::-1])
+
+    def _pick(self, rows: np.ndarray) -> Picks:
+        picks = np.full(self.count, -1, dtype=np.int64)
+        groups, first_seen = np.unique(self.group[rows], return_index=True)
+        picks[groups] = rows[first_seen]
+        return picks
+
+    # ----------------------------------------------------------------------- values
+
+    def column(self, name: str) -> np.ndarray:
+        """The events' ``name`` column as plain values (cached)."""
+        values = self._columns.get(name)
+        if values is None:
+            values = self._columns[name] = plain_column(self.events, name)
+        return values
+
+    def history_columns(self, picks: Picks) -> dict[str, np.ndarray]:
+        """``source``, ``history``, ``workflow_id``, ``run_id`` of the events at ``picks``, as the
+        frame holds them (a record took them verbatim from its first event)."""
+        columns = {}
+        for name in HISTORY_COLUMNS:
+            if name in self.events.columns:
+                columns[name] = self.events[name].to_numpy(dtype=object)[picks]
+            else:
+                columns[name] = np.full(len(picks), None, dtype=object)
+        return columns
+
+    def take(self, values: np.ndarray, picks: Picks) -> np.ndarray:
+        """``values`` (one per event) at ``picks``, None where an entity has no pick."""
+        taken = values[picks]  # -1 takes the last value: overwritten below
+        taken[picks < 0] = None
+        return taken
+
+    def times(self, picks: Picks) -> Any:
+        """The event times at ``picks`` (missing where none), still typed as the frame has them."""
+        return self.events["event_time"].array.take(picks, allow_fill=True)
+
+    def pick(self, column: str, picks: Picks) -> np.ndarray:
+        """The ``column`` values of the events at ``picks``."""
+        return self.take(self.column(column), picks)
+
+    def ids(self, picks: Picks) -> np.ndarray:
+        """The event ids at ``picks``."""
+        return self.pick("event_id", picks)
+
+    def payloads(self, column: str, picks: Picks) -> np.ndarray:
+        """A payload column at ``picks``, lazy cells decoded (the tables hold plain values)."""
+        taken = self.take(self.column(column), picks)
+        for i, cell in enumerate(taken):
+            if isinstance(cell, LazyCell):
+                taken[i] = cell.value
+        return taken
+
+    def read(self, picks: Picks, convert: Callable[..., Any], *fields: str) -> np.ndarray:
+        """``convert(value of each of fields)`` for each picked event; None where no pick."""
+        picked = picks >= 0
+        rows = picks[picked]
+        values = map(convert, *(self.fields[name][rows] for name in fields))
+        result = np.full(len(picks), None, dtype=object)
+        result[picked] = np.fromiter(values, dtype=object, count=len(rows))
+        return result
+
+    def column_or_attribute(
+        self,
+        column: str,
+        *path: str,
+        rows: np.ndarray | None = None,
+        convert: Callable[[Any], Any] | None = None,
+    ) -> np.ndarray:
+        """Per event (or only at ``rows``): its ``column`` value, else its attribute at ``path``.
+
+        The attribute is read only where the column is empty (None or ""), and passed through
+        ``convert`` when given; empty results are None. Events outside ``rows`` get None.
+        """
+        values = self.column(column).copy()
+        empty = _empty(values)
+        if rows is not None:
+            values[~rows] = None
+            empty &= rows
+        field = self.fields[path[0]]
+        for row in np.flatnonzero(empty).tolist():
+            found = dig(field[row], *path[1:])
+            values[row] = first_present(convert(found) if convert is not None else found)
+        return values
+
+    def first_value(self, values: np.ndarray) -> np.ndarray:
+        """Per entity, the first non-None of ``values`` (one per event): ``fill_once``."""
+        return self.take(values, self.first(_present(values)))
+
+    def overwrite_then_fill(
+        self,
+        stage: np.ndarray,
+        stage_values: np.ndarray,
+        filling: np.ndarray,
+        filling_values: np.ndarray,
+    ) -> np.ndarray:
+        """Per entity: the last ``stage`` event's value, else the first non-None value of a
+        ``filling`` event that comes after it (after any event when the stage is absent)."""
+        last = self.last(stage)
+        result = self.take(stage_values, last)
+        after = np.arange(len(self.group)) > last[self.group]
+        fill = self.first(filling & after & _present(filling_values))
+        needed = np.flatnonzero(np.equal(result, None) & (fill >= 0))
+        result[needed] = filling_values[fill[needed]]
+        return result
+
+
+def first_present_of(values: np.ndarray, fallbacks: np.ndarray) -> np.ndarray:
+    """Element-wise :func:`~toolkit.histories.tables.common.first_present` of two arrays."""
+    return np.fromiter(
+        (first_present(v, f) for v, f in zip(values, fallbacks, strict=True)),
+        dtype=object,
+        count=len(values),
+    )
+
+
+def unzip(rows: np.ndarray, width: int) -> list[np.ndarray]:
+    """An array of ``width``-tuples (or None) as ``width`` arrays: the first items, ..."""
+    def part(i: int) -> np.ndarray:
+        return np.fromiter(
+            (None if row is None else row[i] for row in rows), dtype=object, count=len(rows)
+        )
+
+    return [part(i) for i in range(width)]
+
+
+def cached_duration(value: Any) -> Any:
+    """:func:`~toolkit.histories.tables.common.duration`, each distinct text parsed once (the
+    same few timeouts repeat over a fleet's schedules)."""
+    if isinstance(value, str):
+        return _text_duration(value)
+    return duration(value)
+
+
+@lru_cache(maxsize=1024)
+def _text_duration(value: str) -> Any:
+    return duration(value)
+
+
+def _present(values: np.ndarray) -> np.ndarray:
+    return np.not_equal(values, None)
+
+
+def _empty(values: np.ndarray) -> np.ndarray:
+    """None or the empty string: values ``column_or_attribute`` does not take from a column."""
+    # One comparison per cell in numpy's C loop; the columns read hold text, ints or None.
+    return np.equal(values, None) | np.equal(values, "")
+
+
+def group_entities(
+    events: pd.DataFrame,
+    opening: Sequence[str],
+    others: Sequence[str],
+    link: str,
+    fields: Sequence[str],
+) -> Entities:
+    """Select the events of ``opening`` and ``others`` types and group them by entity.
+
+    Parameters
+    ----------
+    events
+        The events frame.
+    opening
+        Event types that open an entity (keyed by their own event id).
+    others
+        Event types naming their opening event in the ``link`` column (else attribute).
+    link
+        The link column (``scheduled_event_id``).
+    fields
+        The attribute fields the table reads (see :func:`attribute_fields`).
+    """
+    selected = events[events["event_type"].isin(set(opening) | set(others))]
+    wanted = tuple(dict.fromkeys((camel(link), *fields)))
+    decoded = attribute_fields(selected["attributes"].to_numpy(dtype=object), wanted)
+    return Entities(selected, decoded, opening, link)
+
+
+def joint_codes(*keys: np.ndarray) -> np.ndarray:
+    """One code per distinct tuple of ``keys`` (None a value like any), in order of first sight."""
+    combined = np.zeros(len(keys[0]), dtype=np.int64)
+    for values in keys:
+        codes, uniques = pd.factorize(values, use_na_sentinel=False)
+        combined, _ = pd.factorize(combined * max(len(uniques), 1) + codes)
+    return combined
