@@ -60,6 +60,9 @@ def json_texts(values: np.ndarray, slow: Callable[[Any], str | None]) -> list[st
     history: Any = None
     fields: list[_Fields] | None = None
     for value in values:
+        if value is None:  # most payload cells: no call for them
+            out.append(None)
+            continue
         kind = type(value)
         if kind is LazyAttributes or kind is LazyExtra:
             if value._history is not history:
