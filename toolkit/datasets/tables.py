@@ -94,7 +94,7 @@ def batch_tables(
     """
     facts = run_facts(events)
     partitions = _partition_of(facts, default_namespace)
-    acts = activities(events)
+    acts = activities(events, payload_cells=True)  # their JSON text is cut from the bytes
     tasks = workflow_tasks(events)
     runs = facts.drop(columns=["namespace", "workflow_type"]).copy()
     identities = zip(runs["run_id"], runs["source"], runs["history"], strict=True)

@@ -85,7 +85,7 @@ _DURATIONS = {
 }
 
 
-def activities(events: pd.DataFrame) -> pd.DataFrame:
+def activities(events: pd.DataFrame, *, payload_cells: bool = False) -> pd.DataFrame:
     """One row per activity execution: scheduled, started and closed events joined.
 
     Rows are keyed by the ``ActivityTaskScheduled`` event; an execution covers every retry
@@ -97,6 +97,10 @@ def activities(events: pd.DataFrame) -> pd.DataFrame:
     ----------
     events
         The events frame of :func:`toolkit.read_history` (one or many histories).
+    payload_cells
+        Keep ``input``/``result`` as the events frame's payload cells, decoded on first use,
+        instead of lists of values (faster when few are read: the dataset writer writes their
+        JSON text straight from the source's bytes).
 
     Returns
     -------
@@ -153,6 +157,7 @@ def activities(events: pd.DataFrame) -> pd.DataFrame:
         link="scheduled_event_id",
         fields=_FIELDS,
     )
+    entities.payload_cells = payload_cells
     columns = {
         **_identity(entities),
         **_scheduled(entities),

@@ -171,9 +171,15 @@ class Entities:
         """The event ids at ``picks``."""
         return self.pick("event_id", picks)
 
+    #: Leave payload cells lazy (see :func:`toolkit.activities`'s ``payload_cells``).
+    payload_cells = False
+
     def payloads(self, column: str, picks: Picks) -> np.ndarray:
-        """A payload column at ``picks``, lazy cells decoded (the tables hold plain values)."""
+        """A payload column at ``picks``, lazy cells decoded (the tables hold plain values)
+        unless :attr:`payload_cells` is set."""
         taken = self.take(self.column(column), picks)
+        if self.payload_cells:
+            return taken
         for i, cell in enumerate(taken):
             if isinstance(cell, LazyCell):
                 taken[i] = cell.value
