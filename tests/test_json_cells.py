@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import pandas as pd
 import pytest
 
 import toolkit as tk
@@ -55,3 +56,16 @@ def test_payloads_that_are_not_default_json_take_the_general_path() -> None:
     assert texts == [json_text(v) for v in cells]
     assert texts[0] == '[{"a":1}]' and texts[1] == '["not json"]' and texts[-1] is None
     assert '"encoding":"binary/encrypted"' in texts[2]
+
+
+def test_activities_with_payload_cells_hold_the_same_values() -> None:
+    events = tk.read_histories(_histories(DATA / "adk"), progress=False, workers=1).events
+    plain = tk.activities(events)
+    cells = tk.activities(events, payload_cells=True)
+    assert len(plain) > 50
+    for column in ("input", "result"):
+        assert any(isinstance(v, LazyPayloads) for v in cells[column])
+        values = [v.value if isinstance(v, LazyPayloads) else v for v in cells[column]]
+        assert values == list(plain[column]), column
+    others = plain.columns.drop(["input", "result"])
+    pd.testing.assert_frame_equal(cells[others], plain[others])
