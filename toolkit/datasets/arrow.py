@@ -133,14 +133,16 @@ def _is_text_column(values: np.ndarray) -> bool:
     return pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty")
 
 
-def _column(series: pd.Series, kind: str | None) -> pa.Array:
+def _column(
+    series: pd.Series, kind: str | None, memo: dict[int, str | None] | None = None
+) -> pa.Array:
     """One pandas column as an Arrow array of the documented type (``kind`` forces one)."""
     dtype = series.dtype
     if kind == "date":  # UTC calendar date of a time (or of a date)
         array = pa.array(series, from_pandas=True)
         return array if array.type == pa.date32() else pc.cast(array, pa.date32())
     if kind == "json":
-        return pa.array(json_texts(series.to_numpy(dtype=object), json_text), pa.string())
+        return pa.array(json_texts(series.to_numpy(dtype=object), json_text, memo), pa.string())
     if isinstance(dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(dtype):
         utc = series if isinstance(dtype, pd.DatetimeTZDtype) else series.dt.tz_localize("UTC")
         utc = utc.dt.tz_convert("UTC")
@@ -153,7 +155,7 @@ def _column(series: pd.Series, kind: str | None) -> pa.Array:
             return pa.array(values, pa.string(), from_pandas=True)
         if kind in ("object", "str"):  # a text column with a stray value: that value as JSON
             return pa.array([v if type(v) is str else json_text(v) for v in values], pa.string())
-        return pa.array(json_texts(values, json_text), pa.string())
+        return pa.array(json_texts(values, json_text, memo), pa.string())
     target = ARROW_TYPES.get(kind or "")
     array = pa.array(series, from_pandas=True)
     if pa.types.is_large_string(array.type) or pa.types.is_string_view(array.type):
@@ -166,6 +168,7 @@ def to_arrow(
     kinds: Mapping[str, str] | None = None,
     *,
     drop: Iterable[str] = (),
+    memo: dict[int, str | None] | None = None,
 ) -> pa.Table:
     """Convert ``frame`` to an Arrow table by the rules of this module.
 
@@ -180,6 +183,9 @@ def to_arrow(
         by its dtype, and object columns holding anything but text become JSON text.
     drop
         Columns to leave out (the dataset's partition columns).
+    memo
+        JSON texts of payload cells already converted, by cell identity, for frames that share
+        cells (see :func:`toolkit.datasets.json_cells.json_texts`); filled as it goes.
     """
     skip = set(drop)
     columns = list(kinds) if kinds is not None else [str(c) for c in frame.columns]
@@ -190,7 +196,7 @@ def to_arrow(
             continue
         kind = kinds.get(name) if kinds is not None else None
         if name in frame.columns:
-            arrays.append(_column(frame[name], kind))
+            arrays.append(_column(frame[name], kind, memo))
         else:
             arrays.append(pa.nulls(len(frame), ARROW_TYPES.get(kind or "object", pa.string())))
         names.append(name)

@@ -54,8 +54,17 @@ _payloads_decoder = msgspec.json.Decoder(_WirePayloads)
 _JSON_PLAIN = {"encoding": base64.b64encode(b"json/plain").decode("ascii")}
 
 
-def json_texts(values: np.ndarray, slow: Callable[[Any], str | None]) -> list[str | None]:
-    """The JSON text of every cell of ``values`` (``slow``: the general conversion)."""
+def json_texts(
+    values: np.ndarray,
+    slow: Callable[[Any], str | None],
+    memo: dict[int, str | None] | None = None,
+) -> list[str | None]:
+    """The JSON text of every cell of ``values`` (``slow``: the general conversion).
+
+    ``memo`` keeps payload cells' texts by cell identity across columns and tables whose
+    frames share the cells (the events' and the activities' ``input``, say); the caller keeps
+    the frames alive while it is in use.
+    """
     out: list[str | None] = []
     history: Any = None
     fields: list[_Fields] | None = None
@@ -73,8 +82,15 @@ def json_texts(values: np.ndarray, slow: Callable[[Any], str | None]) -> list[st
             else:
                 out.append(_cut(fields[value._index], value))
         elif kind is LazyPayloads:
+            key = id(value)
+            if memo is not None and key in memo:
+                out.append(memo[key])
+                continue
             text = _json_plain_text(value)
-            out.append(text if text is not None else slow(value))
+            text = text if text is not None else slow(value)
+            if memo is not None:
+                memo[key] = text
+            out.append(text)
         else:
             out.append(slow(value))
     return out

@@ -242,8 +242,9 @@ def encode_files(
         if events.empty:
             return EncodedBatch({}, run_facts(events), failures, file_rows)
         frames = batch_tables(events, hashes, "", namespace)
-        tables = {name: _sorted(to_arrow(frame, TABLES[name]), name) for name, frame in
-                  frames.items()}  # fmt: skip
+        memo: dict[int, str | None] = {}  # the events' and activities' payloads are one cell
+        tables = {name: _sorted(to_arrow(frame, TABLES[name], memo=memo), name)
+                  for name, frame in frames.items()}  # fmt: skip
     facts = run_facts(events)[[*RUN_KEYS, "run_id", "events", "last_event_id"]]
     facts = facts.assign(file_sha256=facts["source"].map(hashes))
     return EncodedBatch(tables, facts, failures, file_rows, sum(histories.values()))
