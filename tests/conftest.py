@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,66 +37,67 @@ def dev_server() -> Iterator[DevServer]:
         server.stop()
 
 
-#: Session fixtures worth starting once per run rather than once per xdist worker: the modules
-#: whose tests use one run on the same worker. (A dev server is not one of them: it starts in
-#: seconds, and the server tests are a third of the run, too much to keep on one worker.)
-_ONE_WORKER = {"spark": "spark"}  # a JVM of its own, a gigabyte of memory
+# How `make test` (pytest-xdist, --dist loadfile) splits the tests into units, each run whole on
+# one worker. A unit is a module, so that its module fixtures are built once, except:
+#: modules that share a session fixture worth starting once per run: one unit (one Spark JVM and
+#: its gigabyte; a dev server is not one of them: it starts in seconds, and the live-server tests
+#: are a third of the run, too much for one worker);
+_SHARED_UNITS = {"tests/test_spark.py": "spark", "tests/test_dataset_engines.py": "spark"}
+#: long tests that share nothing with the rest of their module: a unit each, so the workers split
+#: them (each waits minutes on a notebook kernel or on the dev server's timers).
+_ALONE = (
+    "tests/test_notebooks.py::test_notebook_runs_quietly_and_its_checks_hold[",
+    "tests/test_go_twin_live.py::test_every_other_scenario_live",
+    "tests/test_hosted_runtime.py::test_python_capture_is_timestamped_and_correlates",
+    "tests/test_hosted_runtime.py::test_record_go_writes_consistent_files",
+)
 
 
-def _module(item: pytest.Item) -> str:
-    return item.nodeid.split("::")[0]
+def _unit(nodeid: str) -> str:
+    """The unit of one test, by its node id (the controller sees nothing else of it)."""
+    module = nodeid.split("::")[0]
+    if module in _SHARED_UNITS:
+        return _SHARED_UNITS[module]
+    return nodeid if nodeid.startswith(_ALONE) else module
 
 
-def _keeps_module_state(item: pytest.Item) -> bool:
-    """Whether ``item`` uses a fixture shared with other tests of its module or class."""
-    info = getattr(item, "_fixtureinfo", None)
-    definitions = getattr(info, "name2fixturedefs", None) or {}
-    scopes = {d.scope for defs in definitions.values() for d in defs}
-    return bool(scopes - {"function", "session"})
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # a pytest-xdist hook; before its own
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with the units of :func:`_unit`, handed out in collection order."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class UnitScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return UnitScheduling(config, log)
 
 
-def _units(items: list[pytest.Item]) -> dict[str, tuple[int, str | None]]:
-    """Node id -> ``(rank, xdist group)``: lower ranks are handed out first (the longest units,
-    so that the quick modules fill the gaps at the end); group ``None`` makes the test a unit of
-    its own. A group name holds neither ``@`` nor ``]`` (xdist splits node ids on them)."""
-    shared: dict[str, str] = {}  # module -> the group of a session fixture one of its tests uses
-    slow: set[str] = set()  # modules with slow or live-server tests
-    for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))  # with the fixtures they use in turn
-        for fixture, group in _ONE_WORKER.items():
-            if fixture in fixtures:
-                shared.setdefault(_module(item), group)
-        marked = item.get_closest_marker("slow") or item.get_closest_marker("server")
-        if marked or "dev_server" in fixtures:
-            slow.add(_module(item))
-    units: dict[str, tuple[int, str | None]] = {}
-    for item in items:
-        module = _module(item)
-        if module in shared:  # the whole module, so that its module fixtures are built once
-            units[item.nodeid] = (1, shared[module])
-        elif item.get_closest_marker("slow") and not _keeps_module_state(item):
-            # A slow test sharing nothing with its module goes alone: the workers split the
-            # long ones. Live recordings (minutes of the dev server's timers) go first of all.
-            live = "dev_server" in getattr(item, "fixturenames", ())
-            units[item.nodeid] = (0 if live else 2, None)
-        else:  # the module stays on one worker: its module fixtures are built once
-            units[item.nodeid] = (3 if module in slow else 4, module)
-    return units
+def _rank(item: pytest.Item) -> int:
+    """Lower ranks are handed out first: the longest units, so that quick modules fill the gaps
+    at the end. Live recordings (minutes of waiting on timers), Spark, the other long tests,
+    modules with slow or live-server tests, then the rest."""
+    unit, fixtures = _unit(item.nodeid), set(getattr(item, "fixturenames", ()))
+    if unit == item.nodeid:
+        return 0 if "dev_server" in fixtures else 2
+    if unit in _SHARED_UNITS.values():
+        return 1
+    slow = item.get_closest_marker("slow") or item.get_closest_marker("server")
+    return 3 if slow or "dev_server" in fixtures else 4
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist appends the group to each node id
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup`` (``make test``): group the tests, long units first."""
-    if config.getoption("dist", "no") != "loadgroup":
+    """On an xdist worker: the tests in hand-out order (xdist hands out the units in collection
+    order with --no-loadscope-reorder). A unit's rank is its first test's; a stable sort keeps
+    the order inside each unit."""
+    if not hasattr(config, "workerinput"):  # a run without workers keeps the file order
         return
-    units = _units(items)
+    ranks: dict[str, int] = {}
     for item in items:
-        group = units[item.nodeid][1]
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-    # xdist hands out the units in collection order (with --no-loadscope-reorder); a stable
-    # sort keeps the order of the tests inside each unit.
-    items.sort(key=lambda item: units[item.nodeid][0])
+        ranks[_unit(item.nodeid)] = min(ranks.get(_unit(item.nodeid), 4), _rank(item))
+    items.sort(key=lambda item: ranks[_unit(item.nodeid)])
 
 
 from fixtures_samples import samples  # noqa: E402,F401  (session fixture: recorded samples)
