@@ -17,8 +17,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m toolkit.lab.demo --out build
 
+# Test workers (pytest-xdist): many slow tests wait on a subprocess (a notebook kernel, the JVM, the
+# dev server's timers), so one more worker than the 2 cores keeps both busy. tests/conftest.py
+# splits the tests into units (modules, one for Spark, the long tests alone), longest first.
+WORKERS ?= 3
+
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Regenerates data/ from scratch: every scenario, every google-adk version, the replay matrix.
 record: $(STAMP)

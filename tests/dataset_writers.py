@@ -7,6 +7,7 @@ per copy so that every copy is a distinct run. Writers run in their own processe
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import random
@@ -56,6 +57,10 @@ def write_in_calls(
     paths: list[str], dataset: str, batch_files: int, calls: int, pause: float
 ) -> None:
     """Write ``paths`` in ``calls`` separate ``write_dataset`` calls, pausing between them."""
+    # A process group of its own, led by this writer: its decoding pool (a fork server and its
+    # workers) is in it too, so that a writer killed mid-batch takes them along (kill_writer)
+    # instead of leaving them waiting forever on the queue of a process that is gone.
+    os.setsid()
     size = -(-len(paths) // calls)
     for start in range(0, len(paths), size):
         write_dataset(paths[start : start + size], dataset, batch_files=batch_files,
@@ -115,6 +120,15 @@ def stop_between_parts_and_commit(
     raise AssertionError("never caught the writer between writing parts and committing")
 
 
+def kill_writer(process: multiprocessing.process.BaseProcess) -> None:
+    """SIGKILL a writer and everything it started (no cleanup of any kind), by its PID: the
+    writer leads its process group, whose id stays its own until the writer is reaped here."""
+    if process.exitcode is None:  # not reaped yet (exitcode reaps a writer that has ended)
+        with contextlib.suppress(ProcessLookupError):  # the group already ended
+            os.killpg(process.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    process.join()
+
+
 def finish(processes: list[multiprocessing.process.BaseProcess], timeout: float = 120) -> None:
     """Wait for writer processes; kill any still running after ``timeout`` (then fail)."""
     deadline = time.monotonic() + timeout
@@ -122,7 +136,6 @@ def finish(processes: list[multiprocessing.process.BaseProcess], timeout: float 
         process.join(max(0.0, deadline - time.monotonic()))
     stuck = [p for p in processes if p.is_alive()]
     for process in stuck:
-        process.kill()
-        process.join()
+        kill_writer(process)
     assert not stuck, f"{len(stuck)} writer(s) still running after {timeout:g} s"
     assert [p.exitcode for p in processes] == [0] * len(processes)

@@ -12,6 +12,7 @@ import pytest
 from dataset_writers import (
     event_count,
     finish,
+    kill_writer,
     make_runs,
     start_writer,
     stop_between_parts_and_commit,
@@ -106,8 +107,7 @@ def test_a_killed_writer_then_a_rerun_ends_complete(tmp_path: Path) -> None:
             assert time.monotonic() < deadline
             time.sleep(0.002)
         time.sleep(rng.uniform(0, 0.3))
-        writer.kill()  # SIGKILL: no cleanup of any kind
-        writer.join()
+        kill_writer(writer)  # SIGKILL: no cleanup of any kind
         partial = tk.check_dataset(dataset)
         assert set(partial.problems["kind"]) <= {"orphan_part"}, attempt
     report = write_dataset(paths, dataset, progress=False)
