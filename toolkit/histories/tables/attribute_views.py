@@ -11,9 +11,7 @@ are read through their value, which holds the same fields.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from operator import attrgetter
 from typing import Any
@@ -21,6 +19,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from toolkit.gc_pause import paused_gc
 from toolkit.histories.columns.lazy import LazyAttributes, LazyCell
 from toolkit.histories.tables.common import attr
 
@@ -39,25 +38,10 @@ def attribute_fields(cells: Sequence[Any], fields: Sequence[str]) -> dict[str, n
     fields
         Top-level attribute names to read (``"retryPolicy"``, ``"failure"``, ...).
     """
-    with _collector_paused():
+    # Decoding builds a container per event, none in a cycle; each few hundred would otherwise
+    # start a collection walking the batch's whole heap (about 40% of the decoding time).
+    with paused_gc():
         return _fields(cells, tuple(fields))
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while the views are built.
-
-    Decoding builds a container (dict, list, tuple) for every event, none of which can be part of
-    a cycle; each few hundred of them would otherwise start a collection that walks the whole heap
-    of a batch's events frame, about 40% of the decoding time.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _fields(cells: Sequence[Any], names: tuple[str, ...]) -> dict[str, np.ndarray]:
