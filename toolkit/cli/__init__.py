@@ -26,6 +26,8 @@ usage or unreadable input (the message names the source and the position).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -206,6 +208,25 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     again = command.parse_intermixed_args(rest)
     again.command = args.command
     return again
+
+
+def console() -> None:
+    """The ``toolkit`` console script: :func:`main`, then exit with its code.
+
+    Where a Temporal client ran (``show -w``, ``fetch``, ``investigate --server``), the process
+    ends without finalizing the interpreter: the Rust runtime behind temporalio keeps threads
+    that can abort the process while Python shuts down, turning exit code 2 or 0 into SIGABRT
+    (seen once in CI under load). Output is flushed first; nothing else is pending by then.
+    """
+    code = main()
+    runtime = sys.modules.get("temporalio.runtime")
+    reference = getattr(runtime, "_runtime_ref", None)
+    if getattr(reference, "_default_runtime", None) is not None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

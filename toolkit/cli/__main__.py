@@ -1,5 +1,3 @@
-import sys
+from toolkit.cli import console
 
-from toolkit.cli import main
-
-sys.exit(main())
+console()
