@@ -37,7 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.datasets.json_cells import json_texts
+from toolkit.datasets.json_cells import cut_json_text, json_texts
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra
 
 __all__ = ["ARROW_TYPES", "json_text", "schema_of", "to_arrow"]
@@ -45,7 +45,6 @@ __all__ = ["ARROW_TYPES", "json_text", "schema_of", "to_arrow"]
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 _FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_ENVELOPE = frozenset({"eventId", "eventTime", "eventType"})  # as toolkit.histories.columns.lazy
 
 #: The derived tables' dtype names (``toolkit.histories.tables.common.build_frame``) -> Arrow.
 ARROW_TYPES: dict[str, pa.DataType] = {
@@ -97,29 +96,13 @@ def _missing(value: Any) -> bool:
     return isinstance(value, float) and value != value
 
 
-def _raw_json_text(cell: LazyAttributes) -> str:  # one cell (json_cells: a column at once)
-    """The attributes (or the other fields) of a raw JSON event, cut out of the source's
-    bytes without decoding them: equal as JSON to ``json_text(cell.value)``, 3-5x faster."""
-    fields = _FIELDS.decode(cell.raw)
-    if type(cell) is LazyExtra:
-        kept = [
-            orjson.dumps(key) + b":" + bytes(raw)
-            for key, raw in fields.items()
-            if key not in _ENVELOPE and key != cell._key
-        ]
-        return (b"{" + b",".join(kept) + b"}").decode("utf-8")
-    raw = fields.get(cell._key) if cell._key is not None else None
-    if raw is None or bytes(raw).strip() in (b"null", b""):
-        return "{}"
-    return bytes(raw).decode("utf-8")
-
-
 def json_text(value: Any) -> str | None:
     """``value`` as compact JSON text (lazy cells decoded first); None stays None."""
     if _missing(value):
         return None
     if type(value) in (LazyAttributes, LazyExtra):
-        return _raw_json_text(value)
+        # Cut out of the source's bytes without decoding them: 3-5x faster than dumping.
+        return cut_json_text(_FIELDS.decode(value.raw), value)
     if type(value).__module__ == "toolkit.histories.columns.lazy":
         value = value.value
         if value is None:

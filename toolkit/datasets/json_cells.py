@@ -29,7 +29,7 @@ import orjson
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
 from toolkit.histories.reading.dialects import RawHistory
 
-__all__ = ["json_texts"]
+__all__ = ["cut_json_text", "json_texts"]
 
 _ENVELOPE = frozenset({"eventId", "eventTime", "eventType"})  # as toolkit.histories.columns.lazy
 _Fields = dict[str, msgspec.Raw]
@@ -80,7 +80,7 @@ def json_texts(
             if fields is None:
                 out.append(slow(value))
             else:
-                out.append(_cut(fields[value._index], value))
+                out.append(cut_json_text(fields[value._index], value))
         elif kind is LazyPayloads:
             key = id(value)
             if memo is not None and key in memo:
@@ -115,7 +115,7 @@ def _history_fields(history: Any) -> list[_Fields] | None:
         return None  # the general path reads such events one by one
 
 
-def _cut(fields: _Fields, cell: LazyAttributes) -> str:
+def cut_json_text(fields: _Fields, cell: LazyAttributes) -> str:
     """The attributes (or the other fields) of one event, from its raw fields."""
     if type(cell) is LazyExtra:
         kept = {k: raw for k, raw in fields.items() if k not in _ENVELOPE and k != cell._key}
