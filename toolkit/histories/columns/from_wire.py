@@ -1,16 +1,20 @@
 """Binary ``History`` bytes -> column arrays, read straight from the wire format.
 
-The events, their times and their attributes are walked with :mod:`toolkit.histories.reading.wire`
-(numpy, a level at a time); each attributes field is routed to its column through a table built
-from the installed descriptors (attributes type x field number -> column), never by hand. The
+The events, their times and their attributes are walked in one pass by the compiled reader
+(``reading/_wirescan.c``) where the package was built with a C compiler, else with
+:mod:`toolkit.histories.reading.wire` (numpy, a level at a time); both give the same arrays. Each
+attributes field is routed to its column through a table built from the installed descriptors
+(attributes type x field number -> column), never by hand. The
 parsed protobuf ``History`` (which validated the bytes) backs the lazy ``attributes``/``extra``/
 payload cells and the rare events read field by field: failures, updates, child workflows.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from functools import cache
 from itertools import repeat
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -33,13 +37,20 @@ from toolkit.histories.reading.wire import (
     WireError,
     as_array,
     leading,
+    packed_strings,
     scan,
     split_records,
     strings,
 )
 from toolkit.histories.views import failure_view_from_proto
 
-__all__ = ["wire_columns"]
+__all__ = ["compiled", "wire_columns"]
+
+_compiled: ModuleType | None
+try:
+    from toolkit.histories.reading import _wirescan as _compiled
+except ImportError:  # installed without a C compiler: numpy does the same work
+    _compiled = None
 
 _ATTRIBUTES = {f.number: f for f in HistoryEvent.DESCRIPTOR.oneofs_by_name["attributes"].fields}
 _KINDS = max(_ATTRIBUTES) + 1
@@ -66,6 +77,21 @@ assert all(
     for name in _NAMES.values()
     if name in f.message_type.fields_by_name
 ), "a name field moved: update columns_wire"
+
+
+# How the compiled reader treats each column code's field (see _wirescan.c).
+_PLAIN, _TEXT, _NAMED_TEXT = 0, 1, 2
+_SHAPES = np.zeros(len(_RULE_CODES) + 1, dtype=np.uint8)
+_SHAPES[[_RULE_CODES[column] for column in _STRINGS]] = _TEXT
+_SHAPES[[_RULE_CODES[column] for column in _NAMES]] = _NAMED_TEXT
+# HistoryEvent field number -> whether it is one of the attributes.
+_IS_ATTRIBUTES = np.zeros(_KINDS, dtype=np.uint8)
+_IS_ATTRIBUTES[list(_ATTRIBUTES)] = 1
+
+
+def compiled() -> bool:
+    """Whether binary histories are read by the compiled reader (``_wirescan.c``), not numpy."""
+    return _compiled is not None
 
 
 @cache
@@ -96,8 +122,97 @@ def _varint_column(fields: Fields, number: int, n: int) -> np.ndarray:
     return out
 
 
-def _times(buf: np.ndarray, present: np.ndarray, length: np.ndarray, start: np.ndarray) -> Any:
-    """Event times (``datetime64[ns]``, NaT where unset) from each event's ``Timestamp``."""
+@dataclass
+class _WireEvents:
+    """What either reader finds in the bytes, one array entry per event, and ``rows``: the
+    attributes fields that feed a column, sorted by the column's code (``_RULE_CODES``): code
+    ``c`` has rows ``bounds[c]`` to ``bounds[c + 1]``. The rows of the text columns come first
+    in ``texts``, decoded, in the same order (for ``activity_type``/``task_queue`` the row is the
+    ``name`` inside the message).
+    """
+
+    starts: np.ndarray
+    ends: np.ndarray
+    ids: np.ndarray
+    types: np.ndarray
+    seconds: np.ndarray
+    nanos: np.ndarray
+    kinds: np.ndarray
+    rows: Fields
+    bounds: np.ndarray
+    texts: np.ndarray
+
+
+def _read(data: bytes) -> _WireEvents:
+    """The events of ``data``: in C where the package was built with it, else with numpy."""
+    if _compiled is None:
+        return _read_numpy(data)
+    try:
+        events, rows, wire_types, bounds, text, offsets = _compiled.read_events(
+            data, _routes(), _NUMBERS, _SHAPES, _IS_ATTRIBUTES
+        )
+    except ValueError as exc:
+        raise WireError(str(exc)) from None
+    per_event = np.frombuffer(events, dtype=np.int64).reshape(7, -1)
+    event, value, start, length = np.frombuffer(rows, dtype=np.int64).reshape(4, -1)
+    bounds = np.frombuffer(bounds, dtype=np.int64)
+    codes = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
+    wire_types = np.frombuffer(wire_types, dtype=np.int8)
+    found = Fields(event, codes, wire_types, value.view(np.uint64), start, length)
+    texts = packed_strings(text, np.frombuffer(offsets, dtype=np.int64))
+    return _WireEvents(*per_event, found, bounds, texts)
+
+
+def _read_numpy(data: bytes) -> _WireEvents:
+    """:func:`_read` with numpy: a level of messages at a time (see ``reading/wire.py``)."""
+    buf = as_array(data)
+    starts, ends = split_records(data)
+    n = len(starts)
+    # event_id, event_time, event_type come first in every encoder's output: read them directly
+    # (any other order falls back to the parsed messages), then everything else in lockstep.
+    (ids, times, types), rest = leading(buf, starts, ends, (0x08, 0x12, 0x18))
+    events = scan(buf, rest, ends, np.arange(n))
+    if np.isin(events.number, (1, 2, 3)).any():
+        raise WireError("event_id, event_time or event_type out of the usual order")
+    found = events.select(np.isin(events.number, list(_ATTRIBUTES)) & (events.wire_type == 2))
+    _one_per_message(found, n, "attributes")
+    kinds = np.zeros(n, dtype=np.int64)
+    kinds[found.message] = found.number
+    fields = scan(buf, found.start, found.start + found.length, found.message)
+    code = _routes()[kinds[fields.message], np.minimum(fields.number, _NUMBERS - 1)]
+    rows = fields.select(code != 0)
+    rows.number = code[code != 0].astype(np.int64)
+    named = _SHAPES[rows.number] == _NAMED_TEXT
+    if named.any():  # the name inside ActivityType / TaskQueue
+        outer = rows.select(named)
+        _expect(outer, 2, "activity_type/task_queue")
+        inner = scan(buf, outer.start, outer.start + outer.length, np.arange(len(outer.start)))
+        name = inner.select((inner.number == _NAME_NUMBER) & (inner.wire_type == 2))
+        _one_per_message(name, len(outer.start), "name")
+        outer = outer.select(name.message)
+        outer.value, outer.start, outer.length = name.value, name.start, name.length
+        rows = rows.select(~named)
+        rows = Fields(*map(np.concatenate, zip(_arrays(rows), _arrays(outer), strict=True)))
+    rows = rows.select(np.lexsort((rows.message, rows.number)))  # as the C reader's order
+    text = _SHAPES[rows.number] != _PLAIN
+    _expect(rows.select(text), 2, "a text column")
+    texts = strings(data, rows.start[text], rows.length[text])
+    bounds = np.searchsorted(rows.number, np.arange(len(_RULE_CODES) + 2))
+    seconds, nanos = _times(buf, *times)
+    return _WireEvents(
+        starts, ends, ids[1].view(np.int64), types[1].view(np.int64), seconds, nanos, kinds,
+        rows, bounds, texts,
+    )  # fmt: skip
+
+
+def _arrays(rows: Fields) -> tuple[np.ndarray, ...]:
+    return tuple(getattr(rows, f.name) for f in fields(Fields))
+
+
+def _times(
+    buf: np.ndarray, present: np.ndarray, length: np.ndarray, start: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds and nanos of each event's ``Timestamp`` (0 where unset)."""
     n = len(present)
     end = start + length.astype(np.int64)
     ((_, seconds, _), (_, nanos, _)), rest = leading(buf, start, end, (0x08, 0x10))
@@ -108,8 +223,13 @@ def _times(buf: np.ndarray, present: np.ndarray, length: np.ndarray, start: np.n
         stamp = scan(buf, start[odd], end[odd], odd)
         seconds[odd] = _varint_column(stamp, 1, n)[odd]
         nanos[odd] = _varint_column(stamp, 2, n)[odd]
+    return seconds, nanos
+
+
+def _event_times(seconds: np.ndarray, nanos: np.ndarray) -> Any:
+    """``datetime64[ns]`` values, NaT where the time is unset."""
     ns = seconds * 1_000_000_000 + nanos
-    ns[(seconds == 0) & (nanos == 0)] = np.iinfo(np.int64).min  # NaT, as an unset time
+    ns[(seconds == 0) & (nanos == 0)] = np.iinfo(np.int64).min
     return ns.view("datetime64[ns]")
 
 
@@ -130,51 +250,33 @@ def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
         reads the parsed messages instead).
     """
     data = history.wire or b""
-    buf = as_array(data)
-    starts, ends = split_records(data)
+    found = _read(data)
     if hasattr(history.proto_events, "set_bounds"):
-        history.proto_events.set_bounds(starts, ends)  # messages then parse one at a time
-    n = len(starts)
-    # event_id, event_time, event_type come first in every encoder's output: read them directly
-    # (any other order falls back to the parsed messages), then everything else in lockstep.
-    (ids, times, types), rest = leading(buf, starts, ends, (0x08, 0x12, 0x18))
-    events = scan(buf, rest, ends, np.arange(n))
-    if np.isin(events.number, (1, 2, 3)).any():
-        raise WireError("event_id, event_time or event_type out of the usual order")
+        history.proto_events.set_bounds(found.starts, found.ends)  # then parsed one at a time
+    n = len(found.starts)
     c = new_columns(n)
-    c["event_id"] = ids[1].view(np.int64)
+    c["event_id"] = found.ids
     _check_ids(c["event_id"], history.source_name)
-    event_types = types[1].view(np.int64)
-    for info, positions in group_by_number(event_types):
+    for info, positions in group_by_number(found.types):
         c["event_type"][positions] = info.short
         c["category"][positions] = info.category
         c["is_command"][positions] = info.is_command
-    found = events.select(np.isin(events.number, list(_ATTRIBUTES)) & (events.wire_type == 2))
-    _one_per_message(found, n, "attributes")
-    kinds = np.zeros(n, dtype=np.int64)
-    kinds[found.message] = found.number
-    attributes = scan(buf, found.start, found.start + found.length, found.message)
-    _fill(c, data, buf, attributes, kinds, history.proto_events, codec, decode)
-    _cells(c, kinds, history.proto_events)
-    return EventColumns(c, _times(buf, *times), c.pop("completed_by"), {})
+    _fill(c, data, found, history.proto_events, codec, decode)
+    _cells(c, found.kinds, history.proto_events)
+    return EventColumns(c, _event_times(found.seconds, found.nanos), c.pop("completed_by"), {})
 
 
 def _fill(
-    c: dict[str, Any], data: bytes, buf: np.ndarray, fields: Fields, kinds: np.ndarray,
-    messages: Any, codec: Any, decode: bool,
-) -> None:  # fmt: skip
+    c: dict[str, Any], data: bytes, found: _WireEvents, messages: Any, codec: Any, decode: bool
+) -> None:
     """Route every attributes field to its column."""
+    kinds, bounds = found.kinds, found.bounds
     n = len(kinds)
-    number = np.minimum(fields.number, _NUMBERS - 1)
-    rule = _routes()[kinds[fields.message], number]
-    # Rows sorted by rule once, so that each column takes a slice rather than a full-size mask.
-    order = np.argsort(rule, kind="stable")
-    bounds = np.searchsorted(rule[order], np.arange(len(_RULE_CODES) + 2))
-    texts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+    texts = 0  # the text columns' rows taken so far from found.texts
     for column, code in _RULE_CODES.items():
-        if bounds[code] == bounds[code + 1]:
+        rows = found.rows.select(slice(bounds[code], bounds[code + 1]))
+        if not len(rows.message):
             continue
-        rows = fields.select(order[bounds[code] : bounds[code + 1]])
         if column in _PAYLOADS:
             if decode:
                 events = np.flatnonzero(np.bincount(rows.message, minlength=n))  # maps: many rows
@@ -184,15 +286,9 @@ def _fill(
         at = rows.message
         if column in _COMPLEX:
             _failures(c, at, kinds, messages, codec, decode)
-        elif column in _STRINGS:
-            _expect(rows, 2, column)
-            texts.append((column, at, rows.start, rows.length))
-        elif column in _NAMES:
-            _expect(rows, 2, column)
-            named = scan(buf, rows.start, rows.start + rows.length, np.arange(len(at)))
-            name = named.select((named.number == _NAME_NUMBER) & (named.wire_type == 2))
-            _one_per_message(name, len(at), column + ".name")
-            texts.append((column, at[name.message], name.start, name.length))
+        elif _SHAPES[code] != _PLAIN:
+            c[column][at] = found.texts[texts : texts + len(at)]
+            texts += len(at)
         elif column in _INTS:
             _expect(rows, 0, column)
             c[column][at] = rows.value.view(np.int64)
@@ -202,28 +298,12 @@ def _fill(
             scatter(c[column], at, states)
         else:
             _causes(c, data, rows, kinds)
-    _fill_texts(c, data, texts)
     # Update and child workflow columns come from a few nested messages: read the parsed ones.
     for category in ("update", "child_workflow"):
         at = np.flatnonzero((c["category"] == category) & (kinds != 0)).tolist()
         views = [getattr(messages[i], _ATTRIBUTES[int(kinds[i])].name) for i in at]
         if at:
             sparse_columns(c, at, views, category, codec, decode)
-
-
-def _fill_texts(
-    c: dict[str, Any], data: bytes, texts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]
-) -> None:
-    """Decode the text of every string column in one pass (one Arrow call, one dictionary)."""
-    if not texts:
-        return
-    decoded = strings(
-        data, np.concatenate([t[2] for t in texts]), np.concatenate([t[3] for t in texts])
-    )
-    offset = 0
-    for column, at, _, _ in texts:
-        c[column][at] = decoded[offset : offset + len(at)]
-        offset += len(at)
 
 
 def _expect(rows: Fields, wire_type: int, column: str) -> None:

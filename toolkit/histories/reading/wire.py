@@ -25,6 +25,7 @@ __all__ = [
     "as_array",
     "byte_at",
     "leading",
+    "packed_strings",
     "scan",
     "split_records",
     "strings",
@@ -276,14 +277,33 @@ def strings(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     sliced = pa.LargeBinaryArray.from_buffers(
         pa.large_binary(), 2 * count - 1, [None, pa.py_buffer(bounds), pa.py_buffer(data)]
     )
-    pool = pa.system_memory_pool()  # steadier than Arrow's default pool here (see events._times)
-    wanted = pc.take(sliced, pa.array(np.arange(0, 2 * count, 2)), memory_pool=pool)
+    wanted = pc.take(sliced, pa.array(np.arange(0, 2 * count, 2)), memory_pool=_POOL)
+    out = np.empty(count, dtype=object)
+    out[order] = _texts(wanted)
+    return out
+
+
+def packed_strings(data: bytes | bytearray, offsets: np.ndarray) -> np.ndarray:
+    """:func:`strings` of texts laid end to end in ``data`` (text *i* ends at ``offsets[i+1]``)."""
+    count = len(offsets) - 1
+    if count <= 0:
+        return np.empty(0, dtype=object)
+    packed = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    return _texts(packed)
+
+
+# Steadier than Arrow's default pool here (see events._times).
+_POOL = pa.system_memory_pool()
+
+
+def _texts(binary: pa.Array) -> np.ndarray:
+    """The texts of a binary array as Python strings, one object per distinct text."""
     try:
-        text = pc.cast(wanted, pa.large_string(), memory_pool=pool)
-        encoded = pc.dictionary_encode(text, memory_pool=pool)
+        text = pc.cast(binary, pa.large_string(), memory_pool=_POOL)
+        encoded = pc.dictionary_encode(text, memory_pool=_POOL)
     except pa.ArrowInvalid as exc:
         raise WireError(f"a string is not UTF-8 ({exc})") from None
     distinct = np.array([v or None for v in encoded.dictionary.to_pylist()] + [None], dtype=object)
-    out = np.empty(count, dtype=object)
-    out[order] = distinct[encoded.indices.to_numpy()]
-    return out
+    return distinct[encoded.indices.to_numpy()]
