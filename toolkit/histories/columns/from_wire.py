@@ -124,11 +124,11 @@ def _varint_column(fields: Fields, number: int, n: int) -> np.ndarray:
 
 @dataclass
 class _WireEvents:
-    """What either reader finds in the bytes, one array entry per event, and ``rows``: the
-    attributes fields that feed a column, sorted by the column's code (``_RULE_CODES``): code
-    ``c`` has rows ``bounds[c]`` to ``bounds[c + 1]``. The rows of the text columns come first
-    in ``texts``, decoded, in the same order (for ``activity_type``/``task_queue`` the row is the
-    ``name`` inside the message).
+    """What either reader finds in the bytes: per event, its byte range, id, type, time and
+    attributes field number (``kinds``); and ``rows``, the attributes fields that feed a column,
+    sorted by the column's code (``_RULE_CODES``, in ``rows.number``): code ``c`` has rows
+    ``bounds[c]`` to ``bounds[c + 1]``. ``texts`` holds the decoded text of the text columns'
+    rows, in row order (for ``activity_type``/``task_queue``: the ``name`` inside the message).
     """
 
     starts: np.ndarray
