@@ -3,7 +3,8 @@
 Writes ``--writes`` batches (default 50) of ``--runs`` histories each (default 1: the worst
 case, one file per table per run) with one ``write_dataset`` call per batch, from the lab's
 gallery recordings given fresh run ids. Then prints, in the same run: files and bytes of the
-committed batches before and after ``compact_dataset``, its wall time, a ``toolkit.sql`` query
+committed batches before and after ``compact_dataset`` (run in a child process, whose peak
+memory is printed: target < 1 GB at any size), its wall time, a ``toolkit.sql`` query
 over all events before and after (best of 5; the answers must be equal), and the time of a
 second compaction (a no-op).
 
@@ -13,8 +14,11 @@ Usage: ``python benchmarks/bench_compact.py [--writes N] [--runs K] [--keep DIR]
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -53,6 +57,23 @@ def _query(dataset: Path) -> tuple[float, list[list[object]]]:
     return min(times), answer
 
 
+def _compact_in_child(dataset: Path) -> tuple[dict[str, float], float]:
+    """``compact_dataset`` in a child process: its report and the child's peak RSS in MB (its
+    own, all threads; nothing else in the child holds much)."""
+    code = (
+        "import json, resource, sys, toolkit as tk\n"
+        "done = tk.compact_dataset(sys.argv[1])\n"
+        "keys = ('files_before', 'files_after', 'bytes_before', 'bytes_after', 'seconds')\n"
+        "out = {k: getattr(done, k) for k in keys}\n"
+        "out['peak'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        "print(json.dumps(out))\n"
+    )
+    child = subprocess.run([sys.executable, "-c", code, str(dataset)], capture_output=True,
+                           text=True, check=True)  # fmt: skip
+    report = json.loads(child.stdout.strip().splitlines()[-1])
+    return report, report.pop("peak")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writes", type=int, default=50)
@@ -70,12 +91,13 @@ def main() -> None:
             tk.write_dataset(paths[first : first + args.runs], dataset, workers=1, progress=False)
         print(f"{args.writes} writes of {args.runs} run(s): {time.perf_counter() - started:.1f} s")
         before, answer = _query(dataset)
-        done = tk.compact_dataset(dataset)
+        done, peak = _compact_in_child(dataset)
         after, again = _query(dataset)
         assert again == answer and tk.check_dataset(dataset).ok, "compaction changed the answer"
-        print(f"files {done.files_before} -> {done.files_after}, bytes {done.bytes_before:,} -> "
-              f"{done.bytes_after:,}, batches {done.batches_before} -> {done.batches_after}, "
-              f"compaction {done.seconds:.2f} s")  # fmt: skip
+        print(f"files {done['files_before']} -> {done['files_after']}, bytes "
+              f"{done['bytes_before']:,} -> {done['bytes_after']:,}, compaction "
+              f"{done['seconds']:.2f} s, peak memory of the compacting process {peak:,.0f} MB "
+              "(target < 1,000)")  # fmt: skip
         print(f"tk.sql over events: {before * 1000:.0f} ms before, {after * 1000:.0f} ms after")
         second = tk.compact_dataset(dataset)
         print(f"second compaction: {len(second.written)} batches written, {second.seconds:.3f} s")

@@ -7,10 +7,11 @@ footer read and an open. Compaction merges them:
 1. Under a writer lease (:class:`toolkit.datasets.commit.WriterLease`), the committed batches
    whose parts are all smaller than ``target_bytes`` are taken in commit order and grouped
    until a group holds ``target_bytes`` of one table (the largest, ``events``).
-2. Each group's parts are read table by table, sorted like the writer sorts them
+2. Each group's parts are merged table by table in the writer's order
    (:data:`toolkit.datasets.layout.SORT_BY`, row groups of
-   :data:`~toolkit.datasets.layout.ROW_GROUP_ROWS`) and written as new parts of one new batch
-   (about ``target_bytes`` per file; a table with less: one file), outside the commit lock.
+   :data:`~toolkit.datasets.layout.ROW_GROUP_ROWS`), streamed a few thousand rows at a time
+   (:mod:`toolkit.datasets.merge`), into new parts of one new batch (about ``target_bytes`` per
+   file; a table with less: one file), outside the commit lock.
 3. Under the commit lock, if every batch of the group is still committed, the new batch
    commits with the group's runs and files manifests and a ``replaces.json`` naming the group:
    one atomic rename after which the group's batches no longer count
@@ -37,8 +38,6 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from toolkit.datasets.commit import (
@@ -54,13 +53,12 @@ from toolkit.datasets.commit import (
 )
 from toolkit.datasets.layout import (
     MANIFEST_DIR,
-    ROW_GROUP_ROWS,
-    SORT_BY,
     TABLES,
     file_schema,
     is_dataset,
 )
 from toolkit.datasets.manifest import FILES_SCHEMA, RUNS_SCHEMA
+from toolkit.datasets.merge import merge_sorted
 from toolkit.errors import ToolkitError
 
 __all__ = ["TARGET_BYTES", "DatasetCompaction", "compact_dataset"]
@@ -190,16 +188,6 @@ def _chunks(parts: list[dict[str, Any]], target_bytes: int) -> list[list[dict[st
     return [chunk for chunk in chunks if chunk]
 
 
-def _sorted(table: pa.Table, name: str) -> pa.Table:
-    """Rows in the writer's order: by :data:`SORT_BY`, each run's rows kept in their order
-    (the sort is stable and every row of a run has the same sort keys)."""
-    order = pc.sort_indices(table, sort_keys=[(key, "ascending") for key in SORT_BY])
-    rows, schema = table.take(order), file_schema(name)
-    if rows.schema.remove_metadata() == schema.remove_metadata():
-        return rows.replace_schema_metadata(schema.metadata)  # no copy of the columns
-    return rows.cast(schema)
-
-
 def _rewrite(
     root: Path, group: list[_Batch], batch: str, parts: BatchParts, target_bytes: int
 ) -> None:
@@ -207,26 +195,23 @@ def _rewrite(
     for table in TABLES:
         listed = [part for member in group for part in member.parts.get(table, [])]
         for number, chunk in enumerate(_chunks(listed, target_bytes)):
-            # One scan of the chunk's files (read by pyarrow's threads, each file's rows in
-            # their order).
-            files = [str(root / p["path"]) for p in chunk]
-            rows = ds.dataset(files, schema=file_schema(table), format="parquet").to_table()
-            expected = sum(p["rows"] for p in chunk)
-            if rows.num_rows != expected:
-                raise ToolkitError(
-                    f"{root / chunk[0]['path']} (and the {len(chunk) - 1} other parts of its "
-                    f"chunk): {rows.num_rows} rows read where the manifest lists {expected}; "
-                    "run toolkit dataset check"
-                )
-            rows = _sorted(rows, table)  # the unsorted copy is freed before the write
             path = root / table / f"part-{batch}-{number}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             try:
-                pq.write_table(rows, path, row_group_size=ROW_GROUP_ROWS, compression="zstd")
+                # A streamed merge of the chunk's sorted parts (see toolkit.datasets.merge).
+                rows = merge_sorted([root / p["path"] for p in chunk], file_schema(table), path)
             except BaseException:
                 path.unlink(missing_ok=True)  # not in ``parts`` yet: its caller cannot remove it
                 raise
-            parts.add(table, path, rows.num_rows)
+            expected = sum(p["rows"] for p in chunk)
+            if rows != expected:
+                path.unlink(missing_ok=True)
+                raise ToolkitError(
+                    f"{root / chunk[0]['path']} (and the {len(chunk) - 1} other parts of its "
+                    f"chunk): {rows} rows read where the manifest lists {expected}; "
+                    "run toolkit dataset check"
+                )
+            parts.add(table, path, rows)
 
 
 def _manifests(root: Path, group: list[_Batch]) -> dict[str, pa.Table]:
