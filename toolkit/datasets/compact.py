@@ -281,8 +281,10 @@ def compact_dataset(
     target_bytes
         Size a compacted file aims at (of the largest table, ``events``; the other tables of a
         compacted batch are one file each, smaller). Batches with a part this large or larger
-        are left alone. Default 64 MiB. Memory: one file's rows at a time, about 3-5x their
-        decompressed size at the peak (measured: 250 MB over 40 MB of Arrow events).
+        are left alone. Default 64 MiB. Memory does not grow with the data: the parts are
+        merged a few thousand rows at a time (:mod:`toolkit.datasets.merge`; measured: a
+        process peak of 575 MB for the 1.6 million events of 20,000 histories in 20 batches,
+        539 MB for 100 batches, the imported libraries included).
     lock_timeout
         Seconds to wait for the commit lock when committing each compacted batch.
 
