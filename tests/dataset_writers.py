@@ -58,8 +58,8 @@ def write_in_calls(
 ) -> None:
     """Write ``paths`` in ``calls`` separate ``write_dataset`` calls, pausing between them."""
     # A process group of its own, led by this writer: its decoding pool (a fork server and its
-    # workers) is in it too, so that a writer killed mid-batch takes them along (kill_writer)
-    # instead of leaving them waiting forever on the queue of a process that is gone.
+    # workers) is in it too, so that a writer killed mid-batch takes them along at once
+    # (kill_writer; on their own they end about a second later, test_pool_parent_killed.py).
     os.setsid()
     size = -(-len(paths) // calls)
     for start in range(0, len(paths), size):

@@ -18,6 +18,8 @@ import multiprocessing
 import os
 import re
 import sys
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -68,12 +70,48 @@ def run_chunks(
     queued = chain(first, queued)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["toolkit.histories.reading.batch", "toolkit.datasets.writer"])
-    with ProcessPoolExecutor(count, mp_context=context) as pool:
+    watch = (os.getpid(), _PARENT_POLL_SECONDS)
+    with ProcessPoolExecutor(
+        count, mp_context=context, initializer=_end_with_parent, initargs=watch
+    ) as pool:
         pending = deque(pool.submit(function, chunk, *args) for chunk in islice(queued, count + 1))
         while pending:
             result = pending.popleft().result()
             pending.extend(pool.submit(function, chunk, *args) for chunk in islice(queued, 1))
             yield result
+
+
+#: How often a worker looks whether the process that started its pool is still there.
+_PARENT_POLL_SECONDS = 1.0
+
+
+def _end_with_parent(parent: int, every: float) -> None:
+    """Worker initializer: end this worker once the process that started the pool is gone.
+
+    A pool's workers wait for work on a queue whose other end they hold too, so a parent killed
+    outright (SIGKILL, the OOM killer) would leave them waiting forever, each holding its
+    imports. A daemon thread looks every ``every`` seconds whether the parent still exists and
+    whether this worker was re-parented (the fork server it came from exits with the parent).
+    """
+    born_of = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(every)
+            if os.getppid() != born_of or not _exists(parent):
+                os._exit(1)  # nothing to flush: the results had nowhere to go
+
+    threading.Thread(target=watch, name="toolkit-pool-parent", daemon=True).start()
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # there, but someone else's (its pid was reused): gone for us
+        return False
+    return True
 
 
 def _main_can_be_imported() -> bool:
