@@ -8,6 +8,7 @@ files that really are broken; they are recognised by name instead and skipped wi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 __all__ = ["LAB_SIDECARS", "sidecar_kind"]
@@ -56,7 +57,7 @@ def sidecar_kind(path: str | Path) -> str | None:
         E.g. ``"lab metadata sidecar"`` for ``run.meta.json``, ``"MCP request log"`` for
         ``run.mcp.jsonl``; None when the name does not rule out a history.
     """
-    name = Path(path).name.lower()
+    name = os.path.basename(os.fspath(path)).lower()  # no Path built: called once per file
     if name in _NAMES:
         return _NAMES[name]
     for ending, kind in _ENDINGS:
