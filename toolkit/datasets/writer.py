@@ -35,6 +35,7 @@ from toolkit.datasets.commit import (
     remove_leftovers,
 )
 from toolkit.datasets.compact import compact_dataset
+from toolkit.datasets.json_cells import TextMemo
 from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY, TABLES, file_schema
 from toolkit.datasets.manifest import FILES_SCHEMA, RUNS_SCHEMA, Manifest, prepare_dataset
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
@@ -242,7 +243,7 @@ def encode_files(
         if events.empty:
             return EncodedBatch({}, run_facts(events), failures, file_rows)
         frames = batch_tables(events, hashes, "", namespace)
-        memo: dict[int, str | None] = {}  # the events' and activities' payloads are one cell
+        memo = TextMemo()  # the batch's histories and payload cells, shared by its tables
         tables = {name: _sorted(to_arrow(frame, TABLES[name], memo=memo), name)
                   for name, frame in frames.items()}  # fmt: skip
     facts = run_facts(events)[[*RUN_KEYS, "run_id", "events", "last_event_id"]]
