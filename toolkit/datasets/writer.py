@@ -246,8 +246,8 @@ def encode_files(
         memo = TextMemo()  # the batch's histories and payload cells, shared by its tables
         tables = {name: _sorted(to_arrow(frame, TABLES[name], memo=memo), name)
                   for name, frame in frames.items()}  # fmt: skip
-    facts = run_facts(events)[[*RUN_KEYS, "run_id", "events", "last_event_id"]]
-    facts = facts.assign(file_sha256=facts["source"].map(hashes))
+    # The runs table holds each history's facts already (as run_facts gives them, in order).
+    facts = frames["runs"][[*RUN_KEYS, "run_id", "events", "last_event_id", "file_sha256"]]
     return EncodedBatch(tables, facts, failures, file_rows, sum(histories.values()))
 
 
