@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -299,8 +300,11 @@ def _keep(
     identities = zip(facts["run_id"], facts["source"], facts["history"], strict=True)
     facts = facts.assign(run_key=[run_key(r, hashes.get(s), h) for r, s, h in identities])
     # The common case, decided for all rows at once: a run met once, not in the dataset yet.
-    known = facts["run_key"].isin(manifest.runs.keys())
-    alone = ~facts["run_key"].duplicated(keep=False) & ~known
+    # A dict lookup per run (Series.isin converted every key the dataset holds, for every
+    # batch: quadratic in the runs written).
+    runs = manifest.runs
+    written = np.fromiter((key in runs for key in facts["run_key"].tolist()), bool, len(facts))
+    alone = ~facts["run_key"].duplicated(keep=False) & ~written
     if alone.all():
         return facts
     # Within the batch the most complete copy wins (an open run exported again when closed).
