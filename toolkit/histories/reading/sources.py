@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -142,9 +143,10 @@ def open_source(
         For a missing file, an unsupported object, a damaged gzip stream, or content beyond
         ``max_bytes``.
     """
-    from temporalio.client import WorkflowHistory
-
-    if isinstance(source, WorkflowHistory):
+    # A WorkflowHistory exists only once temporalio.client is imported: importing it here would
+    # cost every worker process of a pool a quarter of a second.
+    client = sys.modules.get("temporalio.client")
+    if client is not None and isinstance(source, client.WorkflowHistory):
         return Source(
             name or f"<WorkflowHistory {source.workflow_id}>",
             histories=[History(events=source.events)],
