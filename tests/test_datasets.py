@@ -7,6 +7,7 @@ from pathlib import Path
 
 import duckdb
 import orjson
+import pandas as pd
 import pyarrow.dataset as ds
 import pytest
 from temporalio.api.export.v1 import WorkflowExecution, WorkflowExecutions
@@ -15,6 +16,7 @@ import toolkit as tk
 from toolkit.datasets import TABLES, is_dataset, table_files, write_dataset
 from toolkit.datasets.layout import file_schema
 from toolkit.datasets.query import sql
+from toolkit.datasets.tables import run_facts
 from toolkit.errors import HistoryFormatError, ToolkitError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -170,3 +172,31 @@ def test_unreadable_files_are_listed_and_bad_targets_refused(tmp_path: Path) -> 
     with pytest.raises(ToolkitError, match="not empty"):
         write_dataset(folder, folder)
     assert is_dataset(tmp_path / "ds") and not is_dataset(folder)
+
+
+def test_run_facts_are_the_first_and_last_values_present_in_event_order() -> None:
+    events = tk.read_histories(GO_TWIN, progress=False).events
+    events = events.sample(frac=1, random_state=7).reset_index(drop=True)  # any row order
+    keys = ["source", "history"]
+    first = events.groupby(keys)["event_id"].idxmin().to_numpy()
+    last = events.groupby(keys)["event_id"].idxmax().to_numpy()
+    # Every other run lacks its run id on its first event, its type and time on its last one.
+    events.loc[first[::2], "run_id"] = None
+    events.loc[last[::2], "event_type"] = None
+    events.loc[last[::2], "event_time"] = pd.NaT
+    facts = run_facts(events)
+    # What groupby's first, last and min give (they skip missing values), run by run.
+    ordered = events.sort_values([*keys, "event_id"], kind="stable")
+    spec = ordered.groupby(keys, sort=False).agg(
+        run_id=("run_id", "first"), start_time=("event_time", "min"),
+        events=("event_id", "size"), last_type=("event_type", "last"),
+        last_time=("event_time", "last"),
+    ).reset_index()  # fmt: skip
+    assert len(facts) == len(spec) > 10 and facts[keys].equals(spec[keys])
+    assert facts["run_id"].tolist() == spec["run_id"].tolist()
+    assert facts["start_time"].equals(spec["start_time"])
+    assert facts["events"].tolist() == spec["events"].tolist()
+    ends = ("Completed", "Failed", "TimedOut", "Canceled", "Terminated", "ContinuedAsNew")
+    closed = spec["last_type"].isin([f"WorkflowExecution{end}" for end in ends])
+    assert (facts["status"] != "open").tolist() == closed.tolist()
+    assert facts["close_time"].equals(spec["last_time"].where(closed))

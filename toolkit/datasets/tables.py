@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from toolkit.histories.tables import activities, workflow_tasks
@@ -27,23 +28,74 @@ _NONDETERMINISM = "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR"
 
 def run_facts(events: pd.DataFrame) -> pd.DataFrame:
     """One row per history of ``events``: its identity, size, times and closing status."""
-    ordered = events.sort_values([*RUN_KEYS, "event_id"], kind="stable")
+    read = [*RUN_KEYS, "event_id", "event_time", "event_type", *_IDENTITY]
+    ordered = events[read].sort_values([*RUN_KEYS, "event_id"], kind="stable")
     grouped = ordered.groupby(RUN_KEYS, sort=False, dropna=False)
-    facts = grouped.agg(
-        run_id=("run_id", "first"),
-        workflow_id=("workflow_id", "first"),
-        namespace=("namespace", "first"),
-        workflow_type=("workflow_type", "first"),
-        start_time=("event_time", "min"),
-        events=("event_id", "size"),
-        last_event_id=("event_id", "max"),
-        last_type=("event_type", "last"),
-        last_time=("event_time", "last"),
-    ).reset_index()
-    closed = facts["last_type"].map(_CLOSED)
+    # The keys as pandas types them, one row per group in order of appearance (as agg gives).
+    facts = grouped.size().reset_index()[RUN_KEYS]
+    # Each other fact is one event picked per group, its value taken as the frame holds it:
+    # groupby's first and last test every cell for a missing value, a run's identity columns
+    # hold one on its first event already.
+    groups = grouped.ngroup().to_numpy()
+    first, last = _ends(groups, len(facts))
+    for name in _IDENTITY:
+        facts[name] = _taken(ordered[name], _present(groups, first, ordered[name], last=False))
+    times = ordered["event_time"]
+    facts["start_time"] = _taken(times, _earliest(groups, times, len(facts)))
+    facts["events"] = np.bincount(groups, minlength=len(facts))
+    facts["last_event_id"] = grouped["event_id"].max().to_numpy()
+    kinds = ordered["event_type"]
+    last_type = _taken(kinds, _present(groups, last, kinds, last=True))
+    closed = last_type.map(_CLOSED)
     facts["status"] = closed.fillna("open").astype(object)
-    facts["close_time"] = facts["last_time"].where(closed.notna())
-    return facts.drop(columns=["last_type", "last_time"])
+    last_time = _taken(times, _present(groups, last, times, last=True))
+    facts["close_time"] = last_time.where(closed.notna())
+    return facts
+
+
+_IDENTITY = ("run_id", "workflow_id", "namespace", "workflow_type")
+
+
+def _ends(groups: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The position of each group's first row, and of its last."""
+    rows = np.arange(len(groups))
+    return _picks(groups, rows, count), _picks(groups, rows[::-1], count)
+
+
+def _picks(groups: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
+    """Per group, the first of ``rows`` (positions, in the order to search) in it; -1 where
+    none is."""
+    picks = np.full(count, -1, dtype=np.int64)
+    found, first = np.unique(groups[rows], return_index=True)
+    picks[found] = rows[first]
+    return picks
+
+
+def _present(groups: np.ndarray, ends: np.ndarray, column: pd.Series, *, last: bool) -> np.ndarray:
+    """Per group, its first (or ``last``) row where ``column`` has a value, as groupby's first
+    and last pick it: the group's end in ``ends`` itself, unless that one is missing."""
+    if not column.iloc[ends].isna().any():
+        return ends
+    rows = np.flatnonzero(column.notna().to_numpy(dtype=bool))
+    return _picks(groups, rows[::-1] if last else rows, len(ends))
+
+
+def _earliest(groups: np.ndarray, times: pd.Series, count: int) -> np.ndarray:
+    """Per group, the position of its earliest time (the first of equal ones); -1 where none."""
+    rows = np.flatnonzero(times.notna().to_numpy(dtype=bool))
+    # Rows by (group, time, position): each group's first row is its earliest time.
+    instants = times.to_numpy(dtype="datetime64[ns]").view(np.int64)[rows]
+    return _picks(groups, rows[np.lexsort((rows, instants, groups[rows]))], count)
+
+
+def _taken(column: pd.Series, picks: np.ndarray) -> pd.Series:
+    """``column``'s values at ``picks``, with its dtype; missing where -1 (None for objects,
+    as groupby's first and last give)."""
+    if column.dtype != object:
+        return pd.Series(column.array.take(picks, allow_fill=True), copy=False)
+    values = column.to_numpy()[picks]
+    values[picks < 0] = None
+    return pd.Series(values, dtype=object, copy=False)
 
 
 def _partition_of(facts: pd.DataFrame, default_namespace: str | None) -> pd.DataFrame:
