@@ -53,6 +53,9 @@ def test_payloads_that_are_not_default_json_take_the_general_path() -> None:
         payloads({"metadata": {"encoding": b64("json/plain")}, "data": b64("not json")}),
         payloads({"metadata": {"encoding": b64("binary/encrypted")}, "data": b64("xyz")}),
         payloads({"metadata": {"encoding": b64("json/plain"), "x": "y"}, "data": b64("1")}),
+        # base64 that a validating decoder refuses (a line break, padding inside)
+        payloads({"metadata": {"encoding": b64("json/plain")}, "data": b64("[1, 2]") + "\n"}),
+        payloads({"metadata": {"encoding": b64("json/plain")}, "data": "MQ==MQ=="}),
         LazyPayloads(orjson.dumps({"payloads": "odd"}), None),
         None,
     ], dtype=object)  # fmt: skip

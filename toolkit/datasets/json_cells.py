@@ -203,7 +203,20 @@ def _json_plain_text(cell: LazyPayloads) -> str | None:
         for payload in payloads:
             if payload.metadata != _JSON_PLAIN:
                 return None
-            values.append(orjson.loads(base64.b64decode(payload.data, validate=True)))
+            values.append(orjson.loads(_b64decode(payload.data)))
         return orjson.dumps(values).decode("utf-8")
     except (msgspec.DecodeError, binascii.Error, ValueError, orjson.JSONDecodeError):
         return None  # e.g. data that is no JSON: the general path keeps it as text
+
+
+def _b64decode(data: str) -> bytes:
+    """``base64.b64decode(data, validate=True)``, for valid data at half its cost.
+
+    What binascii's strict mode accepts, the validating decoder accepts too and decodes alike
+    (its pattern check took as long as the decoding); anything strict mode refuses is left to
+    that decoder, to accept or refuse as always.
+    """
+    try:
+        return binascii.a2b_base64(data, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return base64.b64decode(data, validate=True)
