@@ -12,7 +12,8 @@ import pytest
 
 import toolkit as tk
 from toolkit.datasets.arrow import json_text
-from toolkit.datasets.json_cells import TextMemo, json_texts
+from toolkit.datasets.json_cells import json_texts
+from toolkit.histories.columns.event_fields import shared_event_fields
 from toolkit.histories.columns.lazy import LazyPayloads
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -30,13 +31,14 @@ def test_column_texts_equal_the_cell_by_cell_texts(
     root = DATA if where == "lab" else request.getfixturevalue("corpus") / "histories"
     events = tk.read_histories(_histories(root), progress=False, workers=1).events
     assert len(events) > 1_000
-    memo = TextMemo()  # as the writer does: one memo for every column of the batch
+    memo: dict[int, str | None] = {}
+    with shared_event_fields():  # as the writer converts a batch: fields decoded once
+        shared = {c: json_texts(events[c].to_numpy(dtype=object), json_text, memo) for c in _CELLS}
     for column in _CELLS:
         values = events[column].to_numpy(dtype=object)
         expected = [json_text(v) for v in values]
         assert json_texts(values, json_text) == expected, column
-        assert json_texts(values, json_text, memo) == expected, column
-    assert memo.histories and memo.payloads  # extra was cut from the fields attributes decoded
+        assert shared[column] == expected, column
 
 
 def test_payloads_that_are_not_default_json_take_the_general_path() -> None:

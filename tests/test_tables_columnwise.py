@@ -14,6 +14,7 @@ a frame holding every event twice gives the same rows.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -25,7 +26,9 @@ import pandas as pd
 import pytest
 
 import toolkit as tk
+from toolkit.histories.columns.event_fields import shared_event_fields
 from toolkit.histories.reading.batch import find_history_files
+from toolkit.histories.reading.dialects import RawHistory
 from toolkit.histories.tables import activities, workflow_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,6 +166,15 @@ def test_plain_attributes_equal_lazy_cells(every_history: pd.DataFrame, name: st
 
 
 @pytest.mark.parametrize("name", list(TABLES))
+def test_shared_event_fields_give_the_same_tables(every_history: pd.DataFrame, name: str) -> None:
+    """Attributes read from the event fields a batch shares (as the dataset writer does)."""
+    table = TABLES[name]
+    with shared_event_fields():
+        shared = table(every_history)
+    pd.testing.assert_frame_equal(shared, table(every_history), check_exact=True)
+
+
+@pytest.mark.parametrize("name", list(TABLES))
 def test_every_event_twice_gives_the_same_rows(every_history: pd.DataFrame, name: str) -> None:
     """The last event of a stage, the first value seen: a repeated event changes nothing (but
     the commands a completed task recorded, which are listed twice)."""
@@ -214,15 +226,20 @@ def test_attribute_fields_read_what_the_cells_hold() -> None:
         {"eventId": "4"},
         {key: {"activityId": "5", "heartbeatTimeout": "2s"}},
     ]
-    history = SimpleNamespace(json_events=[msgspec.Raw(orjson.dumps(raw)) for raw in raws])
-    cells = [LazyAttributes(history, i, key) for i in range(len(raws))]
-    cells += [LazyAttributes(history, 0, None), {"activityId": "7"}, "no mapping"]
-    fields = ("activityId", "retryPolicy", "heartbeatTimeout")
-    found = attribute_fields(np.array(cells, dtype=object), fields)
-    assert found["activityId"].tolist() == ["1", None, None, None, "5", None, "7", None]
-    assert found["retryPolicy"].tolist()[0] == {"maximumAttempts": 3}
-    assert found["heartbeatTimeout"].tolist() == [None, None, None, None, "2s", None, None, None]
-    for row, cell in enumerate(cells[:6]):  # the same as a full decode of each cell
-        value = cell.value if hasattr(cell, "value") else cell
-        value = value if isinstance(value, dict) else {}
-        assert [found[f][row] for f in fields] == [value.get(f) for f in fields]
+    events = [msgspec.Raw(orjson.dumps(raw)) for raw in raws]
+    # Events split by hand, and a raw history whose event fields the batch shares.
+    split, whole = SimpleNamespace(json_events=events), RawHistory(json_array=orjson.dumps(raws))
+    for history, scope in ((split, contextlib.nullcontext()), (whole, shared_event_fields())):
+        cells = [LazyAttributes(history, i, key) for i in range(len(raws))]
+        cells += [LazyAttributes(history, 0, None), {"activityId": "7"}, "no mapping"]
+        fields = ("activityId", "retryPolicy", "heartbeatTimeout")
+        with scope:
+            found = attribute_fields(np.array(cells, dtype=object), fields)
+        assert found["activityId"].tolist() == ["1", None, None, None, "5", None, "7", None]
+        assert found["retryPolicy"].tolist()[0] == {"maximumAttempts": 3}
+        assert found["heartbeatTimeout"].tolist() == [None, None, None, None, "2s", None, None,
+                                                      None]  # fmt: skip
+        for row, cell in enumerate(cells[:6]):  # the same as a full decode of each cell
+            value = cell.value if hasattr(cell, "value") else cell
+            value = value if isinstance(value, dict) else {}
+            assert [found[f][row] for f in fields] == [value.get(f) for f in fields]

@@ -37,7 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.datasets.json_cells import TextMemo, cut_json_text, json_texts
+from toolkit.datasets.json_cells import cut_json_text, json_texts
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra
 
 __all__ = ["ARROW_TYPES", "json_text", "schema_of", "to_arrow"]
@@ -116,7 +116,9 @@ def _is_text_column(values: np.ndarray) -> bool:
     return pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty")
 
 
-def _column(series: pd.Series, kind: str | None, memo: TextMemo | None = None) -> pa.Array:
+def _column(
+    series: pd.Series, kind: str | None, memo: dict[int, str | None] | None = None
+) -> pa.Array:
     """One pandas column as an Arrow array of the documented type (``kind`` forces one)."""
     dtype = series.dtype
     if kind == "date":  # UTC calendar date of a time (or of a date)
@@ -149,7 +151,7 @@ def to_arrow(
     kinds: Mapping[str, str] | None = None,
     *,
     drop: Iterable[str] = (),
-    memo: TextMemo | None = None,
+    memo: dict[int, str | None] | None = None,
 ) -> pa.Table:
     """Convert ``frame`` to an Arrow table by the rules of this module.
 
@@ -165,8 +167,8 @@ def to_arrow(
     drop
         Columns to leave out (the dataset's partition columns).
     memo
-        What converting one column learnt for the next, for columns and frames that share cells
-        and histories (:class:`toolkit.datasets.json_cells.TextMemo`); filled as it goes.
+        JSON texts of payload cells already converted, by cell identity, for frames that share
+        cells (see :func:`toolkit.datasets.json_cells.json_texts`); filled as it goes.
     """
     skip = set(drop)
     columns = list(kinds) if kinds is not None else [str(c) for c in frame.columns]

@@ -14,9 +14,9 @@ columns a third of writing a dataset. Here:
 Each fast path gives the text the general path would (equal bytes for payloads, equal JSON for
 cut-out slices), which the tests check on real histories.
 
-A :class:`TextMemo` carries what one column learnt to the next: the fields of each history's
-events (the ``attributes`` and ``extra`` columns cut from the same fields, decoded once) and the
-texts of payload cells (the events' and the activities' ``input`` are the same cells).
+Inside :func:`toolkit.histories.columns.event_fields.shared_event_fields` (as the dataset
+writer converts a batch) each history's fields are decoded once for both columns, and for the
+derived tables before them.
 """
 
 from __future__ import annotations
@@ -24,54 +24,21 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import numpy as np
 import orjson
 
+from toolkit.histories.columns.event_fields import Fields, event_fields
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
-from toolkit.histories.reading.dialects import RawHistory
 
-__all__ = ["TextMemo", "cut_json_text", "json_texts"]
+__all__ = ["cut_json_text", "json_texts"]
 
 _ENVELOPE = ("eventId", "eventTime", "eventType")  # as toolkit.histories.columns.lazy
-_Fields = dict[str, msgspec.Raw]
-_fields_decoder = msgspec.json.Decoder(_Fields)
-_fields_list_decoder = msgspec.json.Decoder(list[_Fields])
-_document_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
 #: What ``bytes.strip()`` strips (a cut-out ``null`` is an empty object, as the general path has).
 _JSON_SPACE = " \t\n\r\x0b\x0c"
 _encode = msgspec.json.Encoder().encode
-
-
-class _EventsDocument(msgspec.Struct):
-    """A ``{"events": [...]}`` document: its events' fields in one pass over the bytes."""
-
-    events: list[_Fields]
-
-
-_events_document_decoder = msgspec.json.Decoder(_EventsDocument)
-
-
-@dataclass
-class TextMemo:
-    """What :func:`json_texts` keeps between the columns and tables of one batch, by identity.
-
-    The caller keeps the frames (so the cells and histories) alive while the memo is in use.
-
-    Attributes
-    ----------
-    payloads : dict
-        ``id(cell)`` -> the JSON text of a payload cell.
-    histories : dict
-        ``id(history)`` -> the top-level fields of each of its events (None: no raw JSON
-        history), from which both ``attributes`` and ``extra`` are cut.
-    """
-
-    payloads: dict[int, str | None] = field(default_factory=dict)
-    histories: dict[int, list[_Fields] | None] = field(default_factory=dict)
 
 
 class _WirePayload(msgspec.Struct, forbid_unknown_fields=True):
@@ -91,19 +58,18 @@ _JSON_PLAIN = {"encoding": base64.b64encode(b"json/plain").decode("ascii")}
 def json_texts(
     values: np.ndarray,
     slow: Callable[[Any], str | None],
-    memo: TextMemo | None = None,
+    memo: dict[int, str | None] | None = None,
 ) -> list[str | None]:
     """The JSON text of every cell of ``values`` (``slow``: the general conversion).
 
-    ``memo`` keeps what one call learnt for the next (see :class:`TextMemo`); without it each
-    history's fields are still decoded once per column.
+    ``memo`` keeps payload cells' texts by cell identity across columns and tables whose
+    frames share the cells (the events' and the activities' ``input``, say); the caller keeps
+    the frames alive while it is in use.
     """
     out: list[str | None] = []
     append = out.append
-    known = memo.histories if memo is not None else {}
-    texts = memo.payloads if memo is not None else None
     history: Any = None
-    fields: list[_Fields] | None = None
+    fields: list[Fields] | None = None
     for value in values:
         if value is None:  # most payload cells: no call for them
             append(None)
@@ -112,7 +78,7 @@ def json_texts(
         if kind is LazyAttributes or kind is LazyExtra:
             if value._history is not history:
                 history = value._history
-                fields = _fields_of(history, known)
+                fields = event_fields(history)
             if fields is None:
                 append(slow(value))
             elif kind is LazyAttributes:
@@ -120,60 +86,28 @@ def json_texts(
             else:
                 append(_extra_text(fields[value._index], value._key))
         elif kind is LazyPayloads:
-            if texts is not None:
-                key = id(value)
-                if key in texts:
-                    append(texts[key])
-                    continue
+            key = id(value)
+            if memo is not None and key in memo:
+                append(memo[key])
+                continue
             text = _json_plain_text(value)
             text = text if text is not None else slow(value)
-            if texts is not None:
-                texts[key] = text
+            if memo is not None:
+                memo[key] = text
             append(text)
         else:
             append(slow(value))
     return out
 
 
-def _fields_of(history: Any, known: dict[int, list[_Fields] | None]) -> list[_Fields] | None:
-    """:func:`_history_fields`, decoded once per history while ``known`` is kept."""
-    key = id(history)
-    if key in known:
-        return known[key]
-    fields = known[key] = _history_fields(history)
-    return fields
-
-
-def _history_fields(history: Any) -> list[_Fields] | None:
-    """The top-level fields of each event of a raw JSON history (None: not one)."""
-    if not isinstance(history, RawHistory) or not history.is_json:
-        return None
-    try:
-        # The whole array in one call, even where the events were split already (one call
-        # per event costs more than decoding the array again).
-        array = history.json_array
-        if array is None and history.document is not None:
-            try:  # the events straight from the document, without finding the array first
-                return _events_document_decoder.decode(history.document).events
-            except msgspec.DecodeError:  # no events array there: as below, one step at a time
-                array = _document_decoder.decode(history.document).get("events")
-        if array is not None:
-            return _fields_list_decoder.decode(array)
-        if history._json_events is not None:
-            return [_fields_decoder.decode(raw) for raw in history._json_events]
-        return None
-    except msgspec.DecodeError:
-        return None  # the general path reads such events one by one
-
-
-def cut_json_text(fields: _Fields, cell: LazyAttributes) -> str:
+def cut_json_text(fields: Fields, cell: LazyAttributes) -> str:
     """The attributes (or the other fields) of one event, from its raw fields."""
     if type(cell) is LazyExtra:
         return _extra_text(fields, cell._key)
     return _attributes_text(fields, cell._key)
 
 
-def _attributes_text(fields: _Fields, key: str | None) -> str:
+def _attributes_text(fields: Fields, key: str | None) -> str:
     """The raw value of the attributes field ``key`` as text (``{}`` where absent or null)."""
     raw = fields.get(key) if key is not None else None
     if raw is None:
@@ -182,7 +116,7 @@ def _attributes_text(fields: _Fields, key: str | None) -> str:
     return "{}" if text.strip(_JSON_SPACE) in ("null", "") else text
 
 
-def _extra_text(fields: _Fields, key: str | None) -> str:
+def _extra_text(fields: Fields, key: str | None) -> str:
     """Every field but the envelope and the attributes, as one JSON object."""
     kept = fields.copy()  # the fields stay whole for the attributes column
     for name in _ENVELOPE:

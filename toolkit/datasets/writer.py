@@ -36,12 +36,12 @@ from toolkit.datasets.commit import (
     remove_leftovers,
 )
 from toolkit.datasets.compact import compact_dataset
-from toolkit.datasets.json_cells import TextMemo
 from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY, TABLES, file_schema
 from toolkit.datasets.manifest import FILES_SCHEMA, RUNS_SCHEMA, Manifest, prepare_dataset
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
 from toolkit.errors import HistoryFormatError
 from toolkit.gc_pause import paused_gc
+from toolkit.histories.columns.event_fields import shared_event_fields
 from toolkit.histories.events import frame_from_parts
 from toolkit.histories.reading.batch import ERROR_COLUMNS, error_row, find_history_files
 from toolkit.histories.reading.pool import run_chunks
@@ -272,12 +272,14 @@ def encode_files(
         events = frame_from_parts(parts)
         if events.empty:
             return EncodedBatch({}, run_facts(events), failures, file_rows)
-        frames = batch_tables(events, hashes, "", namespace)
-        memo = TextMemo()  # the batch's histories and payload cells, shared by its tables
-        tables: dict[str, pa.Table | ParquetPart] = {
-            name: _sorted(to_arrow(frame, TABLES[name], memo=memo), name)
-            for name, frame in frames.items()
-        }
+        # Each history's event fields are decoded once, for the tables and the JSON text.
+        with shared_event_fields():
+            frames = batch_tables(events, hashes, "", namespace)
+            memo: dict[int, str | None] = {}  # the events' and activities' payloads are one cell
+            tables: dict[str, pa.Table | ParquetPart] = {
+                name: _sorted(to_arrow(frame, TABLES[name], memo=memo), name)
+                for name, frame in frames.items()
+            }
     if parquet:
         tables = {name: table if name == "runs" else ParquetPart.of(table)
                   for name, table in tables.items()}  # fmt: skip

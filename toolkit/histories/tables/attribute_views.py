@@ -6,7 +6,9 @@ events' bytes are joined into one JSON array and decoded in one msgspec call int
 just the wanted fields: the other fields (payloads above all) are skipped by msgspec's C parser,
 no dict is built per event, and the cells themselves stay undecoded. Cells of any other kind
 (protobuf, plain dicts), and events msgspec refuses as structs (attributes that are no object),
-are read through their value, which holds the same fields.
+are read through their value, which holds the same fields. Where the events' fields are shared
+(:func:`~toolkit.histories.columns.event_fields.shared_event_fields`, as the dataset writer has
+them), only the attributes' own bytes are joined, taken from those fields.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import msgspec
 import numpy as np
 
 from toolkit.gc_pause import paused_gc
+from toolkit.histories.columns.event_fields import event_fields, sharing_event_fields
 from toolkit.histories.columns.lazy import LazyAttributes, LazyCell
 from toolkit.histories.tables.common import attr
 
@@ -89,13 +92,33 @@ def _view_of_value(cell: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
 
 def _raw_views(cells: list[LazyAttributes], key: str, names: tuple[str, ...]) -> list[Any]:
     """The wanted fields of raw events whose attributes sit at ``key``, as tuples."""
-    raws = [cell.raw for cell in cells]
     decoder = _decoder(key, names)
+    shared = _shared_attributes(cells, key) if sharing_event_fields() else None
     try:
+        if shared is not None:
+            views = _attributes_decoder(names).decode(b"[" + b",".join(shared) + b"]")
+            return list(map(msgspec.structs.astuple, views))
+        raws = [cell.raw for cell in cells]
         events = decoder.decode(b"[" + b",".join(raws) + b"]")
     except _REFUSED:  # an odd event (attributes null or no object): the others still decode
         return [_one_raw_view(decoder, cell, names) for cell in cells]
     return list(map(msgspec.structs.astuple, map(_ATTRIBUTES, events)))
+
+
+def _shared_attributes(cells: list[LazyAttributes], key: str) -> list[Any] | None:
+    """Each cell's attributes as raw JSON (``{}`` where its event has none), from the shared
+    event fields; None when a cell's history has none (its events are read whole)."""
+    raws: list[Any] = []
+    history: Any = None
+    fields: Any = None
+    for cell in cells:
+        if cell._history is not history:
+            history = cell._history
+            fields = event_fields(history)
+            if fields is None:
+                return None
+        raws.append(fields[cell._index].get(key, _EMPTY))
+    return raws
 
 
 def _one_raw_view(decoder: msgspec.json.Decoder[Any], cell: Any, names: tuple[str, ...]) -> Any:
@@ -107,21 +130,33 @@ def _one_raw_view(decoder: msgspec.json.Decoder[Any], cell: Any, names: tuple[st
 
 
 _ATTRIBUTES = attrgetter("attributes")
+_EMPTY = b"{}"  # an event without attributes: each wanted field absent
 
 
 @lru_cache(maxsize=256)
-def _decoder(key: str, names: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
-    """A decoder of a list of events whose attributes sit at ``key``, keeping ``names``.
-
-    The kept fields are typed ``Any``: each decodes exactly as in a full decode of the event. An
-    event without ``key`` has empty attributes; one whose attributes are null or no object is
-    refused, and read through its cell.
-    """
-    attributes = msgspec.defstruct(
+def _attributes_view(names: tuple[str, ...]) -> type[msgspec.Struct]:
+    """Attributes keeping ``names``, typed ``Any``: each decodes exactly as in a full decode of
+    the event; attributes that are null or no object are refused."""
+    return msgspec.defstruct(
         "AttributesView",
         [(f"f{i}", Any, msgspec.field(default=None, name=name)) for i, name in enumerate(names)],
         gc=False,
     )
+
+
+@lru_cache(maxsize=256)
+def _attributes_decoder(names: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a list of attributes (see :func:`_attributes_view`)."""
+    return msgspec.json.Decoder(list[_attributes_view(names)])  # type: ignore[valid-type]
+
+
+@lru_cache(maxsize=256)
+def _decoder(key: str, names: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a list of events whose attributes sit at ``key``, keeping ``names``
+    (:func:`_attributes_view`). An event without ``key`` has empty attributes; one whose
+    attributes are refused is read through its cell.
+    """
+    attributes = _attributes_view(names)
     event = msgspec.defstruct(
         "EventView",
         [("attributes", attributes, msgspec.field(default_factory=attributes, name=key))],
