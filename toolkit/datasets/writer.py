@@ -44,7 +44,7 @@ from toolkit.gc_pause import paused_gc
 from toolkit.histories.columns.event_fields import shared_event_fields
 from toolkit.histories.events import frame_from_parts
 from toolkit.histories.reading.batch import ERROR_COLUMNS, error_row, find_history_files
-from toolkit.histories.reading.pool import run_chunks
+from toolkit.histories.reading.pool import run_chunks, start_early
 from toolkit.histories.reading.read import read_history_parts, read_many_parts
 
 __all__ = ["DatasetWrite", "EncodedBatch", "encode_files", "write_dataset"]
@@ -160,6 +160,7 @@ def write_dataset(
         raise ValueError("errors must be 'collect' or 'raise'")
     if batch_files < 1:
         raise ValueError("batch_files must be at least 1")
+    start_early(workers)  # the pool's server imports the toolkit while files are found, hashed
     files = find_history_files(histories)
     missing = [p for p in files if not p.exists()]
     if missing:

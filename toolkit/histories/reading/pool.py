@@ -6,8 +6,9 @@ A worker decodes a whole chunk of files into one events frame and sends it back.
 twice over; between processes of this pool they travel as what they are (the raw JSON they will
 decode from), so the parent receives what an in-process read gives, at the cost of copying bytes.
 
-Processes come from the ``forkserver`` start method (no fork of a threaded Jupyter kernel) and
-import the toolkit once per worker; a pool pays off from a few hundred files on. A script run
+Processes come from the ``forkserver`` start method (no fork of a threaded Jupyter kernel),
+whose server imports the toolkit once for all its workers (:func:`start_early` has it do so
+while the caller is still busy); a pool pays off from a few hundred files on. A script run
 as a file without the ``if __name__ == "__main__":`` guard decodes in its own process instead
 (its workers would otherwise run the script again).
 """
@@ -24,6 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from itertools import chain, islice
+from multiprocessing import forkserver
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,10 @@ import msgspec
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
 from toolkit.histories.reading.dialects import RawHistory
 
-__all__ = ["decode_chunks", "resolve_workers", "run_chunks"]
+__all__ = ["decode_chunks", "resolve_workers", "run_chunks", "start_early"]
+
+#: What the worker processes' server imports once, before it forks any worker.
+_PRELOAD = ["toolkit.histories.reading.batch", "toolkit.datasets.writer"]
 
 
 def resolve_workers(workers: int | None) -> int:
@@ -68,11 +73,9 @@ def run_chunks(
             yield function(chunk, *args)
         return
     queued = chain(first, queued)
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["toolkit.histories.reading.batch", "toolkit.datasets.writer"])
     watch = (os.getpid(), _PARENT_POLL_SECONDS)
     with ProcessPoolExecutor(
-        count, mp_context=context, initializer=_end_with_parent, initargs=watch
+        count, mp_context=_context(), initializer=_end_with_parent, initargs=watch
     ) as pool:
         pending = deque(pool.submit(function, chunk, *args) for chunk in islice(queued, count + 1))
         while pending:
@@ -112,6 +115,21 @@ def _exists(pid: int) -> bool:
     except PermissionError:  # there, but someone else's (its pid was reused): gone for us
         return False
     return True
+
+
+def start_early(workers: int | None) -> None:
+    """Start the server that forks the workers now, if a pool of ``workers`` may run here: it
+    imports the toolkit (a second or two) while the caller still finds and hashes its files,
+    instead of after. Unused, it only ends with the interpreter."""
+    if resolve_workers(workers) > 1 and _main_can_be_imported():
+        _context()
+        forkserver.ensure_running()
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    return context
 
 
 def _main_can_be_imported() -> bool:
