@@ -49,16 +49,24 @@ def attribute_fields(cells: Sequence[Any], fields: Sequence[str]) -> dict[str, n
 
 def _fields(cells: Sequence[Any], names: tuple[str, ...]) -> dict[str, np.ndarray]:
     columns = {name: np.full(len(cells), None, dtype=object) for name in names}
-    keys = np.array([cell._key if type(cell) is LazyAttributes else _OTHER for cell in cells],
-                    dtype=object)  # fmt: skip
-    for key in dict.fromkeys(keys.tolist()):
-        rows = np.flatnonzero(keys == key)
+    # The cells of each attributes key, in one pass (comparing every cell with every key took
+    # as long as decoding them).
+    groups: dict[Any, tuple[list[int], list[Any]]] = {}
+    for row, cell in enumerate(cells):
+        key = cell._key if type(cell) is LazyAttributes else _OTHER
+        members = groups.get(key)
+        if members is None:
+            members = groups[key] = ([], [])
+        members[0].append(row)
+        members[1].append(cell)
+    for key, (positions, group) in groups.items():
         if key is _OTHER:
-            views = [_view_of_value(cells[row], names) for row in rows.tolist()]
+            views = [_view_of_value(cell, names) for cell in group]
         elif key is None:  # a raw event without attributes: an empty dict
             continue
         else:
-            views = _raw_views([cells[row] for row in rows.tolist()], key, names)
+            views = _raw_views(group, key, names)
+        rows = np.array(positions, dtype=np.intp)
         by_field = zip(*views, strict=True)  # transposed: one tuple per field
         for name, values in zip(names, by_field, strict=True):
             columns[name][rows] = np.fromiter(values, dtype=object, count=len(rows))
