@@ -8,13 +8,15 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import toolkit as tk
 from toolkit.datasets.arrow import json_text
-from toolkit.datasets.json_cells import json_texts
+from toolkit.datasets.json_cells import Piece, json_array, json_texts
 from toolkit.histories.columns.event_fields import shared_event_fields
-from toolkit.histories.columns.lazy import LazyPayloads
+from toolkit.histories.columns.lazy import LazyAttributes, LazyPayloads
+from toolkit.histories.reading.dialects import RawHistory
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 _CELLS = ("attributes", "extra", "input", "result", "details")
@@ -31,14 +33,14 @@ def test_column_texts_equal_the_cell_by_cell_texts(
     root = DATA if where == "lab" else request.getfixturevalue("corpus") / "histories"
     events = tk.read_histories(_histories(root), progress=False, workers=1).events
     assert len(events) > 1_000
-    memo: dict[int, str | None] = {}
+    memo: dict[int, Piece] = {}
     with shared_event_fields():  # as the writer converts a batch: fields decoded once
-        shared = {c: json_texts(events[c].to_numpy(dtype=object), json_text, memo) for c in _CELLS}
+        shared = {c: json_array(events[c].to_numpy(dtype=object), json_text, memo) for c in _CELLS}
     for column in _CELLS:
         values = events[column].to_numpy(dtype=object)
         expected = [json_text(v) for v in values]
         assert json_texts(values, json_text) == expected, column
-        assert shared[column] == expected, column
+        assert shared[column].type == pa.string() and shared[column].to_pylist() == expected
 
 
 def test_payloads_that_are_not_default_json_take_the_general_path() -> None:
@@ -62,7 +64,7 @@ def test_payloads_that_are_not_default_json_take_the_general_path() -> None:
         None,
     ], dtype=object)  # fmt: skip
     texts = json_texts(cells, json_text)
-    assert texts == [json_text(v) for v in cells]
+    assert texts == [json_text(v) for v in cells] == json_array(cells, json_text).to_pylist()
     assert texts[0] == '[{"a":1}]' and texts[1] == '["not json"]' and texts[-1] is None
     assert '"encoding":"binary/encrypted"' in texts[2]
 
@@ -78,3 +80,13 @@ def test_activities_with_payload_cells_hold_the_same_values() -> None:
         assert values == list(plain[column]), column
     others = plain.columns.drop(["input", "result"])
     pd.testing.assert_frame_equal(cells[others], plain[others])
+
+
+def test_attributes_null_absent_or_blank_are_an_empty_object() -> None:
+    key = "timerStartedEventAttributes"
+    events = [{"eventId": "1", key: {"timerId": "t"}}, {"eventId": "2", key: None},
+              {"eventId": "3"}, {"eventId": "4", key: {}}]  # fmt: skip
+    history = RawHistory(json_array=orjson.dumps(events))
+    cells = np.array([LazyAttributes(history, i, key) for i in range(4)], dtype=object)
+    assert json_array(cells, json_text).to_pylist() == ['{"timerId":"t"}', "{}", "{}", "{}"]
+    assert json_texts(cells, json_text) == [json_text(cell) for cell in cells]

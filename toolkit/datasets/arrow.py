@@ -37,7 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from toolkit.datasets.json_cells import cut_json_text, json_texts
+from toolkit.datasets.json_cells import Piece, cut_json_text, json_array
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra
 
 __all__ = ["ARROW_TYPES", "json_text", "schema_of", "to_arrow"]
@@ -116,16 +116,14 @@ def _is_text_column(values: np.ndarray) -> bool:
     return pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty")
 
 
-def _column(
-    series: pd.Series, kind: str | None, memo: dict[int, str | None] | None = None
-) -> pa.Array:
+def _column(series: pd.Series, kind: str | None, memo: dict[int, Piece] | None = None) -> pa.Array:
     """One pandas column as an Arrow array of the documented type (``kind`` forces one)."""
     dtype = series.dtype
     if kind == "date":  # UTC calendar date of a time (or of a date)
         array = pa.array(series, from_pandas=True)
         return array if array.type == pa.date32() else pc.cast(array, pa.date32())
     if kind == "json":
-        return pa.array(json_texts(series.to_numpy(dtype=object), json_text, memo), pa.string())
+        return json_array(series.to_numpy(dtype=object), json_text, memo)
     if isinstance(dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(dtype):
         utc = series if isinstance(dtype, pd.DatetimeTZDtype) else series.dt.tz_localize("UTC")
         utc = utc.dt.tz_convert("UTC")
@@ -138,7 +136,7 @@ def _column(
             return pa.array(values, pa.string(), from_pandas=True)
         if kind in ("object", "str"):  # a text column with a stray value: that value as JSON
             return pa.array([v if type(v) is str else json_text(v) for v in values], pa.string())
-        return pa.array(json_texts(values, json_text, memo), pa.string())
+        return json_array(values, json_text, memo)
     target = ARROW_TYPES.get(kind or "")
     array = pa.array(series, from_pandas=True)
     if pa.types.is_large_string(array.type) or pa.types.is_string_view(array.type):
@@ -151,7 +149,7 @@ def to_arrow(
     kinds: Mapping[str, str] | None = None,
     *,
     drop: Iterable[str] = (),
-    memo: dict[int, str | None] | None = None,
+    memo: dict[int, Piece] | None = None,
 ) -> pa.Table:
     """Convert ``frame`` to an Arrow table by the rules of this module.
 

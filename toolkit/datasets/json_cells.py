@@ -29,15 +29,17 @@ from typing import Any
 import msgspec
 import numpy as np
 import orjson
+import pyarrow as pa
 
 from toolkit.histories.columns.event_fields import Fields, event_fields
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
 
-__all__ = ["cut_json_text", "json_texts"]
+__all__ = ["Piece", "cut_json_text", "json_array", "json_texts"]
 
 _ENVELOPE = ("eventId", "eventTime", "eventType")  # as toolkit.histories.columns.lazy
 #: What ``bytes.strip()`` strips (a cut-out ``null`` is an empty object, as the general path has).
-_JSON_SPACE = " \t\n\r\x0b\x0c"
+_BLANKS = frozenset(b" \t\n\r\x0b\x0c")
+_EMPTY_OBJECT = b"{}"
 _encode = msgspec.json.Encoder().encode
 
 
@@ -58,7 +60,7 @@ _JSON_PLAIN = {"encoding": base64.b64encode(b"json/plain").decode("ascii")}
 def json_texts(
     values: np.ndarray,
     slow: Callable[[Any], str | None],
-    memo: dict[int, str | None] | None = None,
+    memo: dict[int, Piece] | None = None,
 ) -> list[str | None]:
     """The JSON text of every cell of ``values`` (``slow``: the general conversion).
 
@@ -66,7 +68,32 @@ def json_texts(
     frames share the cells (the events' and the activities' ``input``, say); the caller keeps
     the frames alive while it is in use.
     """
-    out: list[str | None] = []
+    return [None if piece is None else str(piece, "utf-8") for piece in _pieces(values, slow, memo)]
+
+
+def json_array(
+    values: np.ndarray,
+    slow: Callable[[Any], str | None],
+    memo: dict[int, Piece] | None = None,
+) -> pa.Array:
+    """:func:`json_texts` as an Arrow string array, built from the texts' UTF-8 bytes: the
+    slices cut from the source go in as they are, with no Python string made for each (that
+    and its copy into Arrow cost more than cutting them)."""
+    pieces = _pieces(values, slow, memo)
+    try:
+        return _string_array(pieces)
+    except (pa.ArrowInvalid, OverflowError):  # no UTF-8, or over 2 GiB: as pyarrow takes text
+        return pa.array([None if p is None else str(p, "utf-8") for p in pieces], pa.string())
+
+
+#: A cell's JSON text as UTF-8: bytes, or the source's own slice; None for a null cell.
+Piece = bytes | msgspec.Raw | None
+
+
+def _pieces(
+    values: np.ndarray, slow: Callable[[Any], str | None], memo: dict[int, Piece] | None
+) -> list[Piece]:
+    out: list[Piece] = []
     append = out.append
     history: Any = None
     fields: list[Fields] | None = None
@@ -80,54 +107,80 @@ def json_texts(
                 history = value._history
                 fields = event_fields(history)
             if fields is None:
-                append(slow(value))
+                append(_utf8(slow(value)))
             elif kind is LazyAttributes:
-                append(_attributes_text(fields[value._index], value._key))
+                append(_attributes_piece(fields[value._index], value._key))
             else:
-                append(_extra_text(fields[value._index], value._key))
+                append(_extra_piece(fields[value._index], value._key))
         elif kind is LazyPayloads:
             key = id(value)
             if memo is not None and key in memo:
                 append(memo[key])
                 continue
-            text = _json_plain_text(value)
-            text = text if text is not None else slow(value)
+            piece = _json_plain_piece(value)
+            piece = piece if piece is not None else _utf8(slow(value))
             if memo is not None:
-                memo[key] = text
-            append(text)
+                memo[key] = piece
+            append(piece)
         else:
-            append(slow(value))
+            append(_utf8(slow(value)))
     return out
+
+
+def _utf8(text: str | None) -> bytes | None:
+    return None if text is None else text.encode("utf-8")
+
+
+def _string_array(pieces: list[Piece]) -> pa.Array:
+    """An Arrow string array of ``pieces`` (UTF-8 checked, as pyarrow checks text)."""
+    present = np.fromiter((p is not None for p in pieces), dtype=bool, count=len(pieces))
+    lengths = np.fromiter((len(p) if p is not None else 0 for p in pieces), dtype=np.int64,
+                          count=len(pieces))  # fmt: skip
+    if lengths.sum() >= 2**31:
+        raise OverflowError("more text than one array's 32-bit offsets address")
+    offsets = np.zeros(len(pieces) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    data = b"".join([p for p in pieces if p is not None])
+    validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
+    array = pa.Array.from_buffers(
+        pa.string(), len(pieces), [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    array.validate(full=True)
+    return array
 
 
 def cut_json_text(fields: Fields, cell: LazyAttributes) -> str:
     """The attributes (or the other fields) of one event, from its raw fields."""
     if type(cell) is LazyExtra:
-        return _extra_text(fields, cell._key)
-    return _attributes_text(fields, cell._key)
+        return str(_extra_piece(fields, cell._key), "utf-8")
+    return str(_attributes_piece(fields, cell._key), "utf-8")
 
 
-def _attributes_text(fields: Fields, key: str | None) -> str:
-    """The raw value of the attributes field ``key`` as text (``{}`` where absent or null)."""
+def _attributes_piece(fields: Fields, key: str | None) -> Piece:
+    """The raw value of the attributes field ``key`` (``{}`` where absent or null)."""
     raw = fields.get(key) if key is not None else None
     if raw is None:
-        return "{}"
-    text = str(raw, "utf-8")
-    return "{}" if text.strip(_JSON_SPACE) in ("null", "") else text
+        return _EMPTY_OBJECT
+    view = memoryview(raw)
+    # Only a value of 4 bytes, or one with blanks around it, can be null or blank.
+    if len(view) == 4 or not view or view[0] in _BLANKS or view[-1] in _BLANKS:
+        return _EMPTY_OBJECT if bytes(view).strip() in (b"null", b"") else raw
+    return raw
 
 
-def _extra_text(fields: Fields, key: str | None) -> str:
+def _extra_piece(fields: Fields, key: str | None) -> bytes:
     """Every field but the envelope and the attributes, as one JSON object."""
     kept = fields.copy()  # the fields stay whole for the attributes column
     for name in _ENVELOPE:
         kept.pop(name, None)
     if key is not None:
         kept.pop(key, None)
-    return str(_encode(kept), "utf-8")  # Raw values are written as they are
+    return _encode(kept)  # Raw values are written as they are
 
 
-def _json_plain_text(cell: LazyPayloads) -> str | None:
-    """The JSON text of a list of default ``json/plain`` payloads; None for anything else."""
+def _json_plain_piece(cell: LazyPayloads) -> bytes | None:
+    """The JSON text (UTF-8) of a list of default ``json/plain`` payloads; None for anything
+    else."""
     raw = cell._raw
     if cell._codec is not None or not isinstance(raw, (bytes, msgspec.Raw)):
         return None
@@ -138,7 +191,7 @@ def _json_plain_text(cell: LazyPayloads) -> str | None:
             if payload.metadata != _JSON_PLAIN:
                 return None
             values.append(orjson.loads(_b64decode(payload.data)))
-        return orjson.dumps(values).decode("utf-8")
+        return orjson.dumps(values)
     except (msgspec.DecodeError, binascii.Error, ValueError, orjson.JSONDecodeError):
         return None  # e.g. data that is no JSON: the general path keeps it as text
 

@@ -36,6 +36,7 @@ from toolkit.datasets.commit import (
     remove_leftovers,
 )
 from toolkit.datasets.compact import compact_dataset
+from toolkit.datasets.json_cells import Piece
 from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY, TABLES, file_schema
 from toolkit.datasets.manifest import FILES_SCHEMA, RUNS_SCHEMA, Manifest, prepare_dataset
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
@@ -276,7 +277,7 @@ def encode_files(
         # Each history's event fields are decoded once, for the tables and the JSON text.
         with shared_event_fields():
             frames = batch_tables(events, hashes, "", namespace)
-            memo: dict[int, str | None] = {}  # the events' and activities' payloads are one cell
+            memo: dict[int, Piece] = {}  # the events' and activities' payloads are one cell
             tables: dict[str, pa.Table | ParquetPart] = {
                 name: _sorted(to_arrow(frame, TABLES[name], memo=memo), name)
                 for name, frame in frames.items()
