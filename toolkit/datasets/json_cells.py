@@ -37,9 +37,8 @@ from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloa
 __all__ = ["Piece", "cut_json_text", "json_array", "json_texts"]
 
 _ENVELOPE = ("eventId", "eventTime", "eventType")  # as toolkit.histories.columns.lazy
-#: What ``bytes.strip()`` strips (a cut-out ``null`` is an empty object, as the general path has).
-_BLANKS = frozenset(b" \t\n\r\x0b\x0c")
-_EMPTY_OBJECT = b"{}"
+_EMPTY_OBJECT = b"{}"  # attributes absent or null, as the general path gives them
+_NOTHING = b""
 _encode = msgspec.json.Encoder().encode
 
 
@@ -133,15 +132,17 @@ def _utf8(text: str | None) -> bytes | None:
 
 def _string_array(pieces: list[Piece]) -> pa.Array:
     """An Arrow string array of ``pieces`` (UTF-8 checked, as pyarrow checks text)."""
-    present = np.fromiter((p is not None for p in pieces), dtype=bool, count=len(pieces))
-    lengths = np.fromiter((len(p) if p is not None else 0 for p in pieces), dtype=np.int64,
-                          count=len(pieces))  # fmt: skip
+    validity = None
+    if None in pieces:  # null cells: no bytes, a 0 bit
+        present = np.array([p is not None for p in pieces], dtype=bool)
+        validity = pa.py_buffer(np.packbits(present, bitorder="little"))
+        pieces = [_NOTHING if p is None else p for p in pieces]
+    lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
     if lengths.sum() >= 2**31:
         raise OverflowError("more text than one array's 32-bit offsets address")
     offsets = np.zeros(len(pieces) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
-    data = b"".join([p for p in pieces if p is not None])
-    validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
+    data = b"".join(pieces)  # type: ignore[arg-type]  # no None left
     array = pa.Array.from_buffers(
         pa.string(), len(pieces), [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
@@ -161,11 +162,8 @@ def _attributes_piece(fields: Fields, key: str | None) -> Piece:
     raw = fields.get(key) if key is not None else None
     if raw is None:
         return _EMPTY_OBJECT
-    view = memoryview(raw)
-    # Only a value of 4 bytes, or one with blanks around it, can be null or blank.
-    if len(view) == 4 or not view or view[0] in _BLANKS or view[-1] in _BLANKS:
-        return _EMPTY_OBJECT if bytes(view).strip() in (b"null", b"") else raw
-    return raw
+    # A Raw is its value's exact span, no blanks around it: only 4 bytes can be null.
+    return _EMPTY_OBJECT if len(raw) == 4 and bytes(raw) == b"null" else raw
 
 
 def _extra_piece(fields: Fields, key: str | None) -> bytes:
