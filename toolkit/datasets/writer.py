@@ -1,11 +1,13 @@
 """``write_dataset``: histories (files, folders, Cloud export trees) -> a Parquet dataset.
 
 Files are read in batches; a batch is decoded into one events frame and its tables are built
-once (in worker processes when there are several cores), then deduplicated (by run id: Cloud
-exports deliver at least once) against itself and against what the dataset already holds,
-written as one Parquet file per table and committed in the manifest
-(:mod:`toolkit.datasets.manifest`). A file whose bytes were already written (same sha256) is not
-read again, so writing the same exports twice adds nothing.
+once (in worker processes when there are several cores, each history's event fields decoded
+once for all of them: :mod:`toolkit.histories.columns.event_fields`), then deduplicated (by run
+id: Cloud exports deliver at least once) against itself and against what the dataset already
+holds, written as one Parquet file per table (a worker hands back each table as its file's
+bytes) and committed in the manifest (:mod:`toolkit.datasets.manifest`). A file whose bytes
+were already written (same sha256) is not read again, so writing the same exports twice adds
+nothing.
 """
 
 from __future__ import annotations
