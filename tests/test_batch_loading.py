@@ -73,6 +73,10 @@ def test_one_frame_equals_file_by_file(
     _same(tk.read_histories(every_file, dedupe=False, workers=1), file_by_file)
 
 
+#: Stands for a real history with bytes that are not UTF-8 inside one event's identity.
+NOT_UTF8 = b"<not utf-8>"
+
+
 def _fleet(tmp_path: Path, bad: bytes) -> list[Path]:
     """Twelve copies of a recorded history (half gzipped) with one damaged file in the middle."""
     template = next((ROOT / "data" / "go_twin").rglob("one_call_then_plain.json"), None)
@@ -89,12 +93,17 @@ def _fleet(tmp_path: Path, bad: bytes) -> list[Path]:
             body = gzip.compress(body)
         path.write_bytes(body)
         files.append(path)
+    if bad == NOT_UTF8:
+        at = text.rindex('"identity":"') + len('"identity":"')
+        bad = text[:at].encode() + b"\xff\xfe" + text[at:].encode()
     files[5].write_bytes(bad)
     return files
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("bad", [b'{"events": [{"eventId": "1", ', b"\x1f\x8b\x08\x00garbage"])
+@pytest.mark.parametrize(
+    "bad", [b'{"events": [{"eventId": "1", ', b"\x1f\x8b\x08\x00garbage", NOT_UTF8]
+)
 def test_a_damaged_file_is_reported_and_never_poisons_its_chunk(
     tmp_path: Path, bad: bytes, workers: int
 ) -> None:
@@ -109,6 +118,16 @@ def test_a_damaged_file_is_reported_and_never_poisons_its_chunk(
     assert chunks[1].events["source"].nunique() == 3
     with pytest.raises(tk.HistoryFormatError, match="run-05"):
         list(tk.read_histories(tmp_path, chunksize=4, workers=workers, errors="raise"))
+
+
+def test_a_file_that_is_not_utf8_is_one_error_of_a_dataset_write(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    files = _fleet(tmp_path / "in", NOT_UTF8)
+    report = tk.write_dataset(tmp_path / "in", tmp_path / "ds", workers=1, progress=False)
+    assert report.errors["source"].tolist() == [str(files[5])]
+    assert "UTF-8" in report.errors["message"].iloc[0] and report.errors["position"].iloc[0]
+    runs = tk.sql("select count(*) n from runs", dataset=tmp_path / "ds")["n"].iloc[0]
+    assert runs == len(files) - 1
 
 
 def test_duplicates_are_dropped_across_chunks(tmp_path: Path) -> None:

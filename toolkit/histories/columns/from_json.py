@@ -119,7 +119,14 @@ def _tolerant_event(raw: msgspec.Raw, name: str, index: int) -> Any:
             position=f"event #{index}",
             expected="an object with eventId, eventType and its attributes",
         ) from None
-    for key, value in msgspec.json.decode(raw, type=dict[str, Any]).items():
+    try:
+        fields = msgspec.json.decode(raw, type=dict[str, Any])
+    except msgspec.MsgspecError as exc:  # e.g. bytes that are not UTF-8 inside a string
+        raise HistoryFormatError(
+            name, f"unreadable event ({exc})", position=f"event #{index}",
+            expected="JSON text in UTF-8",
+        ) from None  # fmt: skip
+    for key, value in fields.items():
         # Attributes of another shape are kept; attributes that are no object at all are not
         # attributes (every reader of the event would trip over them).
         if key.endswith("EventAttributes") and value is not None and not isinstance(value, dict):
