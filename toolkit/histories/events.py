@@ -23,6 +23,7 @@ from toolkit.histories.columns.from_proto import proto_columns
 from toolkit.histories.columns.from_wire import wire_columns
 from toolkit.histories.columns.links import (
     EventKeys,
+    EventKinds,
     Unlinkable,
     copy_from_linked,
     fill_update_names,
@@ -395,16 +396,17 @@ def _link(c: dict[str, Any], completed_by: np.ndarray, keys: EventKeys) -> np.nd
     """Fill what one event learns from another, in place; return the workflow task ordinals."""
     if not len(c["event_id"]):
         return np.zeros(0)
-    category = c["category"]
+    kinds = EventKinds(c["event_type"], c["category"])
     task = workflow_task_ordinals(
-        c["event_type"], category, c["is_command"], keys, c["scheduled_event_id"], completed_by
+        kinds, c["is_command"], keys, c["scheduled_event_id"], completed_by
     )
     copy_from_linked(
-        c, keys, category == "activity", "scheduled_event_id", ("activity_id", "activity_type")
-    )
+        c, keys, kinds.of_category("activity"), "scheduled_event_id",
+        ("activity_id", "activity_type"),
+    )  # fmt: skip
     copy_from_linked(
-        c, keys, category == "child_workflow", "initiated_event_id",
+        c, keys, kinds.of_category("child_workflow"), "initiated_event_id",
         ("child_workflow_id", "child_workflow_type"),
     )  # fmt: skip
-    fill_update_names(c, keys, category == "update")
+    fill_update_names(c, keys, kinds.of_category("update"))
     return task

@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 __all__ = [
     "EventKeys",
+    "EventKinds",
     "Unlinkable",
     "copy_from_linked",
     "fill_update_names",
@@ -73,12 +75,31 @@ class EventKeys:
         return self.segment[a] == self.segment[b]
 
 
-def _one_of(column: np.ndarray, values: tuple[str, ...]) -> np.ndarray:
-    """Cells equal to one of a few ``values`` (``np.isin`` on object arrays is slower)."""
-    found = np.zeros(len(column), dtype=bool)
-    for value in values:
-        found |= column == value
-    return found
+class EventKinds:
+    """Which events have a given type or category, from one pass over the type column.
+
+    Comparing an object column with a string costs a pass over every cell; ``_link`` needs
+    about ten such masks. The type column is factorized once (a category follows from the
+    type), and each mask is then a lookup of the few distinct types.
+    """
+
+    def __init__(self, event_type: np.ndarray, category: np.ndarray) -> None:
+        codes, types = pd.factorize(event_type, use_na_sentinel=False)
+        self._codes = codes
+        self._types = list(types)
+        first = np.empty(len(types), dtype=np.int64)
+        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the first event of each type
+        self._categories = category[first].tolist() if len(codes) else []
+
+    def of_type(self, *names: str) -> np.ndarray:
+        """Events of any of the types ``names``."""
+        wanted = np.array([t in names for t in self._types], dtype=bool)
+        return wanted[self._codes] if len(wanted) else np.zeros(0, dtype=bool)
+
+    def of_category(self, name: str) -> np.ndarray:
+        """Events of category ``name``."""
+        wanted = np.array([c == name for c in self._categories], dtype=bool)
+        return wanted[self._codes] if len(wanted) else np.zeros(0, dtype=bool)
 
 
 def _absent(column: np.ndarray) -> np.ndarray:
@@ -106,8 +127,8 @@ def _lookup(sorted_ids: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> n
 
 
 def workflow_task_ordinals(
-    event_type: np.ndarray, category: np.ndarray, is_command: np.ndarray, keys: EventKeys,
-    scheduled: np.ndarray, completed_by: np.ndarray,
+    kinds: EventKinds, is_command: np.ndarray, keys: EventKeys, scheduled: np.ndarray,
+    completed_by: np.ndarray,
 ) -> np.ndarray:  # fmt: skip
     """The ``workflow_task`` of each event, as floats (NaN: none), numbered within its history.
 
@@ -116,11 +137,11 @@ def workflow_task_ordinals(
     event the first task started after it, the one that delivered it to the workflow code.
     """
     n = len(keys.keys)
-    opens = _one_of(event_type, _OPENERS)
+    opens = kinds.of_type(*_OPENERS)
     latest = keys.restart(np.cumsum(opens)).astype("float64")
     task = np.full(n, np.nan)
     task[opens] = latest[opens]
-    task_events = (category == "workflow_task") & ~opens
+    task_events = kinds.of_category("workflow_task") & ~opens
     task[task_events] = _lookup(
         keys.keys[opens], task[opens], keys.of(scheduled[task_events], task_events)
     )
@@ -130,7 +151,7 @@ def workflow_task_ordinals(
     )
     latest[latest == 0] = np.nan
     task[is_command] = np.where(np.isnan(by_producer), latest[is_command], by_producer)
-    starts = np.flatnonzero(_one_of(event_type, _STARTS) & ~np.isnan(task))
+    starts = np.flatnonzero(kinds.of_type(*_STARTS) & ~np.isnan(task))
     others = np.flatnonzero(~(opens | task_events | is_command))
     if len(others):
         following = np.searchsorted(starts, others, side="left")
