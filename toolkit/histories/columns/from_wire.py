@@ -347,4 +347,6 @@ def _payload_cells(
 
 def _cells(c: dict[str, Any], kinds: np.ndarray, messages: Any) -> None:
     """``attributes`` and ``extra``: cells reading the parsed event on first use."""
-    c["attributes"], c["extra"] = lazy_proto_cells(messages, _FIELD_NAMES[kinds].tolist())
+    c["attributes"], c["extra"] = lazy_proto_cells(
+        messages, _FIELD_NAMES[kinds].tolist(), np.flatnonzero(kinds == 0)
+    )

@@ -197,9 +197,12 @@ class LazyEventExtra(LazyProtoExtra):
         return self._events[self._index]  # type: ignore[no-any-return]
 
 
-def lazy_proto_cells(events: Any, fields: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
+def lazy_proto_cells(
+    events: Any, fields: Sequence[str | None], without: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``attributes`` and ``extra`` cells of parsed protobuf events (``fields``: each event's
-    attributes field; an event without attributes gets an empty dict, as the messages show it).
+    attributes field; an event without attributes gets an empty dict, as the messages show it;
+    ``without``: the positions of those events, when the caller knows them already).
     """
     n = len(fields)
     attributes = np.fromiter(
@@ -207,9 +210,10 @@ def lazy_proto_cells(events: Any, fields: Sequence[str | None]) -> tuple[np.ndar
         dtype=object,
         count=n,
     )
-    for i, field in enumerate(fields):
-        if not field:
-            attributes[i] = {}
+    if without is None:
+        without = np.array([i for i, field in enumerate(fields) if not field], dtype=np.int64)
+    for i in without.tolist():
+        attributes[i] = {}
     extra = map(LazyEventExtra, repeat(None), repeat(events), range(n))
     return attributes, np.fromiter(extra, dtype=object, count=n)
 
