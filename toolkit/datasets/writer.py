@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
@@ -39,8 +38,9 @@ from toolkit.datasets.commit import (
 )
 from toolkit.datasets.compact import compact_dataset
 from toolkit.datasets.json_cells import Piece
-from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY, TABLES, file_schema
+from toolkit.datasets.layout import ROW_GROUP_ROWS, TABLES, file_schema
 from toolkit.datasets.manifest import FILES_SCHEMA, RUNS_SCHEMA, Manifest, prepare_dataset
+from toolkit.datasets.merge import sort_rows
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
 from toolkit.errors import HistoryFormatError
 from toolkit.gc_pause import paused_gc
@@ -294,10 +294,7 @@ def encode_files(
 
 def _sorted(table: pa.Table, name: str) -> pa.Table:
     """Rows in :data:`SORT_BY` order (stable: each run keeps its own order), file schema."""
-    order = pc.sort_indices(
-        table, sort_keys=[(key, "ascending") for key in SORT_BY]
-    )
-    return table.take(order).cast(file_schema(name))
+    return sort_rows(table, file_schema(name))
 
 
 def _prepared(
