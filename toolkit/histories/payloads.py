@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from google.protobuf import json_format, symbol_database
+from google.protobuf import symbol_database
 from temporalio.api.common.v1 import Payload
 
 from toolkit.errors import PayloadError
 from toolkit.event_loop import run_sync
+from toolkit.histories.proto_json import message_to_dict
 
 __all__ = [
     "OpaquePayload",
@@ -178,7 +179,7 @@ def _decode_bytes(encoding: str, metadata: Mapping[str, str], raw: bytes) -> Any
         if message is not None:
             try:
                 message.ParseFromString(raw)
-                return json_format.MessageToDict(message)
+                return message_to_dict(message)
             except Exception:  # a malformed message stays opaque rather than failing the load
                 pass
         return OpaquePayload(encoding, len(raw), metadata, raw)

@@ -25,6 +25,7 @@ from toolkit.errors import HistoryFormatError
 from toolkit.histories import enums
 from toolkit.histories.columns.lazy import LazyProto
 from toolkit.histories.payloads import decode_payload
+from toolkit.histories.proto_json import message_to_dict
 
 __all__ = ["to_history", "to_workflow_history", "write_history"]
 
@@ -212,7 +213,7 @@ def write_history(
         ``Replayer`` accept.
     """
     message = to_history(events, history=history)
-    body = json_format.MessageToDict(message)
+    body = message_to_dict(message)
     option = orjson.OPT_INDENT_2 if indent else 0
     text = orjson.dumps(body, option=option).decode("utf-8")
     if path is not None:

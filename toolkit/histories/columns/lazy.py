@@ -18,8 +18,9 @@ from typing import Any
 
 import msgspec
 import numpy as np
-from google.protobuf import json_format
 from google.protobuf.message import Message
+
+from toolkit.histories.proto_json import message_to_dict
 
 __all__ = [
     "LazyAttributes",
@@ -151,7 +152,7 @@ class LazyProto(_LazyMapping):
     _message: Any = None
 
     def _decode(self) -> dict[str, Any]:
-        return json_format.MessageToDict(self.message)
+        return message_to_dict(self.message)
 
     @property
     def message(self) -> Message:
