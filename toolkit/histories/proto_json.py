@@ -9,6 +9,7 @@ entries (and every ``Struct``'s keys) are sorted by key, recursively, guided by 
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from google.protobuf import json_format
@@ -32,19 +33,45 @@ def _sort_message(descriptor: Descriptor, value: Any) -> Any:
     place; returned for the callers' convenience)."""
     if not isinstance(value, dict):
         return value  # a well-known type with a JSON form of its own (Timestamp, Duration, ...)
-    for field in descriptor.fields:
-        item = value.get(field.json_name)
-        if item is None or field.message_type is None:
+    for name, field, inner in _fields_holding_maps(descriptor):
+        item = value.get(name)
+        if item is None:
             continue
-        if field.message_type.GetOptions().map_entry:
+        if inner is not None:  # a map: entries by key, each value sorted inside
             if isinstance(item, dict):
-                inner = field.message_type.fields_by_name["value"]
-                value[field.json_name] = {k: _sort_value(inner, v) for k, v in sorted(item.items())}
+                value[name] = {k: _sort_value(inner, v) for k, v in sorted(item.items())}
         elif isinstance(item, list):  # a repeated field (or a ListValue: sorted either way)
-            value[field.json_name] = [_sort_value(field, element) for element in item]
+            value[name] = [_sort_value(field, element) for element in item]
         else:
-            value[field.json_name] = _sort_value(field, item)
+            value[name] = _sort_value(field, item)
     return value
+
+
+@cache
+def _fields_holding_maps(
+    descriptor: Descriptor,
+) -> tuple[tuple[str, FieldDescriptor, FieldDescriptor | None], ...]:
+    """``(JSON name, field, the map's value field or None)`` of the fields of ``descriptor``
+    that are maps or ``Struct``s or hold one at any depth: the only ones worth a look (most of
+    an event's hundred fields hold none)."""
+    found = []
+    for field in descriptor.fields:
+        if _holds_maps(field.message_type, set()):
+            entry = field.message_type
+            inner = entry.fields_by_name["value"] if entry.GetOptions().map_entry else None
+            found.append((field.json_name, field, inner))
+    return tuple(found)
+
+
+def _holds_maps(descriptor: Descriptor | None, seen: set[str]) -> bool:
+    if descriptor is None or descriptor.full_name in seen:
+        return False  # a scalar, or a message already being looked at (recursive types)
+    if descriptor.GetOptions().map_entry or descriptor.full_name in (_STRUCT, _VALUE, _LIST):
+        return True
+    if descriptor.full_name.startswith("google.protobuf."):
+        return False
+    seen.add(descriptor.full_name)
+    return any(_holds_maps(f.message_type, seen) for f in descriptor.fields)
 
 
 def _sort_value(field: FieldDescriptor, item: Any) -> Any:
