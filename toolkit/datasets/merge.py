@@ -54,11 +54,10 @@ class _Part:
         if not _is_sorted(keys):
             self._whole = sort_rows(pq.read_table(path, schema=schema), schema)
             keys = self._whole.select(list(SORT_BY))
-        self.rows = keys.num_rows
         starts = _run_starts(keys)
-        self.runs = keys.take(starts).append_column("start", pa.array(starts)).append_column(
-            "stop", pa.array(np.append(starts[1:], self.rows).astype(np.int64))
-        )
+        stops = np.append(starts[1:], keys.num_rows).astype(np.int64)
+        self.runs = keys.take(starts).append_column("start", pa.array(starts))
+        self.runs = self.runs.append_column("stop", pa.array(stops))
         self._batches: Iterator[pa.RecordBatch] | None = None
         self._current: pa.RecordBatch | None = None
         self._offset = 0

@@ -89,17 +89,15 @@ class EventKinds:
         self._types = list(types)
         first = np.empty(len(types), dtype=np.int64)
         first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the first event of each type
-        self._categories = category[first].tolist() if len(codes) else []
+        self._categories = category[first].tolist()
 
     def of_type(self, *names: str) -> np.ndarray:
         """Events of any of the types ``names``."""
-        wanted = np.array([t in names for t in self._types], dtype=bool)
-        return wanted[self._codes] if len(wanted) else np.zeros(0, dtype=bool)
+        return np.array([t in names for t in self._types], dtype=bool)[self._codes]
 
     def of_category(self, name: str) -> np.ndarray:
         """Events of category ``name``."""
-        wanted = np.array([c == name for c in self._categories], dtype=bool)
-        return wanted[self._codes] if len(wanted) else np.zeros(0, dtype=bool)
+        return np.array([c == name for c in self._categories], dtype=bool)[self._codes]
 
 
 def _absent(column: np.ndarray) -> np.ndarray:

@@ -110,9 +110,7 @@ def _end_with_parent(parent: int, every: float) -> None:
 def _exists(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # there, but someone else's (its pid was reused): gone for us
+    except (ProcessLookupError, PermissionError):  # gone, or its pid reused by someone else
         return False
     return True
 
