@@ -14,6 +14,7 @@ Examples
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import socket
@@ -21,8 +22,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from toolkit.errors import ServerError
 from toolkit.lab.processes import stop_process_group
@@ -85,6 +88,11 @@ class DevServer:
         Seconds to wait for the health check before giving up.
     log_level
         The server's own log level.
+    dynamic_config
+        Server settings passed as ``--dynamic-config-value KEY=VALUE`` (values are JSON-encoded),
+        e.g. ``{"limit.historySize.error": 262144}`` to make a history-size incident happen in
+        seconds. The names and defaults are the server's (``common/dynamicconfig/constants.go``
+        in temporalio/temporal).
 
     Attributes
     ----------
@@ -102,6 +110,7 @@ class DevServer:
         namespace: str = "default",
         startup_timeout: float = 30.0,
         log_level: str = "error",
+        dynamic_config: Mapping[str, Any] | None = None,
     ) -> None:
         self.binary = find_temporal_binary(binary)
         self.host = "127.0.0.1"
@@ -109,6 +118,7 @@ class DevServer:
         self.namespace = namespace
         self.startup_timeout = startup_timeout
         self.log_level = log_level
+        self.dynamic_config = dict(dynamic_config or {})
         self._process: subprocess.Popen[bytes] | None = None
         self._workdir: tempfile.TemporaryDirectory[str] | None = None
         self._log_path: Path | None = None
@@ -164,6 +174,8 @@ class DevServer:
         ]
         if self.namespace != "default":
             args += ["--namespace", self.namespace]
+        for key, value in self.dynamic_config.items():
+            args += ["--dynamic-config-value", f"{key}={json.dumps(value)}"]
         log = self._log_path.open("wb")
         # A new session so that stop() can signal the whole process group by PID.
         self._process = subprocess.Popen(
