@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from toolkit.text import count
+
 __all__ = ["FINDING_COLUMNS", "SEVERITIES", "finding", "rank"]
 
 #: Severities, most severe first (findings are ranked by severity, then runs affected).
@@ -137,7 +139,7 @@ def nondeterminism(errors: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, A
             finding(
                 "nondeterminism",
                 "critical",
-                f"Replay fails after a version change: {what} ({len(run_ids)} runs)",
+                f"Replay fails after a version change: {what} ({count(len(run_ids), 'run')})",
                 runs=run_ids,
                 times=group["ts"],
                 versions=recorded + failing,
@@ -173,7 +175,8 @@ def stuck_runs(runs: pd.DataFrame, failures: Mapping[str, tuple[int, str]]) -> l
             finding(
                 "stuck_run",
                 "critical",
-                f"{len(group)} open {workflow_type} runs are stuck: {reason}",
+                f"{count(len(group), f'open {workflow_type} run')} "
+                f"{'is' if len(group) == 1 else 'are'} stuck: {reason}",
                 runs=run_ids,
                 times=group["start"],
                 versions=_labels_of(runs, run_ids, "labels"),
@@ -210,7 +213,9 @@ def activity_retries(activities: pd.DataFrame, runs: pd.DataFrame) -> list[dict[
         top = int(group["attempt"].fillna(1).max())  # an execution never started has no attempt
         severity = "high" if len(final) else ("medium" if top >= 3 else "low")
         run_ids = pd.concat([retried, final])["run_id"].dropna().unique().tolist()
-        parts = [f"{len(retried)} executions retried (up to attempt {top})"] if len(retried) else []
+        parts = []
+        if len(retried):
+            parts.append(f"{count(len(retried), 'execution')} retried (up to attempt {top})")
         if len(final):
             parts.append(f"{len(final)} failed for good")
         if len(timeouts):
@@ -256,8 +261,8 @@ def duplicate_tool(found: pd.DataFrame, endpoints: pd.DataFrame | None) -> list[
         attempts = group["attempt"].dropna()
         letters = group["dead_letter_line"].dropna()
         text = (
-            f"{len(group)} failures"
-            + (f" over {int(attempts.max())} deliveries" if len(attempts) else "")
+            count(len(group), "failure")
+            + (f" over {count(attempts.max(), 'delivery', 'deliveries')}" if len(attempts) else "")
             + (f", {len(letters)} sent to the dead letter queue" if len(letters) else "")
         )
         explanation = f"Two toolsets declare the tool {tool!r} ({kind}); " + (
@@ -312,7 +317,8 @@ def dead_letters(dead: pd.DataFrame) -> list[dict[str, Any]]:
             finding(
                 "dead_letter",
                 "high",
-                f"{len(group)} deliveries sent to the dead letter queue ({reason})",
+                f"{count(len(group), 'delivery', 'deliveries')} sent to the dead letter queue "
+                f"({reason})",
                 times=group["ts"],
                 evidence={
                     "table": "dead_letters",
@@ -386,7 +392,8 @@ def replay_failures(replay: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, 
             finding(
                 "nondeterminism",
                 "critical",
-                f"{len(group)} histories fail replay with the given code "
+                f"{count(len(group), 'history', 'histories')} "
+                f"fail{'s' if len(group) == 1 else ''} replay with the given code "
                 f"({group['outcome'].iloc[0]})",
                 runs=run_ids,
                 versions=_labels_of(runs, run_ids),
@@ -421,8 +428,8 @@ def duplicate_tool_in_history(found: pd.DataFrame, runs: pd.DataFrame) -> list[d
             finding(
                 "duplicate_tool",
                 "high",
-                f"Duplicate tool {tool!r} ({framework}): {len(group)} failures recorded in "
-                f"{len(run_ids)} runs",
+                f"Duplicate tool {tool!r} ({framework}): {count(len(group), 'failure')} "
+                f"recorded in {count(len(run_ids), 'run')}",
                 runs=run_ids,
                 times=group["event_time"],
                 versions=_labels_of(runs, run_ids),

@@ -17,6 +17,7 @@ from toolkit.agents.roles import detect_roles
 from toolkit.agents.turns import listing_rows
 from toolkit.errors import ToolkitError
 from toolkit.investigate.findings import finding
+from toolkit.text import count
 
 __all__ = ["WEAK_LABELS", "agent_listings", "listing_change", "listing_summary"]
 
@@ -103,7 +104,7 @@ def listing_change(
         labels: list[str] = []
         unsure: list[tuple[str, str]] = []
         for (toolsets, calls), group in of_type.groupby(["toolsets", "tool_calls"], sort=True):
-            shape = f"{toolsets} toolsets, {calls} tool calls"
+            shape = f"{count(toolsets, 'toolset')}, {count(calls, 'tool call')}"
             if group["listings_median"].nunique() < 2:
                 unsure += _hidden_changes(group, shape)
                 continue
@@ -172,7 +173,7 @@ def _hidden_changes(group: pd.DataFrame, shape: str) -> list[tuple[str, str]]:
         (
             row.label,
             f"{_value(row.listings_min)} to {_value(row.listings_max)} listings per turn "
-            f"({shape}) within label {row.label!r} ({row.runs} runs)",
+            f"({shape}) within label {row.label!r} ({count(row.runs, 'run')})",
         )
         for row in varying.itertuples()
     ]

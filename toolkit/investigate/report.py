@@ -17,6 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from toolkit.investigate.findings import SEVERITIES
+from toolkit.text import count, listing
+
 __all__ = ["Investigation", "LazyTables"]
 
 
@@ -102,18 +105,50 @@ class Investigation:
 
     def summary(self) -> str:
         """One paragraph: what was read and what was found."""
-        failed = int((self.errors["status"] == "failed").sum()) if len(self.errors) else 0
-        skipped = int((self.errors["status"] == "skipped").sum()) if len(self.errors) else 0
-        kinds = self.findings["kind"].value_counts().to_dict() if len(self.findings) else {}
-        found = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "nothing"
-        log_lines = self.inputs.get("log_lines", 0)
-        return (
-            f"{len(self.runs)} runs ({int(self.runs['open'].sum()) if len(self.runs) else 0} "
-            f"open, {int(self.runs['stuck'].sum()) if len(self.runs) else 0} stuck) under "
-            f"{self.runs['label'].nunique() if len(self.runs) else 0} version labels, "
-            f"{log_lines} log records; {skipped} files skipped (not histories), {failed} "
-            f"failed to load. Found: {found}."
+        statuses = self.errors["status"].value_counts() if len(self.errors) else pd.Series()
+        runs = self.runs
+        opened = int(runs["open"].sum()) if len(runs) else 0
+        stuck = int(runs["stuck"].sum()) if len(runs) else 0
+        labels = runs["label"].nunique() if len(runs) else 0
+        left_out = [
+            f"{count(statuses[status], 'file')} {what}"
+            for status, what in (("skipped", "skipped (not histories)"),
+                                 ("failed", "failed to load"))
+            if statuses.get(status, 0)
+        ]  # fmt: skip
+        read = f"{count(len(runs), 'run')} ({opened} open, {stuck} stuck) under " + count(
+            labels, "version label"
         )
+        if self.inputs.get("log_lines"):
+            read += f", {count(self.inputs['log_lines'], 'log record')}"
+        return f"{read}; {listing(left_out, missing='no file left out')}. Found: {self._found()}."
+
+    def _found(self, findings: pd.DataFrame | None = None) -> str:
+        """``7 findings (2 critical, 4 high, 1 medium)``, or ``nothing``."""
+        findings = self.findings if findings is None else findings
+        if not len(findings):
+            return "nothing"
+        severities = findings["severity"].value_counts()
+        parts = [f"{severities[s]} {s}" for s in SEVERITIES if severities.get(s, 0)]
+        return f"{count(len(findings), 'finding')} ({', '.join(parts)})"
+
+    def headline(self) -> str:
+        """What happened, in one sentence: the most severe findings' titles, then how many more.
+
+        The first line of the report, of the notebook's display and of ``toolkit investigate``.
+        """
+        if not len(self.findings):
+            read = [count(len(self.runs), "run")]
+            if self.inputs.get("log_lines"):
+                read.append(count(self.inputs["log_lines"], "log record"))
+            return f"Nothing went wrong that these inputs show ({listing(read)} read)."
+        top = self.findings["severity"].iloc[0]
+        leading = self.findings[self.findings["severity"] == top].head(2)
+        sentence = "; ".join(_lower_first(t, i) for i, t in enumerate(leading["title"]))
+        rest = self.findings.iloc[len(leading) :]
+        if len(rest):
+            sentence += f"; and {self._found(rest).replace('finding', 'more finding', 1)}"
+        return sentence.rstrip(".") + "."
 
     def __repr__(self) -> str:
         lines = [f"Investigation: {self.summary()}"]
@@ -247,6 +282,14 @@ class Investigation:
             "",
         ]
         return "\n".join(lines)
+
+
+def _lower_first(text: str, index: int) -> str:
+    """A title inside a sentence: the first letter lower-cased after the first title, unless
+    the title starts with a name (``LabAdkAgent``, ``MCP``)."""
+    if index == 0 or not text or text.split(" ", 1)[0][1:].lower() != text.split(" ", 1)[0][1:]:
+        return text
+    return text[0].lower() + text[1:]
 
 
 def _evidence_text(evidence: Mapping[str, Any]) -> str:
