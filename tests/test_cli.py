@@ -106,13 +106,34 @@ def test_show_wraps_the_failure_message_instead_of_cutting_it() -> None:
     assert result.returncode == 0, result.stderr
     head, table = result.stdout.split("\n\n", 1)
     assert _summary(head)["status"] == "Running (1 workflow task failed)"
-    assert _summary(head)["failure"] == message  # the failure, wrapped whole
+    # The summary gives the failure one line with its length; the table below gives it whole.
+    failure = _summary(head)["failure"]
+    assert failure.endswith(f"… [{len(message)} characters, --full]")
+    assert message.startswith(failure.split("…")[0]) and len(failure) <= 90
+    full = run("show", path, "--width", "100", "--type", "WorkflowTaskFailed", "--full")
+    assert _summary(full.stdout)["failure"] == message  # wrapped whole
     lines = table.splitlines()
     assert max(len(line) for line in result.stdout.splitlines()) <= 100
     column = lines[0].index("failure_message")
     wrapped = " ".join(line[column:].strip() for line in lines[2:])
     assert wrapped == message, "the message is wrapped whole, not cut"
     assert "…" not in wrapped
+
+
+def test_show_puts_a_long_result_on_one_line_unless_full(corpus: Path) -> None:
+    path = corpus / "histories" / "temporalio__sdk-java" / (
+        "testMultipleLargeGetVersionInSignalsUpsertSAHistory.json")
+    result = tk.read_history(path)["result"].iloc[-1][0]  # a list of long strings
+    whole = " ".join(result)
+    assert len(whole) > 2000
+    for width in ("100", "0"):  # a terminal's width, or none (piped): one line either way
+        summary = _summary(run("show", path, "--width", width, "--limit", "0").stdout)
+        line = summary["result"]
+        assert line.endswith(f"… [{len(whole):,} characters, --full]"), line
+        assert len(line) <= (90 if width == "100" else 120)
+        assert whole.startswith(line.split("…")[0])
+    full = _summary(run("show", path, "--width", "100", "--full", "--limit", "0").stdout)
+    assert full["result"].replace(" ", "") == whole.replace(" ", "")  # wrapped onto lines
 
 
 def test_show_fetches_by_workflow_id(dev_server, samples: dict[str, Path]) -> None:

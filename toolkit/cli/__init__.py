@@ -3,6 +3,7 @@
 ::
 
     toolkit show run.json                       summary (type, status, result, duration), events
+    toolkit show run.json --full                the same, the input, result and failure whole
     toolkit show -w agent-42 --address HOST:PORT   the same, fetched from a server
     toolkit activities run.json                 activity executions (attempts, outcomes)
     toolkit turns agent.json                    an agent's turns and model steps
@@ -83,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("-n", "--namespace", default="default", help="with -w: the namespace")
     show.add_argument("--type", help="only event types matching this regular expression")
+    show.add_argument("--full", action="store_true",
+                      help="print the summary's input, result and failure whole (default: one "
+                      "line each, with their length)")  # fmt: skip
     _table_options(show)
 
     activities = sub.add_parser("activities", parents=[common], help="activity executions")

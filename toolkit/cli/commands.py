@@ -89,7 +89,8 @@ def show(args: argparse.Namespace) -> int:
         width = terminal_width(sys.stdout) if args.width is None else args.width
         runs = events.groupby("history", sort=True)  # a file may hold several runs
         for history, one in runs:
-            print_summary(one, sys.stdout, width, history=history if runs.ngroups > 1 else None)
+            print_summary(one, sys.stdout, width, history=history if runs.ngroups > 1 else None,
+                          full=args.full)
     if args.type:
         events = events[events["event_type"].str.contains(args.type, regex=True, na=False)]
     names = events[list(_NAME_COLUMNS)].bfill(axis=1).iloc[:, 0] if len(events) else None

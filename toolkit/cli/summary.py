@@ -18,7 +18,8 @@ def run_summary(events: pd.DataFrame) -> dict[str, Any]:
     -------
     dict
         ``workflow_type``, ``workflow_id``, ``run_id``, ``status`` (the closing event's, as
-        the CLI and UI spell it, or ``Running`` with no closing event), ``result`` (the
+        the CLI and UI spell it, or ``Running`` with no closing event), ``input`` (the started
+        event's decoded payloads), ``result`` (the
         completion's decoded payloads, or the failure message), ``duration`` (start to close,
         or to the last event while running, a ``Timedelta``), ``events``, ``failed_tasks``
         (workflow tasks that failed or timed out), ``last_task_failure`` (the last one's
@@ -31,8 +32,7 @@ def run_summary(events: pd.DataFrame) -> dict[str, Any]:
     status = "Running" if closed == "open" else "".join(map(str.capitalize, closed.split("_")))
     result: Any = None
     if last["event_type"] == "WorkflowExecutionCompleted":
-        result = plain(last["result"])
-        result = result[0] if isinstance(result, list) and len(result) == 1 else result
+        result = _one_or_list(plain(last["result"]))
     elif status != "Running" and isinstance(last["failure_message"], str):
         result = last["failure_message"]
     failed_tasks = events["event_type"].isin(["WorkflowTaskFailed", "WorkflowTaskTimedOut"])
@@ -42,6 +42,8 @@ def run_summary(events: pd.DataFrame) -> dict[str, Any]:
         "workflow_id": first["workflow_id"],
         "run_id": first["run_id"],
         "status": status,
+        "input": _one_or_list(plain(first["input"])) if first["event_type"].endswith("Started")
+        else None,
         "result": result,
         "last_task_failure": task_failures.iloc[-1] if len(task_failures) else None,
         "started": events["event_time"].min(),
@@ -51,11 +53,32 @@ def run_summary(events: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _one_or_list(value: Any) -> Any:
+    """A single payload as itself, several as their list."""
+    return value[0] if isinstance(value, list) and len(value) == 1 else value
+
+
+def one_line(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, saying its full length when it was cut."""
+    if len(text) <= width:
+        return text
+    note = f"… [{len(text):,} characters, --full]"
+    return text[: max(10, width - len(note))].rstrip() + note
+
+
+#: Summary values that can be pages long (a model's answer, a prompt, a stack trace): one line
+#: unless ``--full``.
+_LONG = ("input", "result", "failure")
+#: Where no terminal says how wide a line is (piped, ``--width 0``), long values are cut here.
+_PIPED_LINE = 120
+
+
 def print_summary(
-    events: pd.DataFrame, out: TextIO, width: int, *, history: Any = None
+    events: pd.DataFrame, out: TextIO, width: int, *, history: Any = None, full: bool = False
 ) -> None:
     """Print :func:`run_summary` as aligned ``key  value`` lines, values wrapped to ``width``
-    (``history``: the run's index in a file of several, printed first)."""
+    (``history``: the run's index in a file of several, printed first). Input, result and
+    failure take one line, cut with their full length said, unless ``full``."""
     facts = run_summary(events)
     ids = ", ".join(f"{k.split('_')[0]} {facts[k]}" for k in ("workflow_id", "run_id")
                     if isinstance(facts[k], str))  # fmt: skip
@@ -67,6 +90,7 @@ def print_summary(
         "history": "" if history is None else str(history),
         "workflow": f"{facts['workflow_type']}" + (f"  ({ids})" if ids else ""),
         "status": status,
+        "input": cell_text(facts["input"]) if facts["input"] is not None else "",
         "result": cell_text(facts["result"]) if facts["result"] is not None else "",
         "failure": cell_text(facts["last_task_failure"]) if facts["failed_tasks"] else "",
         "started": f"{cell_text(facts['started'])} UTC",
@@ -77,6 +101,8 @@ def print_summary(
     for key, value in lines.items():
         if not value:
             continue
+        if key in _LONG and not full:
+            value = one_line(value, width - 10 if width > 0 else _PIPED_LINE)
         if width <= 0:
             out.write(f"{key:<9} {value}\n")
             continue
