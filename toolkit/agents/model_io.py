@@ -1,0 +1,275 @@
+"""What one model call was offered and what it answered, read from its activity's payloads.
+
+One reader for every analysis that looks inside model calls (:func:`toolkit.agent_steps`, the
+token ledger, traces). :func:`read_model_call` turns a model activity's decoded input and result
+into a :class:`ModelCall`; :func:`model_call_of_events` does the same from the scheduled and
+closing events (adding the activity summary and the payload sizes). Nothing is executed, and a
+payload that cannot be read gives ``None`` fields and a note, never an exception.
+
+The record
+----------
+``ModelCall`` (frozen dataclass):
+
+=================  ===============================  =============================================
+field              type                             meaning
+=================  ===============================  =============================================
+``framework``      str or None                      the shape read (table below); None: unknown
+``agent``          str or None                      the agent making the call, where recorded
+``agent_source``   str or None                      where ``agent`` came from: ``labels``,
+                                                    ``instructions``, ``summary``,
+                                                    ``activity_type``, ``handoff_output`` (the
+                                                    last handoff answered in the input), ``input``
+``model``          str or None                      model name asked for (input), else answered
+``declared_tools`` tuple[str, ...] or None          names offered to the model, in the order the
+                                                    framework sends them, handoffs and hosted
+                                                    tools included; None: the input shows none
+                                                    (unread, encrypted, no input recorded)
+``handoff_tools``  dict[str, str or None]           declared names that are handoffs -> the agent
+                                                    they hand to (None: named in the call's
+                                                    arguments, ADK ``transfer_to_agent``)
+``requested``      tuple[ToolRequest, ...] or None  what the output asks for, in order; None: no
+                                                    readable result (open, failed, encrypted)
+``tool_results``   tuple[ToolResult, ...] or None   tool outputs given back in this input
+``usage``          Usage                            the provider's token counts as recorded
+``input_items``    int or None                      messages / contents / items in the request
+``output_items``   int or None                      output items / parts in the response
+``output_texts``   int or None                      text parts among them
+``input_bytes``    int or None                      size of the input payloads' data
+``output_bytes``   int or None                      size of the result payloads' data
+``notes``          tuple[str, ...]                  what could not be read, and why
+=================  ===============================  =============================================
+
+Properties: ``requested_tools`` (names), ``handoff`` (the first agent handed to, or None).
+
+``ToolRequest(name, call_id=None, kind="function", target=None)``: ``kind`` is ``function``,
+``handoff`` (``target``: the agent) or ``hosted`` (run by the provider: web search, code
+interpreter, ...). ``ToolResult(name, call_id)``: one tool output in the request (either may be
+None where the framework leaves it out).
+
+``Usage(input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, total_tokens, note)``:
+ints as the framework recorded them, None where the result has no such count; ``note`` says why
+counts are None or doubtful (no usage in the result, a malformed field, the OpenAI Agents SDK's
+empty default). Nothing is summed or derived except ``total_tokens`` where the framework defines
+it as input + output and does not store it (pydantic-ai).
+
+Shapes read (``framework``), each written from the framework's source
+----------------------------------------------------------------------
+``openai_agents``
+    temporalio's OpenAI Agents plugin: input ``ActivityModelInput`` (``model_name``, ``input``
+    items, ``tools``, ``handoffs`` with ``tool_name``/``agent_name``), result ``ModelResponse``
+    (``output`` items, ``usage``) or, streaming, the list of Responses stream events (the
+    ``response.completed`` event's ``response``). Agent: the activity summary (temporalio >=
+    1.16 sets it to the agent's name; older releases put the last message there, which is
+    recognised and not taken), else the last handoff answered in the input.
+``python_adk``
+    Google ADK ``LlmRequest`` / ``list[LlmResponse]`` (temporalio's ADK plugin; snake_case or
+    camelCase keys, and Go's PascalCase): ``contents``, ``config.tools[].function_declarations``,
+    ``config.labels.adk_agent_name``; responses' ``content.parts[].function_call`` and
+    ``usage_metadata``. ``transfer_to_agent`` is ADK's handoff (target in its arguments).
+``pydantic_ai``
+    pydantic-ai's Temporal model activity: input ``{messages, model_request_parameters}``
+    (``function_tools``, ``output_tools``, ``native_tools``/``builtin_tools``), result
+    ``ModelResponse`` (``parts`` of kind ``tool-call``, ``usage``, ``model_name``); agent from
+    the activity name ``agent__<name>__model_request``.
+``go_twin``
+    The lab's twin of the Go plugin: ``InvokeModel`` input ``{agent, contents, tools: [names]}``,
+    result ``{function_call}`` or ``{text}``.
+``gemini``
+    Gemini's own ``GenerateContentResponse`` (``candidates``, ``usage_metadata``) returned by a
+    custom activity, with a ``GenerateContentRequest``-shaped input where it is one.
+
+Checked on the public histories of temporalio's OpenAI Agents and ADK tests
+(``tests/fixtures/agent_histories``) and every lab recording (``tests/test_model_io.py``); the
+ADK streaming input and Gemini responses on payloads built by the frameworks' own types. The
+OpenAI Agents streaming result is read as the source writes it; no recording holds one yet.
+
+Extending: a new field goes on :class:`ModelCall` (``toolkit/agents/model_records.py``, with a
+default) and is set by the readers that can fill it (``toolkit/agents/model_shapes.py``, one
+function per shape); a new shape is one reader there plus its recognition in ``input_shape`` /
+``response_shape``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from toolkit.agents.model_records import ModelCall, ToolRequest, ToolResult, Usage
+from toolkit.agents.model_shapes import (
+    FRAMEWORKS,
+    READERS,
+    Context,
+    get_field,
+    input_shape,
+    response_shape,
+)
+from toolkit.histories.columns.lazy import LazyCell
+from toolkit.histories.payloads import OpaquePayload, decode_payload
+
+__all__ = [
+    "FRAMEWORKS",
+    "ModelCall",
+    "ToolRequest",
+    "ToolResult",
+    "Usage",
+    "model_call_of_events",
+    "payload_bytes",
+    "read_model_call",
+    "response_shape",
+    "summary_of",
+]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _first_mapping(value: Any) -> Any:
+    """The first payload value that is a mapping (activity inputs are lists of arguments)."""
+    if isinstance(value, Mapping):
+        return value
+    for item in _list(value):
+        if isinstance(item, Mapping):
+            return item
+    return None
+
+
+def _opaque_note(value: Any, what: str) -> str | None:
+    for item in [value, *_list(value)]:
+        if isinstance(item, OpaquePayload):
+            return f"{what} payload is {item.encoding} ({item.size} bytes): pass codec= to read it"
+    return None
+
+
+def read_model_call(
+    input: Any,
+    result: Any = None,
+    *,
+    activity_type: str | None = None,
+    summary: Any = None,
+    framework: str | None = None,
+    input_bytes: int | None = None,
+    output_bytes: int | None = None,
+) -> ModelCall:
+    """Read one model call from its activity's decoded input and result.
+
+    Parameters
+    ----------
+    input, result
+        The ``input`` of the ``ActivityTaskScheduled`` event and the ``result`` of its
+        ``ActivityTaskCompleted`` (lists of payload values, as in the events frame; a single
+        value is accepted). ``result`` None: the call has no result (still open, failed).
+    activity_type
+        The activity's type name (pydantic-ai names the agent in it).
+    summary
+        The activity's summary (``userMetadata.summary``, decoded; see :func:`summary_of`).
+    framework
+        One of :data:`FRAMEWORKS`; by default recognised from the input's shape, else the
+        result's (:func:`response_shape`).
+    input_bytes, output_bytes
+        Payload sizes to carry in the record (:func:`payload_bytes`).
+
+    Returns
+    -------
+    ModelCall
+        With ``framework`` None and a note when neither payload has a known shape.
+    """
+    # The events frame's cells decode on first use: read their values.
+    input = input.value if isinstance(input, LazyCell) else input
+    result = result.value if isinstance(result, LazyCell) else result
+    notes = [n for n in (_opaque_note(input, "the input"), _opaque_note(result, "the result")) if n]
+    inp = _first_mapping(input)
+    res = result[0] if isinstance(result, list) and len(result) == 1 else result
+    chosen = framework or input_shape(inp) or response_shape(res)
+    if chosen is None:
+        notes.append("no known model request or response shape (looked for: "
+                     + ", ".join(FRAMEWORKS) + ")")  # fmt: skip
+        return ModelCall(input_bytes=input_bytes, output_bytes=output_bytes, notes=tuple(notes))
+    if chosen not in READERS:
+        raise ValueError(f"unknown framework {chosen!r}; expected one of {FRAMEWORKS}")
+    context = Context(activity_type, summary)
+    try:
+        fields = READERS[chosen](inp, res, context)
+    except (TypeError, AttributeError, ValueError) as error:  # a shape half like the expected one
+        fields = {}
+        notes.append(f"{chosen} payloads not read: {type(error).__name__}: {error}")
+    if result is None:
+        fields.setdefault("usage", Usage(note="no result (the call did not complete)"))
+    elif "requested" not in fields:
+        notes.append(f"the result is no {chosen} model response")
+    if inp is not None and fields.get("declared_tools") is None and not notes:
+        notes.append(f"the input is no {chosen} model request")
+    return ModelCall(framework=chosen, input_bytes=input_bytes, output_bytes=output_bytes,
+                     notes=tuple(notes), **fields)  # fmt: skip
+
+
+# -- from events ------------------------------------------------------------------------------
+
+
+def summary_of(extra: Any) -> Any:
+    """The decoded ``userMetadata.summary`` of an event's ``extra`` (None when absent)."""
+    metadata = get_field(extra, "userMetadata", "user_metadata")
+    summary = get_field(metadata, "summary")
+    if summary is None:
+        return None
+    return decode_payload(summary) if isinstance(summary, Mapping) else summary
+
+
+def _b64_size(text: str) -> int:
+    """Bytes a base64 text decodes to, without decoding it."""
+    stripped = text.rstrip("=")
+    return len(stripped) * 3 // 4
+
+
+def payload_bytes(payloads: Any) -> int | None:
+    """Size of the data of a ``Payloads`` field as the event holds it (``{"payloads": [...]}``
+    with base64 ``data``, or a protobuf ``Payloads``); None when absent. A UI "decoded" download
+    holds values, not bytes: their compact JSON size is counted instead."""
+    if payloads is None:
+        return None
+    items = getattr(payloads, "payloads", None)
+    if items is None:
+        items = get_field(payloads, "payloads")
+    if items is None:
+        return None
+    total = 0
+    for item in items:
+        data = getattr(item, "data", None) if not isinstance(item, Mapping) else item.get("data")
+        if isinstance(data, bytes):
+            total += len(data)
+        elif isinstance(data, str):
+            meta = item.get("metadata") if isinstance(item, Mapping) else None
+            # A decoded download marks its values, or writes its metadata as plain text.
+            decoded = isinstance(meta, Mapping) and (
+                "encodingDecoded" in meta or "/" in str(meta.get("encoding", "")))
+            total += len(data.encode()) if decoded else _b64_size(data)
+        elif data is not None:
+            total += len(orjson.dumps(data, default=str))
+    return total
+
+
+def model_call_of_events(
+    scheduled: Mapping[str, Any],
+    closed: Mapping[str, Any] | None = None,
+    framework: str | None = None,
+) -> ModelCall:
+    """:func:`read_model_call` of a model activity given as event records (rows of the events
+    frame: ``input``, ``result``, ``extra``, ``attributes``, ``activity_type``, ``event_type``).
+
+    ``closed`` is the activity's closing event; only an ``ActivityTaskCompleted`` has a result.
+    """
+    result = output_bytes = None
+    if closed is not None and closed.get("event_type") == "ActivityTaskCompleted":
+        result = closed.get("result")
+        output_bytes = payload_bytes(get_field(closed.get("attributes"), "result"))
+    return read_model_call(
+        scheduled.get("input"),
+        result,
+        activity_type=scheduled.get("activity_type"),
+        summary=summary_of(scheduled.get("extra")),
+        framework=framework,
+        input_bytes=payload_bytes(get_field(scheduled.get("attributes"), "input")),
+        output_bytes=output_bytes,
+    )

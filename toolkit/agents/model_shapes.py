@@ -1,0 +1,458 @@
+"""Per-framework readers of model-call payloads, behind ``model_io.read_model_call``.
+
+Each reader takes the request (the first mapping among the activity's input values), the
+response (the result's value) and a :class:`Context`, and returns the :class:`ModelCall` fields
+it could read. They are written from each framework's source (named in
+:mod:`toolkit.agents.model_io`); a field a reader cannot find stays unset.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from toolkit.agents.model_records import ToolRequest, ToolResult, Usage
+from toolkit.agents.model_records import checked_usage as _usage
+
+__all__ = ["FRAMEWORKS", "READERS", "Context", "get_field", "input_shape", "response_shape"]
+
+_NORM = re.compile(r"[_\-]")
+
+
+def get_field(mapping: Any, *names: str) -> Any:
+    """``mapping[name]`` for the first name present, spelt snake_case, camelCase or PascalCase
+    (pydantic by alias, Go's field names); None when absent or not a mapping."""
+    if not isinstance(mapping, Mapping):
+        return None
+    for name in names:
+        if name in mapping:
+            return mapping[name]
+    wanted = {_NORM.sub("", n).lower() for n in names}
+    for key, value in mapping.items():
+        if isinstance(key, str) and _NORM.sub("", key).lower() in wanted:
+            return value
+    return None
+
+
+def _list(value: Any) -> list[Any]:
+    """``value`` as a list when it is a sequence of items (not a string), else empty."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return list(value)
+    return []
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _count(mapping: Any, *names: str) -> Any:
+    """A token count, or its details object's first element (older serializations wrote a
+    one-element list)."""
+    value = get_field(mapping, *names)
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return value
+
+
+# -- OpenAI Agents ----------------------------------------------------------------------------
+
+
+def _openai_tool_name(tool: Mapping[str, Any]) -> str:
+    """Name of one ``ToolInput``: function/shell/apply-patch tools carry one; hosted tools are
+    dataclasses of the Agents SDK without it, named by their ``tool_config`` or fields."""
+    name = _str(tool.get("name"))
+    if name:
+        return name
+    config = tool.get("tool_config")
+    if isinstance(config, Mapping):
+        return _str(config.get("name")) or _str(config.get("server_label")) or str(
+            config.get("type") or "hosted_tool"
+        )
+    if "vector_store_ids" in tool:
+        return "file_search"
+    if "search_context_size" in tool or "user_location" in tool:
+        return "web_search"
+    return "hosted_tool"
+
+
+def _last_message_text(items: Any) -> Any:
+    """What temporalio < 1.16 put in a model activity's summary: the last message's content (a
+    text part's text), cut to 100 characters."""
+    if isinstance(items, str):
+        return items[:100]
+    messages = [i for i in _list(items) if isinstance(i, Mapping)
+                and i.get("type", "message") == "message"]  # fmt: skip
+    if not messages:
+        return None
+    content = messages[-1].get("content", "")
+    if isinstance(content, list) and content:
+        last = content[-1]
+        content = last.get("text") if isinstance(last, Mapping) and "text" in last else content
+    return content[:100] if isinstance(content, str) else content
+
+
+def _handoff_answer(item: Mapping[str, Any]) -> str | None:
+    """The agent named by a handoff's output (the SDK writes ``{"assistant": <name>}``)."""
+    output = item.get("output")
+    if isinstance(output, str) and output.startswith("{"):
+        try:
+            output = orjson.loads(output)
+        except orjson.JSONDecodeError:
+            return None
+    if isinstance(output, Mapping) and set(output) == {"assistant"}:
+        return _str(output["assistant"])
+    return None
+
+
+def _openai_output(items: list[Any], handoffs: Mapping[str, str | None]) -> tuple:
+    requested, texts = [], 0
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind in ("function_call", "custom_tool_call"):
+            name = str(item.get("name"))
+            is_handoff = name in handoffs
+            requested.append(ToolRequest(name, _str(item.get("call_id")),
+                                         "handoff" if is_handoff else "function",
+                                         handoffs.get(name) if is_handoff else None))  # fmt: skip
+        elif kind == "mcp_call":
+            requested.append(ToolRequest(str(item.get("name")), _str(item.get("id")), "hosted"))
+        elif isinstance(kind, str) and kind.endswith("_call"):
+            requested.append(ToolRequest(kind.removesuffix("_call"), _str(item.get("id")),
+                                         "hosted"))  # fmt: skip
+        elif kind == "message":
+            texts += sum(isinstance(c, Mapping) and c.get("type") == "output_text"
+                         for c in _list(item.get("content")))  # fmt: skip
+    return requested, texts
+
+
+def _openai_usage(usage: Any) -> Usage:
+    if not isinstance(usage, Mapping):
+        return Usage(note="the result carries no usage")
+    values = {
+        "input_tokens": get_field(usage, "input_tokens"),
+        "output_tokens": get_field(usage, "output_tokens"),
+        "cached_input_tokens": get_field(_count(usage, "input_tokens_details"), "cached_tokens"),
+        "reasoning_tokens": get_field(_count(usage, "output_tokens_details"), "reasoning_tokens"),
+        "total_tokens": get_field(usage, "total_tokens"),
+    }
+    counts = [v for v in values.values() if v is not None]
+    if usage.get("requests") == 0 and counts and not any(counts):
+        # Usage() as the Agents SDK builds it when the model reported nothing (requests 0).
+        return Usage(note="usage is the Agents SDK's empty default (requests 0): "
+                          "the model reported none")  # fmt: skip
+    return _usage(values)
+
+
+def _read_openai_agents(inp: Any, result: Any, context: Context) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(inp, Mapping):
+        tools = [_openai_tool_name(t) for t in _list(inp.get("tools")) if isinstance(t, Mapping)]
+        handoffs = {str(h.get("tool_name")): _str(h.get("agent_name"))
+                    for h in _list(inp.get("handoffs")) if isinstance(h, Mapping)}  # fmt: skip
+        out["declared_tools"] = (*tools, *handoffs)
+        out["handoff_tools"] = handoffs
+        out["model"] = _str(inp.get("model_name"))
+        items = inp.get("input")
+        out["input_items"] = 1 if isinstance(items, str) else len(_list(items))
+        answered, results, names = [], [], {}
+        for item in _list(items):
+            kind = str(item.get("type", "")) if isinstance(item, Mapping) else ""
+            if kind == "function_call":
+                # Call ids repeat in some histories: an output answers the latest call of its id.
+                names[item.get("call_id")] = _str(item.get("name"))
+            elif kind.endswith("_call_output"):
+                answered.append(item)
+                results.append(ToolResult(names.get(item.get("call_id")),
+                                          _str(item.get("call_id"))))  # fmt: skip
+        out["tool_results"] = tuple(results)
+        summary = context.summary
+        if isinstance(summary, str) and summary and summary != _last_message_text(items):
+            out["agent"], out["agent_source"] = summary, "summary"
+        else:
+            last = [a for a in map(_handoff_answer, answered) if a]
+            if last:
+                out["agent"], out["agent_source"] = last[-1], "handoff_output"
+    response = result
+    if isinstance(result, list):  # streaming: the events; the completed response is the answer
+        done = [e.get("response") for e in result if isinstance(e, Mapping)
+                and isinstance(e.get("response"), Mapping)]  # fmt: skip
+        response = done[-1] if done else None
+    if isinstance(response, Mapping):
+        items = _list(response.get("output"))
+        requested, texts = _openai_output(items, out.get("handoff_tools", {}))
+        out.update(requested=tuple(requested), output_items=len(items), output_texts=texts,
+                   usage=_openai_usage(response.get("usage")))  # fmt: skip
+        out.setdefault("model", None)
+        out["model"] = out["model"] or _str(response.get("model"))
+    return out
+
+
+# -- Google ADK (and genai-shaped requests, Go's included) ------------------------------------
+
+#: The genai ``Tool`` fields other than function declarations: tools the provider runs.
+_GENAI_HOSTED = ("google_search", "google_search_retrieval", "code_execution", "retrieval",
+                 "url_context", "google_maps", "enterprise_web_search", "computer_use",
+                 "file_search")  # fmt: skip
+
+_ADK_IDENTITY = re.compile(r'You are an agent\. Your internal name is "([^"]+)"\.')
+
+
+def _genai_declared(tools: Any) -> list[str]:
+    names: list[str] = []
+    for tool in _list(tools):
+        for declaration in _list(get_field(tool, "function_declarations")):
+            names.append(str(get_field(declaration, "name")))
+        names.extend(h for h in _GENAI_HOSTED if get_field(tool, h) is not None)
+    return names
+
+
+def _genai_parts(contents: Any) -> list[Any]:
+    parts = (p for c in _list(contents) for p in _list(get_field(c, "parts")))
+    return [p for p in parts if isinstance(p, Mapping)]
+
+
+def _genai_requests(parts: list[Any]) -> tuple[list[ToolRequest], int]:
+    requested, texts = [], 0
+    for part in parts:
+        call = get_field(part, "function_call")
+        if isinstance(call, Mapping):
+            name = str(get_field(call, "name"))
+            target = _str(get_field(get_field(call, "args"), "agent_name"))
+            kind = "handoff" if name == "transfer_to_agent" else "function"
+            requested.append(ToolRequest(name, _str(get_field(call, "id")), kind,
+                                         target if kind == "handoff" else None))  # fmt: skip
+        elif get_field(part, "text") is not None and not get_field(part, "thought"):
+            texts += 1
+    return requested, texts
+
+
+def _genai_usage(metadata: Any) -> Usage:
+    if not isinstance(metadata, Mapping):
+        return Usage(note="the response carries no usage_metadata")
+    return _usage({
+        "input_tokens": get_field(metadata, "prompt_token_count"),
+        "output_tokens": get_field(metadata, "candidates_token_count"),
+        "cached_input_tokens": get_field(metadata, "cached_content_token_count"),
+        "reasoning_tokens": get_field(metadata, "thoughts_token_count"),
+        "total_tokens": get_field(metadata, "total_token_count"),
+    })  # fmt: skip
+
+
+def _genai_request(inp: Any, context: Context) -> dict[str, Any]:
+    request = get_field(inp, "llm_request") or inp  # the streaming activity wraps the request
+    if not isinstance(request, Mapping):
+        return {}
+    config = get_field(request, "config")
+    contents = get_field(request, "contents")
+    # ADK puts the tools in the config; a bare Gemini request body has them at its top level.
+    declared = _genai_declared(get_field(config, "tools") or get_field(request, "tools"))
+    out: dict[str, Any] = {
+        "model": _str(get_field(request, "model")),
+        "input_items": len(_list(contents)),
+        "declared_tools": tuple(declared),
+        "handoff_tools": {"transfer_to_agent": None} if "transfer_to_agent" in declared else {},
+        "tool_results": tuple(
+            ToolResult(_str(get_field(r, "name")), _str(get_field(r, "id")))
+            for r in (get_field(p, "function_response") for p in _genai_parts(contents))
+            if isinstance(r, Mapping)
+        ),
+    }
+    instruction = get_field(config, "system_instruction")
+    identity = _ADK_IDENTITY.search(instruction) if isinstance(instruction, str) else None
+    label = _str(get_field(get_field(config, "labels"), "adk_agent_name"))
+    if label:
+        out["agent"], out["agent_source"] = label, "labels"
+    elif identity:
+        out["agent"], out["agent_source"] = identity.group(1), "instructions"
+    elif isinstance(context.summary, str) and context.summary:
+        out["agent"], out["agent_source"] = context.summary, "summary"
+    return out
+
+
+def _read_python_adk(inp: Any, result: Any, context: Context) -> dict[str, Any]:
+    out = _genai_request(inp, context)
+    responses = [r for r in _list(result) if isinstance(r, Mapping)]
+    if isinstance(result, Mapping):
+        responses = [result]
+    if result is not None and (responses or isinstance(result, list)):
+        final = [r for r in responses if not get_field(r, "partial")] or responses
+        parts = [p for r in final for p in _list(get_field(get_field(r, "content"), "parts"))
+                 if isinstance(p, Mapping)]  # fmt: skip
+        requested, texts = _genai_requests(parts)
+        usage = [u for u in (get_field(r, "usage_metadata") for r in responses) if u is not None]
+        out.update(requested=tuple(requested), output_items=len(parts), output_texts=texts,
+                   usage=_genai_usage(usage[-1] if usage else None))  # fmt: skip
+        if out.get("model") is None:
+            out["model"] = next(filter(None, (_str(get_field(r, "model_version")) for r in final)),
+                                None)  # fmt: skip
+    return out
+
+
+# -- pydantic-ai ------------------------------------------------------------------------------
+
+_PYDANTIC_AGENT = re.compile(r"agent__(?P<agent>.+)__model_request(_stream)?")
+
+
+def _read_pydantic_ai(inp: Any, result: Any, context: Context) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    match = _PYDANTIC_AGENT.fullmatch(context.activity_type or "")
+    if match:
+        out["agent"], out["agent_source"] = match["agent"], "activity_type"
+    if isinstance(inp, Mapping):
+        params = inp.get("model_request_parameters")
+        declared = [str(t.get("name")) for key in ("function_tools", "output_tools")
+                    for t in _list(get_field(params, key)) if isinstance(t, Mapping)]  # fmt: skip
+        declared += [str(t.get("kind") or "native_tool")
+                     for key in ("native_tools", "builtin_tools")  # builtin_: the older name
+                     for t in _list(get_field(params, key)) if isinstance(t, Mapping)]  # fmt: skip
+        out["declared_tools"] = tuple(declared) if isinstance(params, Mapping) else None
+        messages = _list(inp.get("messages"))
+        out["input_items"] = len(messages)
+        out["tool_results"] = tuple(
+            ToolResult(_str(p.get("tool_name")), _str(p.get("tool_call_id")))
+            for m in messages if isinstance(m, Mapping) and m.get("kind") == "request"
+            for p in _list(m.get("parts")) if isinstance(p, Mapping)
+            and p.get("part_kind") in ("tool-return", "retry-prompt") and p.get("tool_name")
+        )  # fmt: skip
+        summary = context.summary
+        if isinstance(summary, str) and summary.startswith("request model: "):
+            out["model"] = summary.removeprefix("request model: ").removesuffix(" (stream)")
+    if isinstance(result, Mapping):
+        parts = [p for p in _list(result.get("parts")) if isinstance(p, Mapping)]
+        requested = [
+            ToolRequest(str(p.get("tool_name")), _str(p.get("tool_call_id")),
+                        "function" if p.get("part_kind") == "tool-call" else "hosted")
+            for p in parts if p.get("part_kind") in ("tool-call", "builtin-tool-call",
+                                                      "native-tool-call")
+        ]  # fmt: skip
+        usage = result.get("usage")
+        if isinstance(usage, Mapping):
+            details = usage.get("details") if isinstance(usage.get("details"), Mapping) else {}
+            tokens = {
+                "input_tokens": get_field(usage, "input_tokens", "request_tokens"),
+                "output_tokens": get_field(usage, "output_tokens", "response_tokens"),
+                "cached_input_tokens": usage.get("cache_read_tokens"),
+                "reasoning_tokens": usage.get("output_reasoning_tokens",
+                                              details.get("reasoning_tokens")),
+            }  # fmt: skip
+            pair = (tokens["input_tokens"], tokens["output_tokens"])
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
+                # pydantic-ai defines total_tokens as input + output and does not store it.
+                tokens["total_tokens"] = pair[0] + pair[1]
+            parsed = _usage(tokens)
+        else:
+            parsed = Usage(note="the result carries no usage")
+        out.update(requested=tuple(requested), output_items=len(parts), usage=parsed,
+                   output_texts=sum(p.get("part_kind") == "text" for p in parts))  # fmt: skip
+        out["model"] = _str(result.get("model_name")) or out.get("model")
+    return out
+
+
+# -- the lab's Go plugin twin -----------------------------------------------------------------
+
+
+def _read_go_twin(inp: Any, result: Any, context: Context) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(inp, Mapping):
+        out["declared_tools"] = tuple(str(t) for t in _list(inp.get("tools")))
+        out["input_items"] = len(_list(inp.get("contents")))
+        out["tool_results"] = tuple(
+            ToolResult(_str(get_field(r, "name")), _str(get_field(r, "id")))
+            for r in (get_field(p, "function_response") for p in _genai_parts(inp.get("contents")))
+            if isinstance(r, Mapping)
+        )
+        if _str(inp.get("agent")):
+            out["agent"], out["agent_source"] = inp["agent"], "input"
+    if isinstance(result, Mapping):
+        requested, texts = _genai_requests([result])
+        out.update(requested=tuple(requested), output_items=1, output_texts=texts,
+                   usage=Usage(note="the twin's model records no usage"))  # fmt: skip
+    return out
+
+
+# -- providers' own responses -----------------------------------------------------------------
+
+
+def _read_gemini(inp: Any, result: Any, context: Context) -> dict[str, Any]:
+    out = _genai_request(inp, context) if isinstance(inp, Mapping) else {}
+    if isinstance(result, Mapping):
+        candidates = [c for c in _list(get_field(result, "candidates")) if isinstance(c, Mapping)]
+        parts = _genai_parts([get_field(candidates[0], "content")]) if candidates else []
+        requested, texts = _genai_requests(parts)
+        out.update(requested=tuple(requested), output_items=len(parts), output_texts=texts,
+                   usage=_genai_usage(get_field(result, "usage_metadata")))  # fmt: skip
+        out["model"] = out.get("model") or _str(get_field(result, "model_version"))
+    return out
+
+
+# -- dispatch ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Context:
+    activity_type: str | None
+    summary: Any
+
+
+READERS: dict[str, Callable[[Any, Any, Context], dict[str, Any]]] = {
+    "openai_agents": _read_openai_agents,
+    "python_adk": _read_python_adk,
+    "pydantic_ai": _read_pydantic_ai,
+    "go_twin": _read_go_twin,
+    "gemini": _read_gemini,
+}
+
+#: Every shape :func:`read_model_call` reads.
+FRAMEWORKS = tuple(READERS)
+
+
+def input_shape(inp: Any) -> str | None:
+    if not isinstance(inp, Mapping):
+        return None
+    if "model_settings" in inp and "input" in inp:
+        return "openai_agents"
+    if "model_request_parameters" in inp and "messages" in inp:
+        return "pydantic_ai"
+    if get_field(inp, "contents") is not None and isinstance(inp.get("tools"), list) and (
+        all(isinstance(t, str) for t in inp["tools"])
+    ):
+        return "go_twin"
+    if get_field(inp, "llm_request") is not None or (
+        get_field(inp, "contents") is not None and get_field(inp, "config") is not None
+    ):
+        return "python_adk"
+    return None
+
+
+def response_shape(result: Any) -> str | None:
+    """The framework or provider whose model response ``result`` (an activity's decoded result:
+    a list of payload values or one value) is shaped like, or None.
+
+    Used to recognise model calls of frameworks no preset names: a ``ModelResponse`` of the
+    OpenAI Agents SDK (``output`` + ``usage``) or of pydantic-ai (``parts``, ``kind:
+    "response"``), ADK ``LlmResponse`` lists (``content.parts``), Responses stream events, and
+    Gemini's ``GenerateContentResponse`` (``candidates``).
+    """
+    values = result if isinstance(result, list) else [result]
+    for value in values:
+        if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            if any(str(v.get("type", "")).startswith("response.") for v in value):
+                return "openai_agents"
+            if all(get_field(get_field(v, "content"), "parts") is not None
+                   or get_field(v, "usage_metadata") is not None for v in value):  # fmt: skip
+                return "python_adk"
+        if not isinstance(value, Mapping):
+            continue
+        if isinstance(value.get("output"), list) and "usage" in value:
+            return "openai_agents"
+        if value.get("kind") == "response" and isinstance(value.get("parts"), list):
+            return "pydantic_ai"
+        if isinstance(get_field(value, "candidates"), list):
+            return "gemini"
+    return None
