@@ -8,6 +8,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
+import toolkit as tk
 from toolkit.lab.notebooks import list_notebooks, noise, run_notebook, write_html
 
 NOTEBOOKS = list_notebooks()
@@ -48,8 +49,13 @@ def test_noise_names_what_a_reader_should_not_see() -> None:
     notebook = new_notebook(cells=[new_code_cell(outputs=[quiet]),
                                    new_code_cell(outputs=[stderr, timedelta]),
                                    new_code_cell(outputs=[warning, widget])])  # fmt: skip
+    notebook.metadata["toolkit"] = {"figures": [
+        {"title": "Listings", "size": [9.5, 4.2], "overlaps": [["adk-1.27.5", "adk-1.28.1"]]},
+        {"title": "Quiet", "size": [9.5, 4.2], "overlaps": []}]}  # fmt: skip
     found = noise(notebook)
-    assert [f.split(":")[0] for f in found] == ["cell 1", "cell 1", "cell 2", "cell 2", "cell 2"]
+    assert [f.split(":")[0] for f in found] == ["cell 1", "cell 1", "cell 2", "cell 2", "cell 2",
+                                                "figure 'Listings'"]  # fmt: skip
+    assert found[-1] == "figure 'Listings': 'adk-1.27.5' overlaps 'adk-1.28.1'"
     assert any("Timedelta" in f for f in found) and any("widget" in f for f in found)
     assert any("temporary path" in f for f in found) and any("warning" in f for f in found)
 
@@ -73,3 +79,10 @@ def test_a_figure_shows_once_whether_assigned_returned_or_silenced(tmp_path: Pat
     executed = run_notebook(path, timeout=300)
     images = [sum("image/png" in o.get("data", {}) for o in c.outputs) for c in executed.cells]
     assert images == [0, 1, 1, 1, 0]
+    # The kernel measured each figure it rendered, at its size, and found no words on words.
+    figures = executed.metadata["toolkit"]["figures"]
+    assert len(figures) == 3 and all(f["overlaps"] == [] for f in figures)
+    case = Path(__file__).resolve().parents[1] / "data" / "gallery" / "activity-renamed"
+    message = tk.first_divergence(case / "v1.json", case / "v2.json").core_message
+    assert {f["title"].replace("\n", " ") for f in figures} == {message}
+    assert len(executed.cells) == len(cells)  # nothing added to the notebook

@@ -1,8 +1,10 @@
 """Every chart renders to a PNG that fits a notebook, its words stay out of the plotting area and
-inside the picture, and what it draws equals the frame it was given (real lab recordings)."""
+inside the picture and never on one another, and what it draws equals the frame it was given
+(real lab recordings)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import matplotlib
@@ -12,6 +14,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -31,6 +34,7 @@ from toolkit.plots import (
     replay_grid,
     timeline_rows,
 )
+from toolkit.plots.layout import overlapping_texts
 from toolkit.plots.replay import REPLAY_COLORS
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -62,7 +66,9 @@ def _words(figure: Figure) -> list[Text]:
 
 
 def _check_layout(figure: Figure) -> None:
-    """Every word is inside the picture; tick and axis labels stay off the plotting area."""
+    """Every word is inside the picture and on no other; tick and axis labels stay off the
+    plotting area."""
+    assert overlapping_texts(figure) == []
     canvas = FigureCanvasAgg(figure)
     canvas.draw()
     renderer = canvas.get_renderer()
@@ -259,3 +265,98 @@ def test_figures_save_in_scripts_and_versions_sort(tmp_path: Path) -> None:
     labels = ["adk-2.13.0", "adk-2.2.0", "adk-1.29.0", "adk-1.28.1"]
     assert sorted(labels, key=natural_key) == ["adk-1.28.1", "adk-1.29.0", "adk-2.2.0",
                                                "adk-2.13.0"]
+
+
+def test_overlapping_texts_sees_words_on_words_and_not_turned_neighbours() -> None:
+    figure = Figure(figsize=(4, 3))
+    ax: Axes = figure.add_subplot()
+    ax.text(0.2, 0.5, "first label")
+    ax.text(0.25, 0.5, "second label")  # starts inside the first
+    ax.text(0.2, 0.1, "alone")
+    assert overlapping_texts(figure) == [("first label", "second label")]
+    # Labels turned 45 degrees side by side: their upright boxes overlap, their words do not.
+    turned = Figure(figsize=(4, 3))
+    ax = turned.add_subplot()
+    ax.set_xticks(range(6), [f"a long version label {i}" for i in range(6)], rotation=45,
+                  ha="right", rotation_mode="anchor")  # fmt: skip
+    assert overlapping_texts(turned) == []
+    ax.set_xticks(range(6), [f"a long version label {i}" for i in range(6)], rotation=0)
+    assert len(overlapping_texts(turned)) >= 5
+
+
+@functools.cache
+def _notebook_listings() -> pd.DataFrame:
+    """The listings notebook's table: both lab datasets, each turn named by its shape."""
+    table = tk.listings_per_turn([ADK, TWIN])
+    table["dataset"] = ["python adk" if Path(s).is_relative_to(ADK) else "go twin"
+                        for s in table["source"]]  # fmt: skip
+    shapes = {(2, 1): "one tool call", (1, 0): "no tool call"}
+    table["turn_kind"] = [shapes.get((s, c), f"{s} steps, {c} calls")
+                          for s, c in zip(table["model_steps"], table["tool_calls"], strict=True)]
+    return table
+
+
+def _frameworks() -> pd.DataFrame:
+    """Listings per turn of the three frameworks' releases, as the listings notebook draws them."""
+    folders = {"Google ADK": ADK, "OpenAI Agents": DATA / "openai_agents",
+               "pydantic-ai": DATA / "pydantic_ai"}  # fmt: skip
+    turns = tk.listings_per_turn([str(folder / "*" / "*.json") for folder in folders.values()])
+    turns["framework"] = [next(n for n, f in folders.items() if Path(s).is_relative_to(f))
+                          for s in turns["source"]]  # fmt: skip
+    turns["version"] = [Path(s).parent.name for s in turns["source"]]
+    turns["turn and cache"] = turns["tool_calls"].map({0: "no tool call", 1: "one tool call"})
+    return turns[turns["meta_scenario"].str.startswith("two_turns")]
+
+
+#: Every public chart, drawn on the lab data the way the notebooks and the report draw it.
+CHARTS = {
+    "plot_listings_per_turn: both datasets' versions, faceted": lambda: plot_listings_per_turn(
+        (t := _notebook_listings())[t["meta_scenario"].isin(["two_turns", "one_call_then_plain"])],
+        group="label", bars="turn_kind", facet="dataset",
+        title="Listings per turn: the Go plugin twin's variants and real google-adk releases"),
+    "plot_listings_per_turn: per run, one cluster per twin scenario": lambda: (
+        plot_listings_per_turn((r := _notebook_listings().groupby(
+            ["dataset", "meta_scenario", "label"], as_index=False)["listings"].sum())[
+                r["dataset"] == "go twin"], group="meta_scenario", bars="label",
+            title="ListMcpTools per run, Go plugin twin")),
+    "plot_listings_per_turn: per run, one cluster per adk scenario": lambda: (
+        plot_listings_per_turn((r := _notebook_listings().groupby(
+            ["dataset", "meta_scenario", "label"], as_index=False)["listings"].sum())[
+                r["dataset"] == "python adk"], group="meta_scenario", bars="label",
+            title="list-tools activities per run, google-adk")),
+    "plot_listings_per_turn: three frameworks by release": lambda: plot_listings_per_turn(
+        _frameworks(), group="version", bars="turn and cache", facet="framework",
+        title="Listings per turn in three agent frameworks on Temporal, by release"),
+    "plot_listings_per_turn: the report's labels (SDK and build id)": lambda: tk.investigate(
+        [ADK / "adk-1.28.1", ADK / "adk-1.29.0"]).figures["listings_per_turn"],
+    "plot_replay_matrix: go twin": lambda: plot_replay_matrix(
+        tk.read_replay_matrix(TWIN / "replay_matrix.csv"), rows="recorded", columns="replayer",
+        title="Go plugin twin: replay with temporalio's Replayer"),
+    "plot_replay_matrix: google-adk releases": lambda: plot_replay_matrix(
+        tk.read_replay_matrix(ADK / "replay_matrix.csv"), rows="recorded", columns="replayer",
+        title="Real google-adk: replay with each release's Replayer"),
+    "plot_divergence: adk 1.28.1 against 1.29.0": lambda: plot_divergence(tk.first_divergence(
+        ADK / "adk-1.28.1" / "two_turns.json", ADK / "adk-1.29.0" / "two_turns.json")),
+    "plot_divergence: the twin's timer case": lambda: plot_divergence(tk.first_divergence(
+        TWIN / "before_fix-adk_v2.5.0" / "instruction_timer.json",
+        TWIN / "before_fix-adk_v2.6.0" / "instruction_timer.json")),
+    "plot_activity_timeline: the stuck rolling upgrade": lambda: plot_activity_timeline(
+        tk.read_history(ROLLING), title="The rolling upgrade 1.28.1 → 1.29.0: turn 2 is stuck"),
+    "plot_activity_timeline: two toolsets on one endpoint": lambda: plot_activity_timeline(
+        tk.read_history(DATA / "duplicate_tool" / "python" / "two_toolsets.json"),
+        title="Python ADK, two toolsets on one endpoint: the call runs on weather-token"),
+    "plot_delivery_timeline: the go runtime before the fix": lambda: plot_delivery_timeline(
+        tk.delivery_timeline(tk.read_logs(DATA / "duplicate_tool" / "go" / "before.log")),
+        "before the fix: cmd-2, the tool turn"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("chart", list(CHARTS))
+def test_no_chart_prints_words_over_words(chart: str) -> None:
+    figure = CHARTS[chart]()
+    assert overlapping_texts(figure) == [], chart
+
+
+def test_every_public_chart_is_checked_for_overlapping_words() -> None:
+    public = {name for name in tk.plots.__all__ if name.startswith("plot_")}
+    assert public <= {chart.split(":")[0] for chart in CHARTS}

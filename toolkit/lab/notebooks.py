@@ -1,5 +1,6 @@
 """Execute the project's notebooks headless (tests and ``make demo``), optionally to HTML, and
-find the noise a reader should not see in them."""
+find the noise a reader should not see in them, overlapping words in their figures included
+(every figure a kernel renders is measured: :mod:`toolkit.lab.figure_check`)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def run_notebook(
     Returns
     -------
     nbformat.NotebookNode
-        The executed notebook.
+        The executed notebook; ``metadata["toolkit"]["figures"]`` lists every figure its kernel
+        rendered (title, size in inches, pairs of overlapping texts).
 
     Raises
     ------
@@ -59,6 +61,8 @@ def run_notebook(
     os.environ.update(env or {})
     sockets = tempfile.mkdtemp(prefix="nb-kernel-")
     kernel = None
+    checks = Path(sockets) / "figures.jsonl"
+    watch = f"__import__('toolkit.lab.figure_check').lab.figure_check.watch({str(checks)!r})"
     try:
         # IPC sockets: a local kernel needs no TCP (whose launch warns about encryption).
         kernel = KernelManager(kernel_name="python3", transport="ipc",
@@ -69,8 +73,12 @@ def run_notebook(
             timeout=timeout,
             kernel_name="python3",
             resources={"metadata": {"path": str(path.parent)}},
+            extra_arguments=[f"--IPKernelApp.exec_lines={watch}"],
         )
         client.execute()
+        from toolkit.lab.figure_check import read_checks
+
+        notebook.metadata.setdefault("toolkit", {})["figures"] = read_checks(checks)
     except CellExecutionError as exc:
         text = _ANSI.sub("", str(exc))
         raise LabError(f"notebook {path.name} failed: {text[-4000:]}") from None
@@ -86,7 +94,9 @@ def run_notebook(
 
 def noise(notebook: Any) -> list[str]:
     """Outputs a reader should not see: stderr, tracebacks, SDK ``WARN`` lines, warnings,
-    temporary paths, raw Timedeltas, progress widgets. One line per finding, naming the cell."""
+    temporary paths, raw Timedeltas, progress widgets, and words printed over each other in a
+    figure (:func:`run_notebook` measures them). One line per finding, naming the cell or the
+    figure."""
     found = []
     for number, cell in enumerate(notebook.cells):
         for output in cell.get("outputs", []):
@@ -102,6 +112,9 @@ def noise(notebook: Any) -> list[str]:
                 match = pattern.search(_ANSI.sub("", str(text)))
                 if match:
                     found.append(f"cell {number}: {what}: {match.group(0)!r}")
+    for figure in notebook.get("metadata", {}).get("toolkit", {}).get("figures", []):
+        for first, second in figure["overlaps"]:
+            found.append(f"figure {figure['title']!r}: {first!r} overlaps {second!r}")
     return found
 
 

@@ -7,10 +7,12 @@ once at the end of the cell whether it is returned or assigned.
 
 Each ``plot_*`` function has a companion that returns the numbers it draws
 (:func:`listing_bars`, :func:`replay_grid`, :func:`timeline_rows`), for tables and tests.
+No chart prints a word over another (:func:`overlapping_texts` measures any figure).
 """
 
 from __future__ import annotations
 
+from toolkit.plots.layout import overlapping_texts
 from toolkit.plots.listings import listing_bars, plot_listings_per_turn
 from toolkit.plots.replay import plot_divergence, plot_replay_matrix, replay_grid
 from toolkit.plots.style import natural_key
@@ -19,6 +21,7 @@ from toolkit.plots.timeline import plot_activity_timeline, plot_delivery_timelin
 __all__ = [
     "listing_bars",
     "natural_key",
+    "overlapping_texts",
     "plot_activity_timeline",
     "plot_delivery_timeline",
     "plot_divergence",

@@ -3,7 +3,7 @@ versions."""
 
 from __future__ import annotations
 
-import textwrap
+import re
 
 import matplotlib
 import numpy as np
@@ -116,6 +116,8 @@ def plot_listings_per_turn(
         figure.legend(handles=handles, title=human(bars), loc="outside right center",
                       fontsize=9, title_fontsize=9, frameon=False)  # fmt: skip
     figure.suptitle(title or f"{human(value)} per {human(bars)}", fontsize=11)
+    _fit_tick_labels(figure, [(ax, drawn[drawn["facet"] == f]) for ax, f in
+                              zip(axes, facets, strict=True)])  # fmt: skip
     return figure
 
 
@@ -143,18 +145,65 @@ def _draw_panel(
             ax.annotate(text, (bar.get_x() + bar.get_width() / 2, float(high)),
                         xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
                         fontsize=8)  # fmt: skip
-    runs = drawn.groupby("group")["runs"].max()
-    several = (runs > 1).any()
-    labels = [_tick_text(g) + (f"\n{runs[g]} runs" if several else "") for g in groups]
-    # Clusters are sized for their wrapped labels; only an unbreakable long word is rotated.
-    rotate = max((len(line) for g in groups for line in _tick_text(g).splitlines()),
-                 default=0) > 22
-    ax.set_xticks(np.arange(len(groups)), labels, rotation=30 if rotate else 0,
-                  ha="right" if rotate else "center", fontsize=8.5)  # fmt: skip
+    ax.set_xticks(np.arange(len(groups)))  # labelled by _fit_tick_labels, once laid out
     ax.set_xlim(-0.6, len(groups) - 0.4)
 
 
-def _tick_text(group: object) -> str:
-    """A version label on at most a few short lines (labels such as ``temporal-python 1.30.0 ·
-    build 3a02e624`` would otherwise be rotated and collide)."""
-    return textwrap.fill(str(group), 22, break_long_words=False, break_on_hyphens=False)
+def _tick_labels(drawn: pd.DataFrame, width: int) -> list[str]:
+    """Each cluster's version label wrapped to ``width`` characters, with its count of runs."""
+    groups = sorted(drawn["group"].unique(), key=natural_key)
+    runs = drawn.groupby("group")["runs"].max()
+    several = (runs > 1).any()
+    return [_tick_text(g, width) + (f"\n{runs[g]} runs" if several else "") for g in groups]
+
+
+#: Tick label layouts tried in turn until no two labels overlap: (characters per line, None
+#: for what the cluster's measured width holds; rotation). Level labels may take 3 lines.
+_LAYOUTS = ((None, 0), (24, 45), (18, 90))
+_LEVEL_LINES = 3
+
+
+def _fit_tick_labels(figure: Figure, panels: list[tuple[Axes, pd.DataFrame]]) -> None:
+    """Wrap, then turn, the version labels until none overlaps another (measured, not guessed).
+
+    A label is broken after its separators (``-``, ``_``, spaces, ``·``) to fit its cluster;
+    where that takes more than three lines or a piece is still wider than the cluster, the
+    labels are turned 45 degrees, then upright.
+    """
+    from toolkit.plots.layout import overlapping_texts
+
+    figure.draw_without_rendering()
+    for width, rotation in _LAYOUTS:
+        chosen = []
+        for ax, drawn in panels:
+            inches = ax.get_window_extent().width / figure.dpi / max(1, drawn["group"].nunique())
+            chosen.append((drawn, width or max(6, int(inches / _CHAR_INCHES) - 1)))
+        lines = max((_tick_text(g, chars).count("\n") + 1 for drawn, chars in chosen
+                     for g in drawn["group"].unique()), default=1)  # fmt: skip
+        if rotation == 0 and lines > _LEVEL_LINES:
+            continue
+        for (ax, _), (drawn, chars) in zip(panels, chosen, strict=True):
+            ax.set_xticks(ax.get_xticks(), _tick_labels(drawn, chars), rotation=rotation,
+                          ha="right" if rotation == 45 else "center",
+                          rotation_mode="anchor" if rotation == 45 else "default",
+                          fontsize=8.5)  # fmt: skip
+        shown = {t.get_text() for ax, _ in panels for t in ax.get_xticklabels()}
+        if not any(a in shown or b in shown for a, b in overlapping_texts(figure)):
+            return
+
+
+#: Inches per character of 8.5-point sans serif, on average (labels are measured after).
+_CHAR_INCHES = 0.072
+_SEPARATORS = re.compile(r"(?<=[-_/· ])")
+
+
+def _tick_text(group: object, width: int = 22) -> str:
+    """A version label on short lines, broken after its separators (``before_fix-``
+    ``adk_v2.5.0``; ``temporal-python 1.30.0 · build 3a02e624``), a piece never cut."""
+    lines: list[str] = []
+    for piece in _SEPARATORS.split(str(group)):
+        if lines and len(lines[-1]) + len(piece) <= width:
+            lines[-1] += piece
+        else:
+            lines.append(piece)
+    return "\n".join(line.strip() for line in lines)
