@@ -66,6 +66,9 @@ _EXPORTS: dict[str, str] = {
     "replay_cells": "toolkit.replay.report",
     "check_against_matrix": "toolkit.replay.report",
     "core_text": "toolkit.replay.report",
+    # The package is callable, as investigate is (see toolkit/replay_check/__init__.py).
+    "replay_check": "toolkit.replay_check",
+    "ReplayCheck": "toolkit.replay_check.result",
     "sql": "toolkit.datasets.query",
     "write_dataset": "toolkit.datasets.writer",
     "DatasetWrite": "toolkit.datasets.writer",
@@ -164,3 +167,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         replay_cells,
     )
     from toolkit.replay.verdict import InexactVerdictWarning, replay_verdict
+    from toolkit.replay_check import replay_check
+    from toolkit.replay_check.result import ReplayCheck

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-__all__ = ["toolkit_sandbox_runner"]
+__all__ = ["sandbox_options", "toolkit_sandbox_runner"]
 
 
 def toolkit_sandbox_runner() -> SandboxedWorkflowRunner:
@@ -17,3 +19,9 @@ def toolkit_sandbox_runner() -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules("toolkit")
     )
+
+
+def sandbox_options() -> dict[str, Any]:
+    """``Replayer`` options with :func:`toolkit_sandbox_runner` (the Go plugin twin's and the
+    gallery's), for ``tk.replay_check(options="toolkit.lab.sandbox:sandbox_options")``."""
+    return {"workflow_runner": toolkit_sandbox_runner()}

@@ -19,20 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from temporalio.bridge.proto.workflow_activation import WorkflowActivation
 from temporalio.bridge.proto.workflow_commands import WorkflowCommand
-from temporalio.bridge.proto.workflow_completion import WorkflowActivationCompletion
-from temporalio.worker import (
-    Replayer,
-    UnsandboxedWorkflowRunner,
-    WorkflowInstance,
-    WorkflowInstanceDetails,
-    WorkflowRunner,
-)
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-from temporalio.workflow import NondeterminismError
 
 from toolkit.event_loop import run_sync
+from toolkit.replay.check_worker import Replayed, Session
 from toolkit.replay.commands import COMMAND_KIND, identity_label
 from toolkit.replay.replayer import to_workflow_histories
 
@@ -40,6 +30,7 @@ __all__ = [
     "RUST_DEBUG_STRING",
     "Activation",
     "CodeReplay",
+    "code_replay_of",
     "command_row",
     "replay_code",
     "rust_debug_field",
@@ -86,59 +77,6 @@ class CodeReplay:
     failure_type: str | None
     error_text: str | None
     activations: list[Activation]
-
-
-class _RecordingInstance(WorkflowInstance):
-    """A workflow instance that hands every activation to the real one and notes the answer."""
-
-    def __init__(self, inner: WorkflowInstance, sink: list[Activation]) -> None:
-        self._inner = inner
-        self._sink = sink
-
-    def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
-        completion = self._inner.activate(act)
-        jobs = [str(job.WhichOneof("variant")) for job in act.jobs]
-        local_only = bool(act.jobs) and all(
-            job.WhichOneof("variant") == "resolve_activity" and job.resolve_activity.is_local
-            for job in act.jobs
-        )
-        entry = Activation(jobs, local_only, failed=completion.HasField("failed"))
-        if completion.HasField("successful"):
-            rows = (command_row(command) for command in completion.successful.commands)
-            entry.commands = [row for row in rows if row is not None]
-        self._sink.append(entry)
-        return completion
-
-    def get_serialization_context(self, command_info: Any) -> Any:
-        return self._inner.get_serialization_context(command_info)
-
-    def get_external_store_context(self, command_info: Any) -> Any:
-        return self._inner.get_external_store_context(command_info)
-
-    def get_info(self) -> Any:
-        return self._inner.get_info()
-
-    def get_thread_id(self) -> int | None:
-        return self._inner.get_thread_id()
-
-
-class _RecordingRunner(WorkflowRunner):
-    """Wraps a workflow runner so that its instances record their activations."""
-
-    def __init__(self, inner: WorkflowRunner, sink: list[Activation]) -> None:
-        self._inner = inner
-        self._sink = sink
-
-    def prepare_workflow(self, defn: Any) -> None:
-        self._inner.prepare_workflow(defn)
-
-    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
-        return _RecordingInstance(self._inner.create_instance(det), self._sink)
-
-    def set_worker_level_failure_exception_types(
-        self, types: Sequence[type[BaseException]]
-    ) -> None:
-        self._inner.set_worker_level_failure_exception_types(types)
 
 
 def _row(kind: str, **values: Any) -> dict[str, Any]:
@@ -245,6 +183,29 @@ def rust_debug_field(text: str, name: str = "message") -> str | None:
     return _unescape(match.group(1)) if match else None
 
 
+def code_replay_of(replayed: Replayed) -> CodeReplay:
+    """A :class:`CodeReplay` from what :class:`toolkit.replay.check_worker.Session` reported (in
+    this process or in a worker process, whose commands arrive serialized)."""
+    activations = []
+    for one in replayed.activations:
+        commands = (
+            WorkflowCommand.FromString(c) if isinstance(c, bytes) else c for c in one.commands
+        )
+        rows = [row for row in map(command_row, commands) if row is not None]
+        activations.append(Activation(one.jobs, one.local_resolutions_only, rows, one.failed))
+    if replayed.outcome == "ok":
+        return CodeReplay("ok", "", None, None, None, activations)
+    text = replayed.message or ""
+    return CodeReplay(
+        "nondeterminism" if replayed.outcome == "nondeterminism" else "error",
+        rust_debug_field(text, "message") or text,
+        replayed.error_type,
+        rust_debug_field(text, "r#type") or None,
+        text,
+        activations,
+    )
+
+
 async def replay_code_async(
     recorded: Any,
     workflows: Sequence[type],
@@ -254,8 +215,6 @@ async def replay_code_async(
 ) -> CodeReplay:
     """Async form of :func:`replay_code`."""
     pairs = to_workflow_histories(recorded)
-    if workflow_id is not None:
-        pairs = [(name, dataclasses.replace(one, workflow_id=workflow_id)) for name, one in pairs]
     if len(pairs) != 1:
         from toolkit.errors import HistoryFormatError
 
@@ -264,29 +223,11 @@ async def replay_code_async(
             f"holds {len(pairs)} histories",
             expected="exactly one recorded history",
         )
-    sink: list[Activation] = []
-    options = dict(replayer_options)
-    options["workflow_runner"] = _RecordingRunner(
-        options.get("workflow_runner") or SandboxedWorkflowRunner(), sink
-    )
-    options["unsandboxed_workflow_runner"] = _RecordingRunner(
-        options.get("unsandboxed_workflow_runner") or UnsandboxedWorkflowRunner(), sink
-    )
-    replayer = Replayer(workflows=list(workflows), **options)
-    result = await replayer.replay_workflow(pairs[0][1], raise_on_replay_failure=False)
-    failure = result.replay_failure
-    if failure is None:
-        return CodeReplay("ok", "", None, None, None, sink)
-    text = str(failure)
-    outcome = "nondeterminism" if isinstance(failure, NondeterminismError) else "error"
-    return CodeReplay(
-        outcome,
-        rust_debug_field(text, "message") or text,
-        type(failure).__name__,
-        rust_debug_field(text, "r#type") or None,
-        text,
-        sink,
-    )
+    history = pairs[0][1]
+    if workflow_id is not None:
+        history = dataclasses.replace(history, workflow_id=workflow_id)
+    session = Session(workflows, replayer_options)
+    return code_replay_of(await session.replay(history.workflow_id, history.events))
 
 
 def replay_code(

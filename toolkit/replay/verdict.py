@@ -38,7 +38,10 @@ from toolkit.replay.patch_layouts import apply_patch_layouts
 from toolkit.replay.run_random import reseed_ids
 from toolkit.replay.tasks import CodeFailure, SplitHistory, Task, split_history
 
-__all__ = ["InexactVerdictWarning", "ReplayVerdict", "first_divergence_of", "replay_verdict"]
+__all__ = [
+    "InexactVerdictWarning", "ReplayVerdict", "code_replay_verdict", "first_divergence_of",
+    "replay_verdict", "split_recorded",
+]  # fmt: skip
 
 
 class InexactVerdictWarning(UserWarning):
@@ -79,6 +82,12 @@ class ReplayVerdict:
     notes: tuple[str, ...]
     model_agrees: bool | None
     aligned: pd.DataFrame = field(repr=False, compare=False)
+
+
+def split_recorded(source: Any, role: str = "recorded") -> SplitHistory:
+    """One history (an events frame or anything :func:`toolkit.read_history` reads) split
+    into its workflow tasks; ``role`` names it in errors."""
+    return _split(source, role)
 
 
 def _split(source: Any, role: str) -> SplitHistory:
@@ -201,6 +210,13 @@ def _code_verdict(
     old = _split(recorded, "recorded")
     classes = [workflows] if isinstance(workflows, type) else list(workflows)
     result = replay_code(recorded, classes, workflow_id=workflow_id, **replayer_options)
+    return code_replay_verdict(old, result)
+
+
+def code_replay_verdict(old: SplitHistory, result: Any) -> ReplayVerdict:
+    """The verdict of a replay the ``Replayer`` ran (a :class:`~toolkit.replay.code_replay.
+    CodeReplay` of the recorded history ``old``, split by :func:`split_recorded`): its outcome
+    and message, with the commands the code issued matched by the model to say where and why."""
     tasks = _activation_tasks(old, result.activations)
     aligned = aligned_commands(old.tasks, tasks)
     common: dict[str, Any] = {"confidence": "replayer", "assumptions": (), "exact": True}

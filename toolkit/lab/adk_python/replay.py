@@ -20,7 +20,7 @@ from typing import Any
 
 from toolkit.lab.adk_python.compat import versions
 
-__all__ = ["classify", "main_for", "replay_files", "replay_with"]
+__all__ = ["classify", "main_for", "replay_files", "replay_with", "replayer_options"]
 
 
 def classify(failure: BaseException | None) -> dict[str, str]:
@@ -50,14 +50,21 @@ async def replay_with(replayer: Any, paths: Sequence[Path]) -> list[dict[str, An
     return rows
 
 
+def replayer_options() -> dict[str, Any]:
+    """The ``Replayer`` options of this environment's workers (the ADK plugin, the lab's
+    sandbox); ``tk.replay_check(..., options="toolkit.lab.adk_python.replay:replayer_options")``
+    builds them in the replaying environment."""
+    from toolkit.lab.adk_python.worker import build_plugin, sandbox_runner
+
+    return {"plugins": [build_plugin()], "workflow_runner": sandbox_runner()}
+
+
 async def _replay(paths: Sequence[Path]) -> list[dict[str, Any]]:
     from temporalio.worker import Replayer
 
-    from toolkit.lab.adk_python.worker import build_plugin, sandbox_runner
     from toolkit.lab.adk_python.workflow import LabAdkAgentWorkflow
 
-    replayer = Replayer(workflows=[LabAdkAgentWorkflow], plugins=[build_plugin()],
-                        workflow_runner=sandbox_runner())
+    replayer = Replayer(workflows=[LabAdkAgentWorkflow], **replayer_options())
     return await replay_with(replayer, paths)
 
 

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["classify", "main", "replay_files"]
+__all__ = ["classify", "main", "replay_files", "replayer_options"]
 
 
 def classify(failure: BaseException | None) -> dict[str, str]:
@@ -56,12 +56,20 @@ async def _replay_one(replayer: Any, path: Path) -> BaseException | None:
     return result.replay_failure
 
 
+def replayer_options() -> dict[str, Any]:
+    """The ``Replayer`` options of the flag pairs (unsandboxed: old sandboxes differ in what they
+    let through), for ``tk.replay_check(options=...)``."""
+    from temporalio.worker import UnsandboxedWorkflowRunner
+
+    return {"workflow_runner": UnsandboxedWorkflowRunner()}
+
+
 async def _replay(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
+    from temporalio.worker import Replayer
 
     from toolkit.lab.flag_pairs.workflows import workflows
 
-    replayer = Replayer(workflows=workflows(), workflow_runner=UnsandboxedWorkflowRunner())
+    replayer = Replayer(workflows=workflows(), **replayer_options())
     rows = []
     for path in paths:
         try:

@@ -15,17 +15,23 @@ from typing import Any
 from toolkit.lab.adk_python.replay import main_for, replay_with
 from toolkit.lab.openai_agents.compat import versions
 
-__all__ = ["replay_files"]
+__all__ = ["replay_files", "replayer_options"]
+
+
+def replayer_options() -> dict[str, Any]:
+    """The ``Replayer`` options of this environment's workers (the OpenAI Agents plugin, the
+    lab's sandbox), for ``tk.replay_check(options=...)``."""
+    from toolkit.lab.openai_agents.worker import build_plugin, sandbox_runner
+
+    return {"plugins": [build_plugin()], "workflow_runner": sandbox_runner()}
 
 
 async def _replay(paths: Sequence[Path]) -> list[dict[str, Any]]:
     from temporalio.worker import Replayer
 
-    from toolkit.lab.openai_agents.worker import build_plugin, sandbox_runner
     from toolkit.lab.openai_agents.workflow import LabOpenAIAgentWorkflow
 
-    replayer = Replayer(workflows=[LabOpenAIAgentWorkflow], plugins=[build_plugin()],
-                        workflow_runner=sandbox_runner())
+    replayer = Replayer(workflows=[LabOpenAIAgentWorkflow], **replayer_options())
     return await replay_with(replayer, paths)
 
 

@@ -15,18 +15,24 @@ from typing import Any
 from toolkit.lab.adk_python.replay import main_for, replay_with
 from toolkit.lab.pydantic_ai.agents import versions
 
-__all__ = ["replay_files"]
+__all__ = ["replay_files", "replayer_options"]
+
+
+def replayer_options() -> dict[str, Any]:
+    """The ``Replayer`` options of this environment's workers (pydantic-ai's plugins, the lab's
+    sandbox), for ``tk.replay_check(options=...)``."""
+    from toolkit.lab.pydantic_ai.worker import plugins, sandbox_runner
+
+    client_plugin, agent_plugins = plugins()
+    return {"plugins": [client_plugin, *agent_plugins], "workflow_runner": sandbox_runner()}
 
 
 async def _replay(paths: Sequence[Path]) -> list[dict[str, Any]]:
     from temporalio.worker import Replayer
 
-    from toolkit.lab.pydantic_ai.worker import plugins, sandbox_runner
     from toolkit.lab.pydantic_ai.workflow import LabPydanticAIAgentWorkflow
 
-    client_plugin, agent_plugins = plugins()
-    replayer = Replayer(workflows=[LabPydanticAIAgentWorkflow],
-                        plugins=[client_plugin, *agent_plugins], workflow_runner=sandbox_runner())
+    replayer = Replayer(workflows=[LabPydanticAIAgentWorkflow], **replayer_options())
     return await replay_with(replayer, paths)
 
 

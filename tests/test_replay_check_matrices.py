@@ -1,0 +1,41 @@
+"""Every cell of every replay matrix in data/, reproduced by tk.replay_check run as the replaying
+version would run it: in that version's environment, over the histories the matrix lists.
+
+Versions whose virtual environment is not built here (``data/venvs/``, built by ``make record``
+from exact pins) are skipped with the reason; the project's own interpreter replays the Go plugin
+twin, the gallery, google-adk 2.13.0 and temporalio 1.35.0 on every machine.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from toolkit.lab.replay_matrices import MATRICES, replayings, reproduce, run_check
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+# The twin has its own module (tests/test_replay_check.py); the rest is here.
+CASES = [r for m in MATRICES if m != "go_twin" for r in replayings(m, DATA)]
+
+
+def _masked(text: object) -> str:
+    return re.sub(r"\b\d+\b", "N", str(text))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("replaying", CASES, ids=[f"{r.matrix}:{r.name}" for r in CASES])
+def test_the_check_reproduces_every_cell_and_names_the_divergences(replaying) -> None:
+    if not replaying.available():
+        pytest.skip(f"{replaying.name}: environment not built ({replaying.python()})")
+    check = run_check(replaying, DATA)
+    cells = reproduce(replaying, DATA, check=check)
+    assert len(cells) and cells["agrees"].all(), cells.loc[
+        ~cells["agrees"], ["history", "outcome", "check_outcome", "core_message",
+                           "check_core_message"]].to_dict("records")  # fmt: skip
+    failing = cells[cells["outcome"] != "ok"]
+    assert {_masked(m) for m in check.groups["message"]} == {
+        _masked(m) for m in failing["core_message"]}
+    nondeterministic = check.results[check.results["outcome"] == "nondeterminism"]
+    assert nondeterministic["explanation"].notna().all()

@@ -1,0 +1,119 @@
+"""Failures grouped by what differs, and continue-as-new chains, from a check's results."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["CHAIN_COLUMNS", "GROUP_COLUMNS", "chains", "group_key", "groups"]
+
+#: Columns of :attr:`toolkit.replay_check.ReplayCheck.groups`.
+GROUP_COLUMNS = [
+    "group", "outcome", "check", "event_type", "expected", "actual", "explanation", "message",
+    "histories", "open", "closed", "workflow_types", "labels", "runs", "open_runs", "chains",
+    "event_ids", "example",
+]  # fmt: skip
+#: Columns of :attr:`toolkit.replay_check.ReplayCheck.chains`.
+CHAIN_COLUMNS = [
+    "chain", "workflow_id", "workflow_type", "runs", "open", "outcome", "failed_runs",
+    "first_failed_run", "labels",
+]  # fmt: skip
+
+_MASKS = [
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<id>"),
+    (re.compile(r"\b\d+(\.\d+)?\b"), "<n>"),
+]
+#: How bad an outcome is, for a chain's worst.
+_RANK = {"nondeterminism": 0, "failed": 1, "skipped": 2, "ok": 3}
+
+
+def _shape(text: Any) -> str:
+    """A message with ids and numbers masked (quoted names kept: they say what differs)."""
+    shown = str(text or "")
+    for pattern, placeholder in _MASKS:
+        shown = pattern.sub(placeholder, shown)
+    return shown[:400]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
+def group_key(row: dict[str, Any]) -> tuple[str, ...]:
+    """What a failed history's group is: the outcome and what differs (check, event type,
+    recorded and new values), or the failure's message shape where nothing more is known;
+    event ids and run ids never split a group."""
+    if row["outcome"] == "nondeterminism" and _text(row.get("check")):
+        return ("nondeterminism", _text(row["check"]), _text(row.get("event_type")),
+                _text(row.get("expected")), _text(row.get("actual")))  # fmt: skip
+    return (str(row["outcome"]), _text(row.get("error_type")), _shape(row.get("core_message")))
+
+
+def _unique(values: Any) -> list[Any]:
+    out: list[Any] = []
+    for value in values:
+        for one in value if isinstance(value, list) else [value]:
+            if one is not None and not (isinstance(one, float) and pd.isna(one)) and one not in out:
+                out.append(one)
+    return out
+
+
+def groups(results: pd.DataFrame) -> tuple[pd.DataFrame, list[int | None]]:
+    """One row per group of failed histories (:data:`GROUP_COLUMNS`), the groups with open runs
+    first (those would break in production), then the largest; and each result row's group
+    number (None for rows that did not fail)."""
+    failed = results[results["outcome"].isin(["nondeterminism", "failed"])]
+    records = failed.to_dict("records")
+    keyed: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for record in records:
+        keyed.setdefault(group_key(record), []).append(record)
+    rows = []
+    for members in keyed.values():
+        first = members[0]
+        open_members = [m for m in members if m["open"]]
+        event_ids = sorted({int(m["event_id"]) for m in members if pd.notna(m["event_id"])})
+        rows.append({
+            "outcome": first["outcome"], "check": first.get("check"),
+            "event_type": first.get("event_type"), "expected": first.get("expected"),
+            "actual": first.get("actual"), "explanation": first.get("explanation"),
+            "message": first.get("core_message") or first.get("message"),
+            "histories": len(members), "open": len(open_members),
+            "closed": len(members) - len(open_members),
+            "workflow_types": _unique(m["workflow_type"] for m in members),
+            "labels": _unique(m["label"] for m in members),
+            "runs": _unique(m["run_id"] for m in members),
+            "open_runs": _unique(m["run_id"] for m in open_members),
+            "chains": len(_unique(m["chain"] for m in members)),
+            "event_ids": event_ids, "example": first["source"],
+            "_members": [m["history"] for m in members],
+        })  # fmt: skip
+    rows.sort(key=lambda r: (-r["open"], -r["histories"]))
+    number: dict[int, int] = {}
+    for index, row in enumerate(rows, 1):
+        row["group"] = index
+        number.update(dict.fromkeys(row.pop("_members"), index))
+    table = pd.DataFrame(rows, columns=GROUP_COLUMNS)
+    return table, [number.get(h) for h in results["history"]]
+
+
+def chains(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per continue-as-new chain (runs sharing a first execution run id), each run's
+    outcome folded into the chain's worst (:data:`CHAIN_COLUMNS`); ``first_failed_run`` is the
+    earliest run of the chain that fails."""
+    rows = []
+    known = results[results["chain"].notna()]
+    for chain, members in known.groupby("chain", sort=False):
+        members = members.sort_values("chain_position", kind="stable")
+        worst = min(members["outcome"], key=lambda o: _RANK.get(o, 9))
+        failing = members[members["outcome"].isin(["nondeterminism", "failed"])]
+        rows.append({
+            "chain": chain, "workflow_id": members["workflow_id"].iloc[0],
+            "workflow_type": members["workflow_type"].iloc[0], "runs": len(members),
+            "open": bool(members["open"].any()), "outcome": worst,
+            "failed_runs": len(failing),
+            "first_failed_run": failing["run_id"].iloc[0] if len(failing) else None,
+            "labels": _unique(members["label"]),
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=CHAIN_COLUMNS)

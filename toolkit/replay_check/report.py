@@ -1,0 +1,98 @@
+"""A :class:`~toolkit.replay_check.ReplayCheck` as an investigation, so that the check's page is
+the investigation report's: one finding per group of failures (a replay kind, ranked by the open
+runs it would break), the runs, and the check's tables as evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from toolkit.investigate.findings import finding, rank
+from toolkit.investigate.labels import RUN_COLUMNS, label_note
+from toolkit.investigate.report import Investigation, LazyTables
+from toolkit.text import count, listing
+
+__all__ = ["investigation", "replay_check_findings"]
+
+_NEXT_STEP = (
+    "Do not deploy this code to these runs' task queue as it is: guard the change "
+    "(workflow.patched() in Python, GetVersion in Go), pin the open runs to their build with "
+    "Worker Versioning, or let them finish first; then run the check again."
+)
+
+
+def _title(group: Any) -> str:
+    broken = [count(n, f"{kind} run") for n, kind in ((group.open, "open"), (group.closed,
+              "closed")) if n]  # fmt: skip
+    if group.outcome == "nondeterminism" and isinstance(group.check, str) and group.check:
+        what = (f"{group.check} at {group.event_type}: {group.expected!r} recorded, "
+                f"{group.actual!r} now") if group.check not in {"kind", "missing_command"} else (
+                f"{group.expected} recorded, {group.actual} now")  # fmt: skip
+    else:
+        what = str(group.message or group.outcome).splitlines()[0][:160]
+    return f"{listing(broken)} would break on replay ({group.outcome}): {what}"
+
+
+def replay_check_findings(check: Any) -> list[dict[str, Any]]:
+    """Finding rows (:data:`toolkit.investigate.findings.FINDING_COLUMNS`) of a check: one per
+    group of failures (kind ``nondeterminism`` or ``replay_failure``; critical when it breaks
+    open runs), and one for the histories it could not read (``not_checked``)."""
+    results = check.results
+    rows = []
+    for group in check.groups.itertuples():
+        members = results[results["group"] == group.group]
+        rows.append(finding(
+            "nondeterminism" if group.outcome == "nondeterminism" else "replay_failure",
+            "critical" if group.open else "high", _title(group),
+            runs=group.runs, times=members["start"], versions=group.labels,
+            evidence={"table": "replay_check", "sources": members["source"].tolist(),
+                      "event_ids": group.event_ids, "open_runs": group.open_runs},
+            explanation=f"{group.explanation or ''} The Replayer: {group.message}".strip(),
+            next_step=_NEXT_STEP, confidence="replayer",
+        ))  # fmt: skip
+    unreadable = results[results["reason"].fillna("").str.startswith("unreadable")]
+    if len(unreadable):
+        rows.append(finding(
+            "not_checked", "medium",
+            f"{count(len(unreadable), 'history', 'histories')} could not be read and were not "
+            "checked", evidence={"table": "replay_check", "sources": unreadable["source"].tolist()},
+            explanation="; ".join(unreadable["reason"].head(5)),
+            next_step="Export these runs again (temporal workflow show -o json) and re-run.",
+        ))  # fmt: skip
+    return rows
+
+
+def _runs(check: Any) -> pd.DataFrame:
+    runs = check.runs.reindex(columns=RUN_COLUMNS) if len(check.runs) else pd.DataFrame(
+        columns=RUN_COLUMNS)  # fmt: skip
+    outcome = check.results.set_index("history")["outcome"]
+    return runs.assign(replay=[outcome.get(h) for h in runs["history"]])
+
+
+def _errors(check: Any) -> pd.DataFrame:
+    skipped = check.results[check.results["outcome"] == "skipped"]
+    return pd.DataFrame({
+        "source": skipped["source"], "kind": "history",
+        "status": ["failed" if r.startswith("unreadable") else "skipped"
+                   for r in skipped["reason"]],
+        "reason": skipped["reason"],
+    }).reset_index(drop=True)  # fmt: skip
+
+
+def investigation(check: Any) -> Investigation:
+    """The :class:`~toolkit.investigate.report.Investigation` of a check (its report is the
+    check's page): runs, findings, evidence ``replay_check`` (the results), ``replay_groups``,
+    ``replay_chains``, and the histories not checked as ``errors``."""
+    runs = _runs(check)
+    evidence = LazyTables({"replay_check": lambda: check.results, "replay_groups": lambda:
+                           check.groups, "replay_chains": lambda: check.chains,
+                           "runs": lambda: runs})  # fmt: skip
+    return Investigation(
+        runs=runs, findings=rank(replay_check_findings(check)), evidence=evidence,
+        figures=LazyTables({}), errors=_errors(check),
+        label_note=label_note(runs) if len(runs) else "",
+        inputs={"history_files": check.results["source"].nunique(), "replay_check":
+                check.summary()},
+    )  # fmt: skip
