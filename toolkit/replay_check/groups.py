@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["CHAIN_COLUMNS", "GROUP_COLUMNS", "chains", "group_key", "groups"]
+__all__ = ["CHAIN_COLUMNS", "GROUP_COLUMNS", "chains", "group_key", "groups", "own_ids_masked"]
 
 #: Columns of :attr:`toolkit.replay_check.ReplayCheck.groups`.
 GROUP_COLUMNS = [
@@ -25,6 +25,8 @@ _MASKS = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<id>"),
     (re.compile(r"\b\d+(\.\d+)?\b"), "<n>"),
 ]
+#: Ids shorter than this occur by chance inside unrelated text; they are not masked.
+_SHORTEST_ID = 6
 #: How bad an outcome is, for a chain's worst.
 _RANK = {"nondeterminism": 0, "failed": 1, "skipped": 2, "ok": 3}
 
@@ -41,14 +43,29 @@ def _text(value: Any) -> str:
     return "" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
 
 
+def own_ids_masked(row: dict[str, Any], value: Any) -> Any:
+    """``value`` with the run's own workflow id and run id replaced by ``<workflow_id>`` and
+    ``<run_id>`` (code builds ids from them: ``order-42-reserve`` is ``<workflow_id>-reserve``
+    in every run)."""
+    if not isinstance(value, str):
+        return value
+    for column in ("workflow_id", "run_id"):
+        own = row.get(column)
+        if isinstance(own, str) and len(own) >= _SHORTEST_ID:
+            value = value.replace(own, f"<{column}>")
+    return value
+
+
 def group_key(row: dict[str, Any]) -> tuple[str, ...]:
     """What a failed history's group is: the outcome and what differs (check, event type,
     recorded and new values), or the failure's message shape where nothing more is known;
-    event ids and run ids never split a group."""
+    event ids, run ids and ids built from the run's own ids never split a group."""
     if row["outcome"] == "nondeterminism" and _text(row.get("check")):
         return ("nondeterminism", _text(row["check"]), _text(row.get("event_type")),
-                _text(row.get("expected")), _text(row.get("actual")))  # fmt: skip
-    return (str(row["outcome"]), _text(row.get("error_type")), _shape(row.get("core_message")))
+                _text(own_ids_masked(row, row.get("expected"))),
+                _text(own_ids_masked(row, row.get("actual"))))  # fmt: skip
+    message = own_ids_masked(row, row.get("core_message"))
+    return (str(row["outcome"]), _text(row.get("error_type")), _shape(message))
 
 
 def _unique(values: Any) -> list[Any]:
@@ -76,9 +93,11 @@ def groups(results: pd.DataFrame) -> tuple[pd.DataFrame, list[int | None]]:
         event_ids = sorted({int(m["event_id"]) for m in members if pd.notna(m["event_id"])})
         rows.append({
             "outcome": first["outcome"], "check": first.get("check"),
-            "event_type": first.get("event_type"), "expected": first.get("expected"),
-            "actual": first.get("actual"), "explanation": first.get("explanation"),
-            "message": first.get("core_message") or first.get("message"),
+            "event_type": first.get("event_type"),
+            "expected": own_ids_masked(first, first.get("expected")),
+            "actual": own_ids_masked(first, first.get("actual")),
+            "explanation": own_ids_masked(first, first.get("explanation")),
+            "message": own_ids_masked(first, first.get("core_message") or first.get("message")),
             "histories": len(members), "open": len(open_members),
             "closed": len(members) - len(open_members),
             "workflow_types": _unique(m["workflow_type"] for m in members),

@@ -26,7 +26,7 @@ from toolkit.replay_check.items import (
 
 __all__ = ["is_server", "items_from_dataset", "items_from_source"]
 
-_ADDRESS = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{2,5}$")
+_ADDRESS = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 
 
 def is_server(source: Any) -> bool:
