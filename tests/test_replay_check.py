@@ -211,7 +211,9 @@ def test_the_page_is_the_investigation_report_with_a_finding_per_group(twin_chec
     first = report.findings.iloc[0]
     assert first["severity"] == "high"  # closed runs only: nothing open would break
     assert first["title"].startswith(f"{check.groups['histories'].iloc[0]} closed runs would")
-    assert "'ListMcpTools' recorded, 'InvokeModel' now" in first["title"]
+    assert first["title"].endswith("would break on replay: activity_type 'ListMcpTools' in the "
+                                   "history, 'InvokeModel' from the new code "
+                                   "(ActivityTaskScheduled)")
     assert sorted(first["runs"]) == sorted(check.groups["runs"].iloc[0])
     assert set(report.evidence) == {"replay_check", "replay_groups", "replay_chains", "runs"}
     page = check.to_html(tmp_path / "check.html")

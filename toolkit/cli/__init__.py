@@ -16,6 +16,7 @@
     toolkit dataset check histories.parquet     (or repair: rewrite damaged batches from sources;
                                                  compact: merge small files into few large ones)
     toolkit investigate exports/ --logs worker.log --html report.html
+    toolkit replay-check exports/ --workflows app.workflows:Order --junit replay.xml
 
 Every command takes ``--json`` (JSON Lines: one object per row, every column) and ``--width``
 (text tables fit the terminal's width: headers whole, the message column wrapped, other long
@@ -178,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="compact: size a compacted file aims at, in MiB (default 64)",
     )
     _investigate_parser(sub, common)
+    from toolkit.cli.replay_check import add_parser as replay_check_parser
+
+    replay_check_parser(sub, common)
     return parser
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from toolkit.cli.dataset import dataset_command
 from toolkit.cli.render import print_json, print_table
+from toolkit.cli.replay_check import replay_check_command
 from toolkit.errors import ToolkitError
 
 __all__ = ["EXIT_FINDINGS", "EXIT_OK", "HANDLERS"]
@@ -348,3 +349,4 @@ def investigate(args: argparse.Namespace) -> int:
 HANDLERS = {"show": show, "activities": activities, "turns": turns, "diff": diff, "logs": logs,
             "sql": sql, "export": export, "investigate": investigate}  # fmt: skip
 HANDLERS["dataset"] = dataset_command
+HANDLERS["replay-check"] = replay_check_command

@@ -26,13 +26,16 @@ _NEXT_STEP = (
 def _title(group: Any) -> str:
     broken = [count(n, f"{kind} run") for n, kind in ((group.open, "open"), (group.closed,
               "closed")) if n]  # fmt: skip
-    if group.outcome == "nondeterminism" and isinstance(group.check, str) and group.check:
-        what = (f"{group.check} at {group.event_type}: {group.expected!r} recorded, "
-                f"{group.actual!r} now") if group.check not in {"kind", "missing_command"} else (
-                f"{group.expected} recorded, {group.actual} now")  # fmt: skip
+    check = group.check if isinstance(group.check, str) else ""
+    if group.outcome == "nondeterminism" and check in {"kind", "missing_command"}:
+        issued = group.actual if isinstance(group.actual, str) else "nothing"
+        what = f"where the history has {group.expected}, the new code issues {issued}"
+    elif group.outcome == "nondeterminism" and check:
+        what = (f"{check} {group.expected!r} in the history, {group.actual!r} from the new code "
+                f"({group.event_type})")  # fmt: skip
     else:
         what = str(group.message or group.outcome).splitlines()[0][:160]
-    return f"{listing(broken)} would break on replay ({group.outcome}): {what}"
+    return f"{listing(broken)} would break on replay: {what}"
 
 
 def replay_check_findings(check: Any) -> list[dict[str, Any]]:
