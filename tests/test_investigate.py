@@ -126,7 +126,7 @@ def test_report_html_is_self_contained_and_markdown_is_a_skeleton(tmp_path: Path
     page = found.to_html(tmp_path / "report.html")
     assert (tmp_path / "report.html").read_text(encoding="utf-8") == page
     assert "data:image/png;base64," in page and "src='http" not in page
-    assert "weather-list-tools" in page and found._repr_html_().startswith("<div>")
+    assert "weather-list-tools" in page and found._repr_html_().startswith("<div class='tkr'>")
     markdown = found.to_markdown()
     for section in ("## Timeline", "## Impact", "## Root cause candidates", "## Evidence",
                     "## Fix checks"):  # fmt: skip

@@ -29,6 +29,7 @@ from toolkit.plots import (
     plot_activity_timeline,
     plot_delivery_timeline,
     plot_divergence,
+    plot_incident_timeline,
     plot_listings_per_turn,
     plot_replay_matrix,
     replay_grid,
@@ -348,7 +349,16 @@ CHARTS = {
     "plot_delivery_timeline: the go runtime before the fix": lambda: plot_delivery_timeline(
         tk.delivery_timeline(tk.read_logs(DATA / "duplicate_tool" / "go" / "before.log")),
         "before the fix: cmd-2, the tool turn"),
+    "plot_incident_timeline: the lab's incident bundle": lambda: _incident(
+        [ADK / "adk-1.28.1", ADK / "adk-1.29.0"], DATA / "duplicate_tool" / "go" / "before.log"),
+    "plot_incident_timeline: the go twin's variants": lambda: _incident([TWIN], None),
 }  # fmt: skip
+
+
+def _incident(histories: list[Path], logs: Path | None) -> Figure:
+    """The report's first chart, as Investigation.to_html draws it."""
+    found = tk.investigate(histories, logs=logs)
+    return plot_incident_timeline(found.runs, found.evidence["events"], found.findings)
 
 
 @pytest.mark.parametrize("chart", list(CHARTS))
@@ -360,3 +370,25 @@ def test_no_chart_prints_words_over_words(chart: str) -> None:
 def test_every_public_chart_is_checked_for_overlapping_words() -> None:
     public = {name for name in tk.plots.__all__ if name.startswith("plot_")}
     assert public <= {chart.split(":")[0] for chart in CHARTS}
+
+
+def test_incident_timeline_draws_every_run_in_its_version_lane(tmp_path: Path) -> None:
+    found = tk.investigate([ADK / "adk-1.28.1", ADK / "adk-1.29.0"],
+                           logs=DATA / "duplicate_tool" / "go" / "before.log")  # fmt: skip
+    events = found.evidence["events"]
+    figure = plot_incident_timeline(found.runs, events, found.findings)
+    _png(figure, tmp_path / "incident.png")
+    _labelled(figure)
+    _check_layout(figure)
+    bars, marks = tk.plots.incident_rows(found.runs, events, found.findings)
+    assert len(bars) == len(found.runs) and set(bars["lane"]) == set(found.runs["label"])
+    drawn = [p for p in figure.axes[0].patches if isinstance(p, Rectangle)]
+    assert len(drawn) == len(bars)
+    # lanes in order of first run (the rollout), the stuck run marked, every failed task marked
+    firsts = found.runs.groupby("label")["start"].min().sort_values()
+    assert list(dict.fromkeys(bars["lane"])) == list(firsts.index)
+    assert bars.loc[bars["open"], "status"].tolist() == ["stuck"]
+    failed = events["event_type"].isin(["WorkflowTaskFailed", "WorkflowTaskTimedOut"]).sum()
+    assert (marks["kind"] == "workflow_task_failed").sum() == failed
+    logs_only = found.findings[found.findings["run_count"] == 0]
+    assert (marks["kind"] == "seen_in_logs").sum() == len(logs_only) > 0

@@ -215,8 +215,10 @@ def investigate(
         rows += _kinds.duplicate_tool_in_history(in_history, runs)
     rows += listing_change(compared, summary, note)
     rows += _kinds.dead_letters(log_tables["dead_letters"])
-    if log_frame is not None and len(log_frame):
-        rows += _kinds.log_errors(log_frame, _explained_lines(rows))
+    shapes = (_kinds.log_error_shapes(log_frame, _explained_lines(rows))
+              if log_frame is not None and len(log_frame) else None)  # fmt: skip
+    if shapes is not None:
+        rows += _kinds.log_errors(shapes)
 
     evidence = LazyTables(
         _evidence_builders(
@@ -232,6 +234,7 @@ def investigate(
             replay,
         )
         | {"duplicate_tools_in_history": lambda: in_history}
+        | ({"log_errors": lambda: shapes} if shapes is not None else {})
     )
     figures = LazyTables({"listings_per_turn": lambda: _listings_figure(compared)})
     log_lines = int(log_frame["lines"].sum()) if log_frame is not None else 0

@@ -2,9 +2,9 @@
 
 One function per finding kind; each takes the investigation's tables and returns finding rows
 (:data:`FINDING_COLUMNS`). Kinds: ``nondeterminism``, ``stuck_run``, ``activity_retries``,
-``duplicate_tool``, ``listing_change``, ``dead_letter`` and ``log_errors`` (error records that no
-other finding explains, grouped by message shape). Nothing here reads files: a file that failed
-to load never reaches a finding.
+``duplicate_tool``, ``listing_change``, ``dead_letter`` and ``log_errors`` (one finding for the
+error records that no other finding explains, their message shapes counted). Nothing here
+reads files: a file that failed to load never reaches a finding.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 
 from toolkit.text import count
 
-__all__ = ["FINDING_COLUMNS", "SEVERITIES", "finding", "rank"]
+__all__ = ["FINDING_COLUMNS", "SEVERITIES", "finding", "log_error_shapes", "rank"]
 
 #: Severities, most severe first (findings are ranked by severity, then runs affected).
 SEVERITIES = ("critical", "high", "medium", "low")
@@ -350,36 +350,64 @@ def message_shape(text: str) -> str:
     return text.strip()[:120]
 
 
-def log_errors(logs: pd.DataFrame, explained: set[tuple[Any, int]]) -> list[dict[str, Any]]:
-    """Error records no other finding explains, grouped by message shape."""
+def log_error_shapes(logs: pd.DataFrame, explained: set[tuple[Any, int]]) -> pd.DataFrame:
+    """Error records that no other finding explains, one row per message shape.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``shape`` (:func:`message_shape`), ``records``, ``first_seen``, ``last_seen``,
+        ``sources``, ``lines`` (every line number), ``example`` (the first record's message),
+        most records first.
+    """
+    columns = ["shape", "records", "first_seen", "last_seen", "sources", "lines", "example"]
     errors = logs[logs["level"].isin(["error", "critical"])]
     keep = [
         (s, int(n)) not in explained for s, n in zip(errors["source"], errors["line"], strict=True)
     ]
     errors = errors[keep]
     if errors.empty:
-        return []
+        return pd.DataFrame(columns=columns)
     text = errors["message"].fillna(errors["raw"].astype(str)).astype(str)
-    errors = errors.assign(_shape=[message_shape(t) for t in text])
-    out = []
+    errors = errors.assign(_shape=[message_shape(t) for t in text], _text=text)
+    rows = []
     for shape, group in errors.groupby("_shape", sort=False):
-        out.append(
-            finding(
-                "log_errors",
-                "low",
-                f"{len(group)} error records: {shape}",
-                times=group["ts"],
-                evidence={
-                    "table": "logs",
-                    "sources": group["source"].unique().tolist(),
-                    "log_lines": group["line"].astype(int).tolist()[:200],
-                },
-                explanation="Error-level records that no other finding accounts for.",
-                next_step="Read a few of these lines in context (evidence log_lines) and correlate "
-                "them with the runs (tk.correlate).",
-            )
+        rows.append({
+            "shape": shape, "records": len(group), "first_seen": group["ts"].min(),
+            "last_seen": group["ts"].max(), "sources": group["source"].unique().tolist(),
+            "lines": group["line"].astype(int).tolist(), "example": group["_text"].iloc[0],
+        })  # fmt: skip
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values("records", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def log_errors(shapes: pd.DataFrame) -> list[dict[str, Any]]:
+    """One finding for the error records no other finding explains (``shapes``:
+    :func:`log_error_shapes`), their kinds counted in its evidence table ``log_errors``."""
+    if shapes.empty:
+        return []
+    records = int(shapes["records"].sum())
+    top = shapes.iloc[0]
+    kinds = count(len(shapes), "kind")
+    most = f"most often ({top['records']}×): {top['shape']}" if len(shapes) > 1 else top["shape"]
+    return [
+        finding(
+            "log_errors",
+            "low",
+            f"{count(records, 'error record')} in the logs that no other finding explains "
+            f"({kinds}; {most})",
+            times=[*shapes["first_seen"], *shapes["last_seen"]],
+            evidence={
+                "table": "log_errors",
+                "sources": list(dict.fromkeys(s for ss in shapes["sources"] for s in ss)),
+                "log_lines": [n for lines in shapes["lines"] for n in lines][:200],
+            },
+            explanation=f"Error-level records grouped by the shape of their message (ids, "
+            f"quoted text and numbers set aside): {kinds}, counted in the evidence table.",
+            next_step="Read a few of these lines in context and correlate them with the runs "
+            "(tk.correlate(inv.evidence['logs'], events)).",
         )
-    return out
+    ]
 
 
 def replay_failures(replay: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, Any]]:

@@ -7,9 +7,6 @@ a postmortem skeleton for a person to complete.
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,12 +44,6 @@ class LazyTables(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"LazyTables({sorted(self._builders)})"
-
-
-def _png(figure: Any) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def _when(value: Any) -> str:
@@ -157,65 +148,30 @@ class Investigation:
         return "\n".join(lines)
 
     # -- HTML ---------------------------------------------------------------------------------
-    def _html_body(self, charts: bool) -> str:
-        parts = [f"<p>{html.escape(self.summary())}</p>"]
-        if self.label_note:
-            parts.append(f"<p><b>Version labels:</b> {html.escape(self.label_note)}.</p>")
-        if len(self.findings):
-            shown = self.findings[
-                [
-                    "severity",
-                    "kind",
-                    "title",
-                    "run_count",
-                    "first_seen",
-                    "last_seen",
-                    "versions",
-                    "next_step",
-                ]
-            ]
-            parts.append("<h3>Findings</h3>" + shown.to_html(index=False, escape=True))
-            for row in self.findings.itertuples():
-                parts.append(
-                    f"<h4>[{row.severity}] {html.escape(row.title)}</h4>"
-                    f"<p>{html.escape(row.explanation)}</p>"
-                    f"<p><b>Next step:</b> {html.escape(row.next_step)}</p>"
-                    f"<p><b>Evidence:</b> <code>{html.escape(_evidence_text(row.evidence))}"
-                    "</code></p>"
-                )
-        else:
-            parts.append("<p>No findings.</p>")
-        if charts:
-            for name in self.figures:
-                figure = self.figures[name]
-                if figure is not None:
-                    parts.append(
-                        f"<h3>{html.escape(name)}</h3><img alt='{html.escape(name)}' "
-                        f"src='data:image/png;base64,{_png(figure)}'/>"
-                    )
-        runs = self.runs.drop(columns=["labels", "failed_labels"], errors="ignore")
-        parts.append("<h3>Runs</h3>" + runs.head(200).to_html(index=False, escape=True))
-        if len(self.errors):
-            parts.append("<h3>Inputs left out</h3>" + self.errors.to_html(index=False))
-        return "\n".join(parts)
-
     def _repr_html_(self) -> str:
-        return "<div><h2>Investigation</h2>" + self._html_body(charts=True) + "</div>"
+        """In a notebook: the report's head (headline, facts, timeline, finding cards)."""
+        from toolkit.investigate.document import summary_html
+        from toolkit.investigate.html import css
+
+        return f"<div class='tkr'><style>{css()}</style>{summary_html(self)}</div>"
 
     def to_html(self, path: str | Path | None = None) -> str:
-        """The report as one self-contained HTML page (charts embedded); written to ``path``."""
-        page = (
-            "<!doctype html><html><head><meta charset='utf-8'><title>Investigation</title>"
-            "<style>body{font-family:sans-serif;margin:2em;max-width:80em}table{border-"
-            "collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}"
-            "</style></head><body><h1>Investigation</h1>"
-            + self._html_body(charts=True)
-            + "</body></html>"
-        )
+        """The report as one self-contained HTML page; written to ``path`` when given.
+
+        An incident document: what happened in one sentence, when and the impact; the incident
+        timeline; the findings as cards ranked by severity, each with its evidence (log lines,
+        events, table rows), the runs it touches and its next step; the runs with their status;
+        a section per affected run with its activity timeline; the files left out. Styles and
+        charts are inline (no network needed), it prints, and it reads on a phone.
+        """
+        from toolkit.investigate.document import document_html
+        from toolkit.investigate.html import page
+
+        text = page(f"Incident report: {self.headline()}", document_html(self))
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(page, encoding="utf-8")
-        return page
+            Path(path).write_text(text, encoding="utf-8")
+        return text
 
     # -- Markdown -----------------------------------------------------------------------------
     def to_markdown(self) -> str:

@@ -6,12 +6,14 @@ state: ``fig.savefig("chart.png")`` works in scripts and tests, and in Jupyter a
 once at the end of the cell whether it is returned or assigned.
 
 Each ``plot_*`` function has a companion that returns the numbers it draws
-(:func:`listing_bars`, :func:`replay_grid`, :func:`timeline_rows`), for tables and tests.
+(:func:`listing_bars`, :func:`replay_grid`, :func:`timeline_rows`, :func:`incident_rows`), for
+tables and tests.
 No chart prints a word over another (:func:`overlapping_texts` measures any figure).
 """
 
 from __future__ import annotations
 
+from toolkit.plots.incident import incident_rows, plot_incident_timeline
 from toolkit.plots.layout import overlapping_texts
 from toolkit.plots.listings import listing_bars, plot_listings_per_turn
 from toolkit.plots.replay import plot_divergence, plot_replay_matrix, replay_grid
@@ -19,12 +21,14 @@ from toolkit.plots.style import natural_key
 from toolkit.plots.timeline import plot_activity_timeline, plot_delivery_timeline, timeline_rows
 
 __all__ = [
+    "incident_rows",
     "listing_bars",
     "natural_key",
     "overlapping_texts",
     "plot_activity_timeline",
     "plot_delivery_timeline",
     "plot_divergence",
+    "plot_incident_timeline",
     "plot_listings_per_turn",
     "plot_replay_matrix",
     "replay_grid",
