@@ -192,10 +192,14 @@ def plot_incident_timeline(
         y += heights[lane] + 0.6
     figure = new_figure(NOTEBOOK_WIDTH, 1.7 + 0.3 * max(y, 1.5))
     ax = figure.add_subplot()
+    _time_axis(ax, bars, marks)
+    low, high = ax.get_xlim()
     for bar in bars.itertuples():
         start, end = mdates.date2num(bar.start), mdates.date2num(bar.end)
         color = STATUS_COLORS.get(bar.status, _OTHER)
-        ax.barh(base[bar.lane] + bar.row, max(end - start, 0), left=start, height=0.7,
+        # A run of seconds among runs of years is still a visible mark (0.4 % of the axis).
+        ax.barh(base[bar.lane] + bar.row, max(end - start, (high - low) * 0.004), left=start,
+                height=0.7,
                 color=color, hatch="///" if bar.open else None, edgecolor="white",
                 linewidth=0.5)  # fmt: skip
     for kind, (_, marker, color, _) in _MARKS.items():
@@ -221,7 +225,6 @@ def plot_incident_timeline(
               for lane in lanes]  # fmt: skip
     ax.set_yticks([base[lane] + (heights[lane] - 1) / 2 for lane in lanes], labels, fontsize=8)
     ax.set_ylim(y - 0.6 + 0.2, -0.8)
-    _time_axis(ax, bars, marks)
     handles = _legend(bars, marks, bool(rollouts))
     if handles:
         figure.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)),
