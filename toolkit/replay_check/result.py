@@ -117,6 +117,21 @@ class ReplayCheck:
         """Whether the deploy may go ahead (:attr:`exit_code` is 0)."""
         return self.exit_code == 0
 
+    def assert_replays(self) -> None:
+        """Raise ``AssertionError`` unless :attr:`exit_code` is 0, saying what would break
+        (open runs first, with the explanation and the Replayer's words), what could not be
+        read, or that nothing was checked (for a test suite)."""
+        if self.exit_code == 0:
+            return
+        lines = [self.summary()]
+        for row in self.groups.itertuples():
+            lines.append(f"- {row.open} open / {row.closed} closed runs "
+                         f"({', '.join(map(str, row.labels))}): "
+                         f"{row.explanation or row.outcome}\n  the Replayer: {row.message}")
+        unread = self.results[self.results["reason"].fillna("").str.startswith("unreadable")]
+        lines += [f"- not checked: {reason}" for reason in unread["reason"]]
+        raise AssertionError("\n".join(lines))
+
     def summary(self) -> str:
         """One paragraph: what was checked, what would break, what was not checked."""
         c = self.counts()
