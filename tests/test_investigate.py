@@ -166,6 +166,16 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     assert found.returncode == 1, found.stderr
     kinds = {row["kind"] for row in json.loads(found.stdout)["findings"]}
     assert {"nondeterminism", "duplicate_tool"} <= kinds and report.stat().st_size > 10_000
+    text = run(ADK / "adk-1.28.1", ADK / "adk-1.29.0", "--logs", GO_LOGS / "before.log",
+               "--width", "0")  # fmt: skip
+    lines = text.stdout.splitlines()
+    titles = [line for line in lines if line[:1].isdigit() and ". [" in line]
+    assert lines[0] == json.loads(found.stdout)["headline"]  # the report's one sentence first
+    findings = json.loads(found.stdout)["findings"]
+    assert len(titles) == len(findings)
+    assert all(t.startswith(f"{n}. [{f['severity']}] {f['title']} ({f['kind']}")
+               for n, (t, f) in enumerate(zip(titles, findings, strict=True), 1))  # fmt: skip
+    assert any(t.endswith("; seen in logs)") for t in titles)  # the Go runtime's log findings
     quiet = ROOT / "data" / "go_twin" / "with_fix-adk_v2.5.0" / "plain_turns.json"
     nothing = run(quiet)
     assert nothing.returncode == 0 and "Found: nothing" in nothing.stdout

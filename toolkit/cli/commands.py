@@ -309,7 +309,31 @@ def export(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if report.files_failed or report.runs_conflicting else EXIT_OK
 
 
-FINDING_COLUMNS = ("severity", "kind", "run_count", "title")
+def _print_cards(found: Any, width: int | None) -> None:
+    """The report's head in the terminal: the headline, what was read, each card's title."""
+    import textwrap
+
+    from toolkit.cli.render import terminal_width
+
+    limit = terminal_width(sys.stdout) if width is None else width
+
+    def say(text: str, hang: str = "") -> None:
+        if limit <= 0:
+            print(text)
+            return
+        print("\n".join(textwrap.wrap(text, limit, subsequent_indent=hang,
+                                       break_on_hyphens=False)))  # fmt: skip
+
+    say(found.headline())
+    print()
+    say(found.summary())
+    if found.label_note:
+        say(f"Version labels: {found.label_note}.")
+    if len(found.findings):
+        print()
+    for number, row in enumerate(found.findings.itertuples(), 1):
+        where = "" if row.run_count else "; seen in logs"
+        say(f"{number}. [{row.severity}] {row.title} ({row.kind}{where})", hang="   ")
 
 
 def investigate(args: argparse.Namespace) -> int:
@@ -325,19 +349,12 @@ def investigate(args: argparse.Namespace) -> int:
     if args.html:
         found.to_html(args.html)
     if args.json:
-        print_json({"summary": found.summary(), "label_note": found.label_note,
+        print_json({"headline": found.headline(), "summary": found.summary(),
+                    "label_note": found.label_note,
                     "findings": found.findings, "runs": found.runs,
                     "errors": found.errors})  # fmt: skip
     else:
-        print(found.summary())
-        if found.label_note:
-            print(f"Version labels: {found.label_note}.")
-        if len(found.findings):
-            print()
-            print_table(found.findings, FINDING_COLUMNS, width=args.width)
-            for number, row in enumerate(found.findings.itertuples(), 1):
-                print(f"\n{number}. [{row.severity}] {row.title}\n   {row.explanation}\n"
-                      f"   next step: {row.next_step}")  # fmt: skip
+        _print_cards(found, args.width)
         failed = found.errors[found.errors["status"] == "failed"]
         for row in failed.itertuples():
             print(f"unreadable: {row.reason}", file=sys.stderr)
