@@ -59,11 +59,14 @@ def test_cards_ranked_with_their_evidence_runs_and_next_step(bundle: tk.Investig
     assert [int(n) for _, n, _ in cards] == list(range(1, len(bundle.findings) + 1))
     assert [s for s, _, _ in cards] == bundle.findings["severity"].tolist()
     by_kind = dict(zip(bundle.findings["kind"], (c for _, _, c in cards), strict=False))
-    # The divergence: the recorded commands, the expected one among them, the new code's one.
-    divergence = _text(by_kind["nondeterminism"])
-    assert "ScheduleActivityTask(weather-list-tools, id=1)" in divergence
-    assert "The new code issued weather-call-tool where the history has weather-list-tools" in \
-        divergence  # fmt: skip
+    # The divergence: the recorded commands beside those a run of the new version issued for
+    # the same signals, the first difference highlighted, reproducing the reported failure.
+    divergence = by_kind["nondeterminism"]
+    assert "The two command sequences" in divergence
+    hit = re.findall(r"<tr class='hit'>(.*?)</tr>", divergence, flags=re.S)
+    assert len(hit) == 1
+    assert "weather-list-tools, id=3" in hit[0] and "weather-call-tool, id=3" in hit[0]
+    assert "fails with: [TMPRL1100]" in _text(divergence)
     # Findings from logs: the lines themselves, numbered, and the ids the records carry.
     logs = bundle.evidence["logs"]
     go = next(c for _, _, c in cards if "(go_adk)" in c)
@@ -131,3 +134,15 @@ def test_plain_public_exports_with_real_worker_logs(corpus: Path, tmp_path: Path
     assert errors["title"].item().startswith(f"{shapes['records'].sum()} error record")
     assert shapes["records"].is_monotonic_decreasing and len(shapes) == shapes["shape"].nunique()
     assert "seen in logs" in _text(page)
+
+
+def test_without_a_run_of_the_new_code_on_the_same_inputs_the_card_says_so() -> None:
+    adk = Path(__file__).resolve().parents[1] / "data" / "adk"
+    found = tk.investigate([adk / "adk-1.28.1" / "rolling_upgrade_to_adk-1.29.0.json",
+                            adk / "adk-1.29.0" / "list_twice.json"])  # other signals
+    card = found.to_html().split("id='finding-1'>")[1].split("</article>")[0]
+    assert "The two command sequences" not in card
+    assert "The new code issued weather-call-tool where the history has weather-list-tools" in \
+        _text(card)  # fmt: skip
+    hits = re.findall(r"<tr class='hit'>(.*?)</tr>", card, flags=re.S)
+    assert len(hits) == 3 and all("weather-list-tools" in h for h in hits)  # where it can be

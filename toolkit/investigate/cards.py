@@ -268,11 +268,14 @@ def _seen_in_logs(inv: Investigation, row: pd.Series) -> str:
 def _divergence(inv: Investigation, row: pd.Series) -> str:
     """A nondeterminism finding's two command sequences, the divergence highlighted.
 
-    The recorded side is the failing run's own history. The new code's side is a run of a
-    failing version that received the same signals (its commands are what that code issues
-    for those inputs), compared with :func:`toolkit.first_divergence`; without such a run,
-    only the command the failure message names is known, and the card says so.
+    The recorded side is the failing run's own history. The new code's side is a run that only
+    failing versions ran, whose signals begin with the recorded run's, and whose comparison
+    with :func:`toolkit.first_divergence` reproduces the failure the worker reported (same
+    expected and actual): its commands are what that code issues for those inputs. Without
+    such a run, only the command the failure message names is known, and the card says so.
     """
+    import toolkit as tk
+
     runs = row["runs"] if isinstance(row["runs"], list) else []
     if not runs or "events" not in inv.evidence:
         return ""
@@ -280,34 +283,27 @@ def _divergence(inv: Investigation, row: pd.Series) -> str:
     recorded = events[events["run_id"] == runs[0]]
     if recorded.empty:
         return ""
-    failing = [v for v in row["versions"] if v not in set(
-        inv.runs.loc[inv.runs["run_id"] == runs[0], "label"])] if row["versions"] else []
-    twin = _same_signals(inv, recorded, failing)
-    if twin is not None:
-        import toolkit as tk
-
+    details = inv.evidence.get("nondeterminism_errors", pd.DataFrame())
+    mine = details[details["run_id"] == runs[0]] if "run_id" in details else details
+    expected, actual = (next(iter(mine[c].dropna()), None) if c in mine else None
+                        for c in ("expected", "actual"))  # fmt: skip
+    own = set(inv.runs.loc[inv.runs["run_id"] == runs[0], "label"])
+    failing = [v for v in row["versions"] if v not in own] if row["versions"] else []
+    for twin in _same_signals(inv, recorded, failing)[:5]:
         try:
             found = tk.first_divergence(recorded, events[events["run_id"] == twin])
         except tk.ToolkitError:
-            found = None
-        if found is not None and len(found.aligned):
+            continue
+        if found is not None and len(found.aligned) and (found.expected, found.actual) == (
+                expected, actual):  # fmt: skip
             return _aligned(found, inv, twin)
-    import toolkit as tk
-
     commands = tk.commands(recorded)
     if commands.empty:
         return ""
-    details = inv.evidence["nondeterminism_errors"] if (
-        "nondeterminism_errors" in inv.evidence) else pd.DataFrame()
-    mine = details[details["run_id"] == runs[0]] if "run_id" in details else details
-    expected = mine["expected"].dropna().iloc[0] if len(mine) and mine["expected"].notna().any() \
-        else None  # fmt: skip
-    actual = mine["actual"].dropna().iloc[0] if len(mine) and mine["actual"].notna().any() \
-        else None  # fmt: skip
     hits = commands["activity_type"].eq(expected) if expected is not None else None
     note = (f"<p>The new code issued <code>{escape(actual)}</code> where the history has "
             f"<code>{escape(expected)}</code> (from the failure message). No run of the new "
-            "version received the same signals, so its whole sequence is not known.</p>"
+            "version had the same inputs, so the rest of its sequence is not known.</p>"
             if actual is not None else "")  # fmt: skip
     return (f"<h4>Commands the history recorded ({count(len(commands), 'command')})</h4>"
             + table_html(commands, ["position", "workflow_task", "event_id", "identity"],
@@ -315,9 +311,9 @@ def _divergence(inv: Investigation, row: pd.Series) -> str:
             + note)
 
 
-def _same_signals(inv: Investigation, recorded: pd.DataFrame, labels: list[str]) -> str | None:
-    """A run under one of ``labels``, of the same workflow type, that received the same signals
-    (names and inputs) as ``recorded``: what the new code does with the same inputs."""
+def _same_signals(inv: Investigation, recorded: pd.DataFrame, labels: list[str]) -> list[str]:
+    """Runs only ``labels`` ran, of the same workflow type, whose signals (names and inputs)
+    begin with those of ``recorded``: candidates for what the new code does with its inputs."""
     events = inv.evidence["events"]
 
     def signals(frame: pd.DataFrame) -> list[tuple[Any, str]]:
@@ -327,20 +323,22 @@ def _same_signals(inv: Investigation, recorded: pd.DataFrame, labels: list[str])
 
     wanted = signals(recorded)
     if not wanted:
-        return None
+        return []
     workflow_type = recorded["workflow_type"].iloc[0]
     runs = inv.runs
+    only_new = pd.Series([isinstance(w, list) and bool(w) and set(w) <= set(labels)
+                          for w in runs["labels"]], index=runs.index)  # fmt: skip
     candidates = runs[(runs["workflow_type"] == workflow_type) & runs["label"].isin(labels)
-                      & ~runs["stuck"].fillna(False).astype(bool)]  # fmt: skip
-    for run_id in candidates["run_id"]:
-        if signals(events[events["run_id"] == run_id]) == wanted:
-            return str(run_id)
-    return None
+                      & ~runs["stuck"].fillna(False).astype(bool) & only_new]  # fmt: skip
+    # The recorded run may have stopped early (stuck): its signals begin the other's.
+    return [str(run_id) for run_id in candidates["run_id"]
+            if signals(events[events["run_id"] == run_id])[: len(wanted)] == wanted]
 
 
 def _aligned(found: Any, inv: Investigation, twin: str) -> str:
     aligned = found.aligned
-    hit = aligned["recorded_event_id"].eq(found.event_id) if found.event_id else ~aligned["same"]
+    hit = (aligned["recorded_event_id"].eq(found.event_id) if found.event_id else
+           ~aligned["same"].astype(bool)).fillna(False).astype(bool)  # fmt: skip
     if hit.any():
         at = int(hit.to_numpy().nonzero()[0][0])
         aligned, hit = aligned.iloc[max(0, at - 6): at + 4], hit.iloc[max(0, at - 6): at + 4]
@@ -352,7 +350,8 @@ def _aligned(found: Any, inv: Investigation, twin: str) -> str:
             + table_html(aligned, ["position", "recorded", "recorded_event_id", "replayed"],
                          headers={"recorded": "recorded history", "recorded_event_id": "event",
                                   "replayed": "new code"}, limit=12, highlight=hit)
-            + f"<p class='note'>{escape(found.core_message or '')}</p>")  # fmt: skip
+            + f"<p class='note'>Replaying the recorded history against these commands fails "
+              f"with: {escape(found.core_message or 'a mismatch')}</p>")  # fmt: skip
 
 
 #: Kinds whose evidence needs its own picture, beside the generic parts of the card.
