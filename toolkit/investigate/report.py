@@ -16,6 +16,7 @@ import pandas as pd
 
 from toolkit.investigate.findings import SEVERITIES
 from toolkit.text import count, listing
+from toolkit.text import when as when_text
 
 __all__ = ["Investigation", "LazyTables"]
 
@@ -44,12 +45,6 @@ class LazyTables(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"LazyTables({sorted(self._builders)})"
-
-
-def _when(value: Any) -> str:
-    return (
-        "" if value is None or pd.isna(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
-    )
 
 
 @dataclass
@@ -181,6 +176,8 @@ class Investigation:
             "",
             "## Summary",
             "",
+            self.headline(),
+            "",
             self.summary(),
             "",
             "<what happened, in two sentences>",
@@ -199,7 +196,7 @@ class Investigation:
             if pd.notna(row.last_seen) and row.last_seen != row.first_seen
         ]
         for when, text in sorted(events, key=lambda item: item[0]):
-            lines.append(f"- {_when(when)} {text}")
+            lines.append(f"- {when_text(when, zone=False)} {text}")
         lines += [
             "",
             "## Impact",
@@ -215,7 +212,8 @@ class Investigation:
         for index, row in enumerate(self.findings.itertuples(), 1):
             lines += [
                 f"{index}. **[{row.severity}] {row.title}** ({row.kind}, "
-                f"{row.run_count} runs; confidence: {row.confidence})",
+                f"{count(row.run_count, 'run') if row.run_count else 'seen in logs'}; "
+                f"confidence: {row.confidence})",
                 f"   - {row.explanation}",
                 f"   - next step: {row.next_step}",
             ]
