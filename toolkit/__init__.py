@@ -47,6 +47,10 @@ _EXPORTS: dict[str, str] = {
     "write_history": "toolkit.histories.write",
     "to_history": "toolkit.histories.write",
     "to_workflow_history": "toolkit.histories.write",
+    "event_sizes": "toolkit.histories.sizes",
+    "payload_sizes": "toolkit.histories.sizes",
+    "size_errors": "toolkit.histories.size_errors",
+    "LimitsError": "toolkit.histories.server_limits",
     "activities": "toolkit.histories.tables",
     "workflow_tasks": "toolkit.histories.tables",
     "timers": "toolkit.histories.tables",
@@ -82,6 +86,8 @@ _EXPORTS: dict[str, str] = {
     "activity_spans": "toolkit.agents.turns",
     "listings_per_turn": "toolkit.agents.turns",
     "mcp_endpoints": "toolkit.agents.mcp",
+    "history_budget": "toolkit.agents.budget",
+    "model_call_sizes": "toolkit.agents.growth",
     "read_logs": "toolkit.logs.read",
     "correlate": "toolkit.logs.correlate",
     "duplicate_tools": "toolkit.logs.detectors",
@@ -129,6 +135,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit import plots
+    from toolkit.agents.budget import history_budget
+    from toolkit.agents.growth import model_call_sizes
     from toolkit.agents.mcp import mcp_endpoints
     from toolkit.agents.roles import Roles
     from toolkit.agents.step_commands import step_commands
@@ -149,6 +157,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         updates,
         workflow_tasks,
     )
+    from toolkit.histories.server_limits import LimitsError
+    from toolkit.histories.size_errors import size_errors
+    from toolkit.histories.sizes import event_sizes, payload_sizes
     from toolkit.histories.write import to_history, to_workflow_history, write_history
     from toolkit.investigate import investigate
     from toolkit.investigate.report import Investigation

@@ -27,7 +27,7 @@ from toolkit.histories.columns.lazy import LazyProto
 from toolkit.histories.payloads import decode_payload
 from toolkit.histories.proto_json import message_to_dict
 
-__all__ = ["to_history", "to_workflow_history", "write_history"]
+__all__ = ["event_message", "to_history", "to_workflow_history", "write_history"]
 
 # Cadence-era names of workflow-task events and their attributes.
 _RENAMED_TYPES = {
@@ -55,13 +55,32 @@ def _is_b64_text(value: Any) -> bool:
     return True
 
 
+def is_decoded_payload(payload: Mapping[str, Any]) -> bool:
+    """Whether a proto-JSON payload was written decoded (a UI "decoded" download, a bare
+    value): its bytes are then re-encoded as ``json/plain``, not the ones the server stored."""
+    metadata = payload.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        return True
+    data = payload.get("data")
+    return (
+        "encodingDecoded" in metadata
+        or not all(_is_b64_text(v) for v in metadata.values())
+        or not (data is None or _is_b64_text(data))
+    )
+
+
+def normalized_payload(payload: Any) -> dict[str, Any]:
+    """A proto-JSON payload as the writer writes it: base64 metadata and data; a decoded one (or
+    a bare value a UI put in place of a payload) re-encoded as compact ``json/plain``."""
+    if not isinstance(payload, Mapping):
+        return {"metadata": {"encoding": _b64(b"json/plain")}, "data": _b64(orjson.dumps(payload))}
+    return _normalize_payload(payload)
+
+
 def _normalize_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
     metadata = payload.get("metadata") or {}
     data = payload.get("data")
-    decoded_style = "encodingDecoded" in metadata or not all(
-        _is_b64_text(v) for v in metadata.values()
-    )
-    if not decoded_style and (data is None or _is_b64_text(data)):
+    if not is_decoded_payload(payload):
         return {"metadata": dict(metadata), **({"data": data} if data is not None else {})}
     value = decode_payload(payload)
     return {
@@ -125,7 +144,10 @@ def _event_time(value: Any) -> str | None:
     return stamp.isoformat().replace("+00:00", "Z")
 
 
-def _row_to_event(row: Mapping[str, Any]) -> HistoryEvent:
+def event_message(row: Mapping[str, Any]) -> HistoryEvent:
+    """One row of an events frame as the ``HistoryEvent`` message it records (a history read
+    from protobuf gives its own message back, untouched; any JSON dialect is normalized first).
+    """
     extra = row["extra"]
     if isinstance(extra, LazyProto):
         return extra.message  # read from protobuf: the message itself, untouched
@@ -171,7 +193,7 @@ def _one_history(events: pd.DataFrame, history: int | None) -> pd.DataFrame:
 def to_history(events: pd.DataFrame, *, history: int | None = None) -> History:
     """Build a ``temporalio.api.history.v1.History`` from an events frame (one history)."""
     frame = _one_history(events, history)
-    return History(events=[_row_to_event(row) for row in frame.to_dict("records")])
+    return History(events=[event_message(row) for row in frame.to_dict("records")])
 
 
 def to_workflow_history(

@@ -23,15 +23,17 @@ __all__ = [
     "LOG_DETECTORS",
     "dead_letters",
     "duplicate_tools",
+    "haystack",
     "mcp_client_failures",
     "nondeterminism_in_logs",
     "retries",
+    "rows_mentioning",
 ]
 
 _BASE = ["line", "ts", "level", "source"]
 
 
-def _haystack(message: Any, fields: Any) -> str:
+def haystack(message: Any, fields: Any) -> str:
     """The record's searchable text: its message and the values of its fields."""
     parts = [message if isinstance(message, str) else ""]
     if isinstance(fields, Mapping):  # a dict, or a JSON line's lazily decoded fields
@@ -59,7 +61,7 @@ def _scan(
     picked = logs.loc[mask].reindex(columns=[*_BASE, "lines", "message", "fields"])
     for rec in picked.itertuples(index=False):
         fields = rec.fields if isinstance(rec.fields, Mapping) else {}
-        text = _haystack(rec.message, fields)
+        text = haystack(rec.message, fields)
         # A joined record passes the prefilter unread: look for the needles in its text first
         # (cheap), as the prefilter does for the others, before running the shapes' regexes.
         if rec.lines > 1 and not any(needle in text for needle in needles):

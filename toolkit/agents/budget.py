@@ -1,0 +1,339 @@
+"""The history budget of durable agents: where the bytes go, and when a run meets a limit.
+
+:func:`history_budget` gives one row per run: its size as the server counts it, what each role
+(model input and output, tool calls, listings) has spent of it, how much of the model inputs is
+the conversation re-sent, the limit the server enforced if it stopped the run, and, from the
+growth fitted on its model calls (:mod:`toolkit.agents.forecast`), which limit comes first and
+after how many model calls.
+
+Examples
+--------
+>>> budget = tk.history_budget("exports/")                  # doctest: +SKIP
+>>> budget[["run_id", "history_bytes", "first_limit", "forecast_model_calls"]]  # doctest: +SKIP
+>>> tk.history_budget(events, fit=0.25)   # forecast from each run's first quarter  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from toolkit.agents.forecast import continue_as_new_calls, fit_growth, forecast_limits
+from toolkit.agents.growth import Call, RunSizes, calls_of, runs_of
+from toolkit.agents.roles import Roles
+from toolkit.errors import ToolkitError
+from toolkit.histories.server_limits import resolve_limits
+from toolkit.histories.size_errors import first_limit_hit
+from toolkit.histories.sizes import payloads_field_size
+from toolkit.histories.versions import version_labels
+
+__all__ = ["BUDGET_COLUMNS", "history_budget"]
+
+BUDGET_COLUMNS = [
+    "source", "history", "workflow_id", "run_id", "workflow_type", "label", "status", "events",
+    "history_bytes", "exact", "largest_payload_bytes", "largest_payload", "model_calls",
+    "bytes_by_role", "resent_bytes", "resent_share", "growth", "limit_hit", "limit_reason",
+    "first_limit", "forecast_model_calls", "forecast_low", "forecast_high", "fit_calls",
+    "confidence", "calls_before", "continue_as_new_at", "note",
+]  # fmt: skip
+
+_STATUS = {
+    "WorkflowExecutionCompleted": "completed",
+    "WorkflowExecutionFailed": "failed",
+    "WorkflowExecutionTimedOut": "timed_out",
+    "WorkflowExecutionTerminated": "terminated",
+    "WorkflowExecutionCanceled": "canceled",
+    "WorkflowExecutionContinuedAsNew": "continued_as_new",
+}
+_PAYLOAD_COLUMNS = ("input", "result")
+#: Nodes of a model input smaller than this are not compared (ids, flags, short strings).
+_RESENT_MIN = 64
+
+
+def history_budget(
+    events: Any,
+    *,
+    limits: Mapping[str, Any] | str | None = None,
+    roles: str | Roles = "auto",
+    fit: int | float | None = None,
+) -> pd.DataFrame:
+    """One row per run: its history size, where the bytes go, and when it meets a limit.
+
+    Parameters
+    ----------
+    events
+        An events frame (:func:`toolkit.read_histories`) or paths, folders and globs of
+        exports (read with :func:`toolkit.read_histories`; unreadable files are listed in
+        ``result.attrs["errors"]``).
+    limits
+        The server's limits (see :mod:`toolkit.histories.server_limits`): None for the
+        self-hosted defaults, ``"cloud"``, or a mapping overriding some of them, by name
+        (``history_bytes``, ``payload_bytes``, ...) or by the server's dynamic-config key
+        (``limit.historySize.error``).
+    roles
+        Which activities are model calls, tool calls and listings (``"auto"``: the agent
+        presets of :mod:`toolkit.agents.roles`).
+    fit
+        Fit each run's growth on its first ``fit`` model calls (a number), or on that share of
+        them (a fraction such as ``0.25``), as if the run had been looked at then; the rest of
+        the row still describes the whole run, so ``forecast_model_calls`` can be compared with
+        ``model_calls``. None: every call.
+
+    Returns
+    -------
+    pandas.DataFrame
+        =====================  ==========================================================
+        column                 meaning
+        =====================  ==========================================================
+        source, history        the run (file, history inside it)
+        workflow_id, run_id,   as in the events frame; ``label`` is the version label
+        workflow_type, label   (:func:`toolkit.histories.versions.version_labels`)
+        status                 ``running``, ``completed``, ``terminated``, ...
+        events                 events in the history
+        history_bytes          its size as the server counts it (``historySizeBytes``)
+        exact                  False where some events were measured after normalizing
+                               an old dialect or re-encoding decoded payloads
+        largest_payload_bytes  the largest ``Payloads`` field (an input or a result):
+        largest_payload        what the payload limit compares; which one it is
+        model_calls            model calls that completed
+        bytes_by_role          ``{model_input, model_output, tool_input, tool_result,
+                               listing, other}``: payload bytes per role, ``other`` the
+                               rest of the history (event envelopes, other payloads)
+        resent_bytes           bytes of model inputs already sent in an earlier model
+                               input of the run (the re-sent conversation, system prompt
+                               and tool declarations), measured on their JSON text
+        resent_share           ``resent_bytes`` over all model input bytes
+        growth                 the fit: ``base`` (first input bytes), ``increment`` (what
+                               each call's input adds), ``other`` (what else a call adds),
+                               ``events_per_call``, ``calls`` fitted on, spreads
+        limit_hit              the limit the server (or the SDK) enforced, read from the
+                               history: ``history_bytes``, ``history_events``,
+                               ``payload_bytes``, ``task_completion_bytes``, ... else None
+        limit_reason           the history's own words for it
+        first_limit            the first error limit the run reaches (the hit one, or by
+                               the forecast)
+        forecast_model_calls   model calls that complete before it, by the forecast
+        forecast_low, _high    a 90% interval of that count
+        fit_calls              model calls the forecast was fitted on
+        confidence             ``high``, ``medium``, ``low``, or None without a forecast
+        calls_before           per error limit, the completed calls before it stops the
+                               run (None: not within 100,000 calls)
+        continue_as_new_at     model calls completed when the server first suggested
+                               continue-as-new (from the history), else by the forecast
+        note                   why something is unknown or uncertain
+        =====================  ==========================================================
+    """
+    from toolkit.histories.reading.batch import read_histories
+
+    resolved = resolve_limits(limits)
+    errors = None
+    if not isinstance(events, pd.DataFrame):
+        events, errors = read_histories(events, errors="collect")
+    rows = [_run_row(run, resolved, fit) for run in runs_of(events, roles)]
+    out = pd.DataFrame(rows, columns=[c for c in BUDGET_COLUMNS if c != "label"])
+    labels = version_labels(events)[["source", "history", "label"]] if len(events) else None
+    if labels is not None and len(out):
+        out = out.merge(labels.assign(source=labels["source"].fillna("")), how="left",
+                        left_on=[out["source"].fillna(""), "history"],
+                        right_on=["source", "history"], suffixes=("", "_label"))  # fmt: skip
+        out = out.drop(columns=[c for c in out.columns if c.endswith("_label") or
+                                c.startswith("key_")])  # fmt: skip
+    else:
+        out["label"] = None
+    out = out[BUDGET_COLUMNS]
+    for column in ("events", "history_bytes", "model_calls", "fit_calls"):
+        out[column] = out[column].astype("int64")
+    for column in ("largest_payload_bytes", "resent_bytes", "forecast_model_calls",
+                   "forecast_low", "forecast_high", "continue_as_new_at"):  # fmt: skip
+        out[column] = out[column].astype("Int64")
+    out["resent_share"] = out["resent_share"].astype("float64")
+    for column in ("label", "limit_hit", "limit_reason", "first_limit", "confidence", "note",
+                   "largest_payload", "workflow_id", "run_id", "workflow_type"):  # fmt: skip
+        out[column] = out[column].astype(object).where(out[column].notna(), None)
+    if errors is not None:
+        out.attrs["errors"] = errors
+    return out
+
+
+def _run_row(run: RunSizes, limits: dict[str, int], fit: int | float | None) -> dict[str, Any]:
+    c = run.columns
+    last_type = c["event_type"][-1]
+    notes = [run.roles_note] if run.roles_note else []
+    calls, by_role = calls_of(run)
+    completed = [call for call in calls if call.completed]
+    total = run.total_bytes()
+    hit = first_limit_hit(c["event_type"], c["event_id"], c["attributes"],
+                          c.get("failure_message", [None] * len(run)),
+                          c.get("cause", [None] * len(run)))  # fmt: skip
+    largest, largest_where = _largest_payload(run, calls)
+    row: dict[str, Any] = {
+        "source": c["source"][0] if "source" in c else None,
+        "history": int(c["history"][0]) if "history" in c else 0,
+        "workflow_id": c.get("workflow_id", [None])[0],
+        "run_id": c.get("run_id", [None])[0],
+        "workflow_type": c.get("workflow_type", [None])[0],
+        "status": _STATUS.get(last_type, "running"),
+        "events": len(run),
+        "history_bytes": total,
+        "exact": run.exact,
+        "largest_payload_bytes": largest,
+        "largest_payload": largest_where,
+        "model_calls": len(completed),
+        "bytes_by_role": None if by_role is None else {
+            **by_role, "other": total - sum(v for k, v in by_role.items() if k != "other")},
+        "limit_hit": hit.limit if hit else None,
+        "limit_reason": hit.reason if hit else None,
+    }
+    row["resent_bytes"], row["resent_share"] = _resent(run, calls)
+    used = _fitted(calls, fit)
+    row["fit_calls"] = len(used)
+    forecast, growth = _forecast(used, calls, limits, hit, notes)
+    row.update(forecast)
+    row["continue_as_new_at"] = _continue_as_new_at(run, completed)
+    if row["continue_as_new_at"] is None and growth is not None:
+        row["continue_as_new_at"] = continue_as_new_calls(growth, limits)
+    if hit is not None and hit.limit in limits and forecast["calls_before"]:
+        expected = forecast["calls_before"].get(hit.limit)
+        if expected is None or expected > len(completed) + 1:
+            notes.append(f"the server enforced {hit.limit} after {len(completed)} model calls, "
+                         "earlier than the limits given allow: pass the server's limits "
+                         "(limits=) for a forecast that matches it")  # fmt: skip
+    row["note"] = "; ".join(notes) or None
+    return row
+
+
+def _fitted(calls: list[Call], fit: int | float | None) -> list[Call]:
+    """The calls the growth is fitted on: the first ``fit`` (or that share) of the completed
+    ones, and the call scheduled last when no ``fit`` cuts the run."""
+    if fit is None:
+        return calls
+    completed = [call for call in calls if call.completed]
+    if isinstance(fit, float) and 0 < fit <= 1:
+        count = max(1, math.floor(len(completed) * fit))
+    elif isinstance(fit, int) and not isinstance(fit, bool) and fit > 0:
+        count = fit
+    else:
+        raise ToolkitError(f"fit must be a positive number of calls or a fraction in (0, 1], "
+                           f"not {fit!r}")  # fmt: skip
+    return completed[:count]
+
+
+def _forecast(
+    used: list[Call], calls: list[Call], limits: dict[str, int], hit: Any, notes: list[str]
+) -> tuple[dict[str, Any], Any]:
+    empty = {"growth": None, "first_limit": hit.limit if hit else None,
+             "forecast_model_calls": None, "forecast_low": None, "forecast_high": None,
+             "confidence": None, "calls_before": None}  # fmt: skip
+    if not calls:
+        if not notes:
+            notes.append("no model calls: nothing to forecast")
+        return empty, None
+    growth = fit_growth([c.history_bytes for c in used], [c.events for c in used],
+                        [c.input_bytes for c in used])  # fmt: skip
+    if growth is None:
+        notes.append(f"fitted on {len(used)} model call{'s' * (len(used) != 1)}: too few to "
+                     "forecast (at least 2 are needed)")  # fmt: skip
+        return empty, None
+    forecast = forecast_limits(growth, limits)
+    spread = (forecast.high - forecast.low) / max(forecast.calls, 1) if forecast.calls else 0
+    confidence = ("low" if growth.calls < 4 or spread > 0.25 else
+                  "medium" if growth.calls < 8 or spread > 0.1 else "high")  # fmt: skip
+    if forecast.calls is None:
+        notes.append("no limit within 100,000 model calls at this growth")
+        confidence = "low" if growth.calls < 4 else confidence
+    return {
+        "growth": growth.as_dict(),
+        "first_limit": hit.limit if hit else forecast.first_limit,
+        "forecast_model_calls": forecast.calls,
+        "forecast_low": forecast.low,
+        "forecast_high": forecast.high,
+        "confidence": confidence,
+        "calls_before": forecast.calls_before,
+    }, growth
+
+
+def _size(cell: Any) -> int:
+    measured = payloads_field_size(cell) if cell is not None else None
+    return measured[0] if measured else 0
+
+
+def _largest_payload(run: RunSizes, calls: list[Call]) -> tuple[int | None, str | None]:
+    best, where = None, None
+    c = run.columns
+    model_at = {call.event_id: number for number, call in enumerate(calls, start=1)}
+    for column in _PAYLOAD_COLUMNS:
+        for p, cell in enumerate(c.get(column, [])):
+            size = _size(cell) if cell is not None else 0
+            if size and (best is None or size > best):
+                kind = c["event_type"][p]
+                call = model_at.get(c["event_id"][p])
+                label = f"input of model call {call}" if call and column == "input" else (
+                    f"{column} of {c['activity_type'][p] or kind}")
+                best, where = size, f"{label} (event {c['event_id'][p]})"
+    return best, where
+
+
+def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]:
+    """Bytes of the model inputs already sent in an earlier input, and their share."""
+    if not calls:
+        return None, None
+    seen: set[bytes] = set()
+    resent = total = 0
+    for call in calls:
+        cell = run.columns["input"][call.position]
+        try:
+            value = cell.value if cell is not None else None
+        except Exception:  # an input that does not decode: nothing to compare
+            return None, None
+        if value is None or not _is_json(value):
+            return None, None
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        total += len(text)
+        found: set[bytes] = set()
+        resent += _matched(value, seen, found)
+        seen |= found
+    return resent, (resent / total if total else None)
+
+
+def _is_json(value: Any) -> bool:
+    return isinstance(value, (list, dict, str, int, float, bool))
+
+
+def _matched(value: Any, seen: set[bytes], found: set[bytes]) -> int:
+    """Bytes of ``value``'s parts (dict values, list items) already in ``seen``; the parts'
+    texts go into ``found``. A matched part is not looked into further."""
+    total = 0
+    parts = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for part in parts:
+        text = orjson.dumps(part, option=orjson.OPT_SORT_KEYS)
+        if len(text) < _RESENT_MIN:
+            continue
+        if text in seen:
+            total += len(text)
+            continue
+        found.add(text)
+        total += _matched(part, seen, found)
+    return total
+
+
+def _continue_as_new_at(run: RunSizes, completed: list[Call]) -> int | None:
+    """Model calls completed when a workflow task first carried ``suggestContinueAsNew``."""
+    c = run.columns
+    for p, kind in enumerate(c["event_type"]):
+        if kind == "WorkflowTaskStarted" and _suggested(c["attributes"][p]):
+            event_id = c["event_id"][p]
+            return sum(1 for call in completed if call.event_id < event_id)
+    return None
+
+
+def _suggested(attributes: Any) -> bool:
+    try:
+        if hasattr(attributes, "message"):
+            return bool(getattr(attributes.message, "suggest_continue_as_new", False))
+        return bool(attributes.get("suggestContinueAsNew")) if attributes is not None else False
+    except Exception:
+        return False
