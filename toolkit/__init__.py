@@ -148,6 +148,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit.histories.reading.batch import HistoryBatch, iter_histories, read_histories
     from toolkit.histories.reading.fetch import fetch_histories, fetch_history
     from toolkit.histories.reading.read import read_history
+    from toolkit.histories.server_limits import LimitsError
+    from toolkit.histories.size_errors import size_errors
+    from toolkit.histories.sizes import event_sizes, payload_sizes
     from toolkit.histories.tables import (
         activities,
         child_workflows,
@@ -157,9 +160,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         updates,
         workflow_tasks,
     )
-    from toolkit.histories.server_limits import LimitsError
-    from toolkit.histories.size_errors import size_errors
-    from toolkit.histories.sizes import event_sizes, payload_sizes
     from toolkit.histories.write import to_history, to_workflow_history, write_history
     from toolkit.investigate import investigate
     from toolkit.investigate.report import Investigation

@@ -240,8 +240,8 @@ def _forecast(
         return empty, None
     forecast = forecast_limits(growth, limits)
     spread = (forecast.high - forecast.low) / max(forecast.calls, 1) if forecast.calls else 0
-    confidence = ("low" if growth.calls < 4 or spread > 0.25 else
-                  "medium" if growth.calls < 8 or spread > 0.1 else "high")  # fmt: skip
+    confidence = ("low" if growth.calls < 3 or spread > 0.25 else
+                  "medium" if growth.calls < 6 or spread > 0.1 else "high")  # fmt: skip
     if forecast.calls is None:
         notes.append("no limit within 100,000 model calls at this growth")
         confidence = "low" if growth.calls < 4 else confidence

@@ -15,7 +15,8 @@ task-completion limit (the scheduling task's request carries the input).
 
 How sure: the input line is fitted by least squares; ``low`` and ``high`` come from 400 draws of
 the fitted line and of ``other`` within their standard errors (a 90% interval). Two calls fit a
-line exactly and give no spread, so a forecast from fewer than four calls is ``low`` confidence.
+line exactly and give no spread, so a forecast from two calls is ``low`` confidence, from three to
+five ``medium`` at best (the budget's ``confidence`` also weighs the spread).
 """
 
 from __future__ import annotations

@@ -115,7 +115,8 @@ def resolve_limits(limits: Mapping[str, Any] | str | None = None) -> dict[str, i
             return dict(CLOUD)
         raise LimitsError(f"unknown limits preset {limits!r}; expected 'self-hosted' or 'cloud'")
     if not isinstance(limits, Mapping):
-        raise LimitsError(f"limits must be a mapping or a preset name, not {type(limits).__name__}")
+        kind = type(limits).__name__
+        raise LimitsError(f"limits must be a mapping or a preset name, not {kind}")
     out = dict(DEFAULTS)
     for key, value in limits.items():
         name = DYNAMIC_CONFIG.get(key, key)
@@ -149,8 +150,9 @@ def _quantity(name: str, value: Any) -> int:
             if unit in ("events", "event"):
                 raise LimitsError(f"limit {name!r} is in bytes; {value!r} counts events")
             if unit not in _UNITS:
-                raise LimitsError(f"limit {name!r}: unknown unit {match.group(2)!r} in {value!r} "
-                                  f"(use B, KiB, MiB, GiB; KB/MB/GB are read as the same)")  # fmt: skip
+                raise LimitsError(f"limit {name!r}: unknown unit {match.group(2)!r} in "
+                                  f"{value!r} (use B, KiB, MiB, GiB; KB/MB/GB are read as "
+                                  "the same)")  # fmt: skip
             number = amount * _UNITS[unit]
     else:
         raise LimitsError(f"limit {name!r}: {value!r} is not a number of {what}")

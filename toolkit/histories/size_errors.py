@@ -199,8 +199,9 @@ def size_errors(events_or_logs: Any) -> pd.DataFrame:
         elif "message" in frame.columns:
             rows.extend(_from_logs(frame))
         else:
-            raise ToolkitError(f"size_errors: a frame with columns {list(frame.columns)[:8]} is "
-                               "neither an events frame (event_type) nor a logs frame (message)")  # fmt: skip
+            columns = list(frame.columns)[:8]
+            raise ToolkitError(f"size_errors: a frame with columns {columns} is neither an "
+                               "events frame (event_type) nor a logs frame (message)")  # fmt: skip
     out = pd.DataFrame(rows, columns=SIZE_ERROR_COLUMNS)
     for column in ("history", "event_id", "line", "size", "limit_value"):
         out[column] = pd.array(out[column].tolist(), dtype="Int64")
@@ -224,8 +225,8 @@ def _from_events(events: pd.DataFrame) -> list[dict[str, Any]]:
                      scheduled["activity_type"], strict=True))  # fmt: skip
     rows = []
     for event in picked.to_dict("records"):
-        text = _event_text(event["event_type"], event.get("attributes"),
-                           _clean(event.get("failure_message")), _clean(event.get("cause")))  # fmt: skip
+        failure, cause = _clean(event.get("failure_message")), _clean(event.get("cause"))
+        text = _event_text(event["event_type"], event.get("attributes"), failure, cause)
         parsed = parse_size_error(text)
         if parsed is None:
             continue

@@ -230,7 +230,8 @@ def payload_sizes(events: Any) -> pd.DataFrame:
                                 ``input``, ``result``, ``failure.cause.applicationFailureInfo
                                 .details``, ``header.fields[traceparent]``, ...
         kind           object   ``input``, ``result``, ``failure``, ``details``, ``header``,
-                                ``memo``, ``search_attributes`` or ``other``
+                                ``memo``, ``search_attributes``, ``user_metadata`` or
+                                ``other``
         index          int64    position inside its ``Payloads`` (0 for a single payload)
         bytes          int64    the payload's encoded size (metadata and data)
         data_bytes     int64    the size of its data alone
@@ -248,6 +249,8 @@ def payload_sizes(events: Any) -> pd.DataFrame:
     records = []
     for row, message, exact in _rows(events):
         for path, index, payload, field_bytes in _walk(message, ""):
+            head, _, rest = path.partition(".")
+            path = rest if head.endswith("EventAttributes") and rest else path
             encoding = payload.metadata.get("encoding", b"").decode("utf-8", "replace") or None
             known = bool(payload.data) or encoding not in _DATA_ALWAYS
             note = None
@@ -277,6 +280,8 @@ def _kind(path: str) -> str:
         return "memo"
     if head == "searchAttributes":
         return "search_attributes"
+    if head == "userMetadata":
+        return "user_metadata"
     leaf = path.rsplit(".", 1)[-1].split("[", 1)[0]
     if leaf in ("input", "args"):
         return "input"
@@ -369,6 +374,8 @@ def payloads_field_size(cell: Any) -> tuple[int, bool] | None:
     if isinstance(raw, Message):
         return int(raw.ByteSize()), True
     value = msgspec.json.decode(bytes(raw))
+    if isinstance(value, Mapping) and ("metadata" in value or "data" in value):
+        return json_payload_size(value)  # a single Payload (a Nexus operation's input)
     if isinstance(value, Mapping) and "payloads" not in value and all(
         isinstance(v, Mapping) for v in value.values()
     ):  # marker details: name -> Payloads

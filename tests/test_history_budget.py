@@ -1,0 +1,174 @@
+"""tk.history_budget on runs the dev server really stopped: sizes against the server's own count,
+the limit read from the history, and the forecast against where the server stopped the run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio import activity, workflow
+from temporalio.api.history.v1 import History
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+import toolkit as tk
+from toolkit.lab.server import DevServer
+
+LIMIT = 300_000
+CAN_BYTES = 90_000
+
+
+# An agent in the shape of the public reports: every model call takes the whole conversation,
+# every tool call adds its result to it. Activity names are the Go ADK plugin's, so the agent
+# presets recognise the roles.
+@activity.defn(name="InvokeModel")
+async def invoke_model(conversation: list[str]) -> str:
+    return f"call the tool again ({len(conversation)} messages so far)" + "." * 150
+
+
+@activity.defn(name="CallMcpTool")
+async def call_tool(size: int) -> str:
+    return "r" * size
+
+
+@workflow.defn(name="BudgetAgent")
+class BudgetAgent:
+    @workflow.run
+    async def run(self, prompt_bytes: int, tool_bytes: int, steps: int) -> int:
+        conversation = ["s" * prompt_bytes]
+        for _ in range(steps):
+            reply = await workflow.execute_activity(
+                invoke_model, conversation, start_to_close_timeout=timedelta(seconds=20)
+            )
+            conversation.append(reply)
+            result = await workflow.execute_activity(
+                call_tool, tool_bytes, start_to_close_timeout=timedelta(seconds=20)
+            )
+            conversation.append(result)
+        return len(conversation)
+
+
+@pytest.fixture(scope="module")
+def limited_server() -> Iterator[DevServer]:
+    """A dev server whose history limit is a few hundred KB (a size incident in seconds)."""
+    config = {"limit.historySize.error": LIMIT, "limit.historySize.warn": LIMIT // 4,
+              "limit.historySize.suggestContinueAsNew": CAN_BYTES}  # fmt: skip
+    with DevServer(dynamic_config=config) as server:
+        yield server
+
+
+async def _run(address: str, runs: list[tuple[int, int, int]]) -> list[dict[str, Any]]:
+    client = await Client.connect(address)
+    queue = f"budget-{uuid.uuid4().hex[:8]}"
+    out = []
+    async with Worker(client, task_queue=queue, workflows=[BudgetAgent],
+                      activities=[invoke_model, call_tool],
+                      workflow_runner=UnsandboxedWorkflowRunner()):  # fmt: skip
+        for prompt, tool, steps in runs:
+            handle = await client.start_workflow(
+                BudgetAgent.run, args=[prompt, tool, steps], id=f"budget-{uuid.uuid4().hex[:8]}",
+                task_queue=queue,
+            )
+            with contextlib.suppress(WorkflowFailureError):  # terminated: what this is about
+                await handle.result()
+            described = (await handle.describe()).raw_description.workflow_execution_info
+            history = await handle.fetch_history()
+            out.append({"history": History(events=history.events),
+                        "json": history.to_json(),
+                        "server_bytes": described.history_size_bytes,
+                        "server_events": described.history_length})  # fmt: skip
+    return out
+
+
+@pytest.fixture(scope="module")
+def recorded(limited_server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    runs = asyncio.run(_run(limited_server.address, [(2000, 3000, 200), (6000, 1500, 200),
+                                                     (1000, 500, 3)]))  # fmt: skip
+    folder = tmp_path_factory.mktemp("budget")
+    for number, run in enumerate(runs):
+        run["path"] = folder / f"run{number}.json"
+        run["path"].write_text(run["json"])
+        run["bin"] = folder / f"run{number}.bin"
+        run["bin"].write_bytes(run["history"].SerializeToString())
+    return runs
+
+
+@pytest.mark.server
+def test_sizes_agree_with_the_servers_count(recorded: list[dict]) -> None:
+    for run in recorded:
+        for path in (run["path"], run["bin"]):
+            sizes = tk.event_sizes(path)
+            budget = tk.history_budget(tk.read_history(path))
+            assert len(sizes) == run["server_events"]
+            assert abs(sizes["cumulative_bytes"].iloc[-1] - run["server_bytes"]) <= \
+                0.01 * run["server_bytes"]  # fmt: skip
+            assert budget["history_bytes"].iloc[0] == run["server_bytes"]
+
+
+@pytest.mark.server
+def test_the_limit_the_server_enforced_is_read_from_the_history(recorded: list[dict]) -> None:
+    budget = tk.history_budget([r["path"] for r in recorded], limits={"history_bytes": LIMIT})
+    terminated, completed = budget.iloc[:2], budget.iloc[2]
+    assert (terminated["status"] == "terminated").all()
+    assert (terminated["limit_hit"] == "history_bytes").all()
+    assert (terminated["limit_reason"] == "Workflow history size exceeds limit.").all()
+    assert completed["status"] == "completed" and completed["limit_hit"] is None
+    # Every model call re-sends the conversation: nearly all model input bytes are re-sent.
+    assert (terminated["resent_share"] > 0.8).all()
+    roles = terminated["bytes_by_role"].iloc[0]
+    assert roles["model_input"] > roles["tool_result"] > roles["model_output"]
+    assert sum(roles.values()) == terminated["history_bytes"].iloc[0]
+
+
+@pytest.mark.server
+def test_the_forecast_from_a_quarter_of_the_calls_finds_where_the_run_died(recorded) -> None:
+    paths = [r["path"] for r in recorded[:2]]
+    limits = {"limit.historySize.error": LIMIT,
+              "limit.historySize.suggestContinueAsNew": CAN_BYTES}  # fmt: skip
+    early = tk.history_budget(paths, limits=limits, fit=0.25)
+    for row in early.itertuples():
+        assert row.model_calls >= 8
+        assert row.fit_calls == row.model_calls // 4
+        assert row.first_limit == "history_bytes"
+        assert abs(row.forecast_model_calls - row.model_calls) <= 1, row
+        assert row.forecast_low <= row.model_calls + 1 and row.forecast_high >= row.model_calls - 1
+    # The suggestion the server wrote into the history is where the forecast puts it.
+    whole = tk.history_budget(paths, limits=limits)
+    assert (whole["continue_as_new_at"] > 0).all()
+    assert (abs(whole["continue_as_new_at"] - early["continue_as_new_at"]) <= 1).all()
+
+
+@pytest.mark.server
+def test_a_short_run_says_it_cannot_forecast(recorded: list[dict]) -> None:
+    budget = tk.history_budget(recorded[2]["path"], fit=1)
+    row = budget.iloc[0]
+    assert row["forecast_model_calls"] is pd_na() and row["growth"] is None
+    assert "too few to forecast" in row["note"]
+
+
+def pd_na() -> Any:
+    import pandas as pd
+
+    return pd.NA
+
+
+def test_limits_with_a_wrong_name_or_unit_are_clear_errors() -> None:
+    events = tk.read_history(Path(__file__).parents[1] / "data/adk/adk-2.13.0/two_turns.json")
+    with pytest.raises(tk.LimitsError, match="unknown limit 'history_size'"):
+        tk.history_budget(events, limits={"history_size": 10})
+    with pytest.raises(tk.LimitsError, match="counts events"):
+        tk.history_budget(events, limits={"history_events": "4 MiB"})
+    with pytest.raises(tk.LimitsError, match="in bytes"):
+        tk.history_budget(events, limits={"payload_bytes": "100 events"})
+    with pytest.raises(tk.LimitsError, match="unknown unit 'ms'"):
+        tk.history_budget(events, limits={"history_bytes": "50 ms"})
+    with pytest.raises(tk.LimitsError, match="must be positive"):
+        tk.history_budget(events, limits={"limit.blobSize.error": 0})
+    budget = tk.history_budget(events, limits={"limit.historySize.error": "50 MB"})
+    assert budget["calls_before"].iloc[0]["history_bytes"] > 100
