@@ -121,9 +121,9 @@ def resolve_limits(limits: Mapping[str, Any] | str | None = None) -> dict[str, i
     for key, value in limits.items():
         name = DYNAMIC_CONFIG.get(key, key)
         if name not in DEFAULTS:
-            known = ", ".join(sorted(DEFAULTS))
+            known, keys = ", ".join(sorted(DEFAULTS)), ", ".join(sorted(DYNAMIC_CONFIG))
             raise LimitsError(f"unknown limit {key!r}; expected one of {known}, or a server "
-                              f"dynamic-config key ({', '.join(sorted(DYNAMIC_CONFIG))})")  # fmt: skip
+                              f"dynamic-config key ({keys})")
         out[name] = _quantity(name, value)
     return out
 
