@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["count", "duration", "is_missing", "listing", "shown", "span", "when"]
+__all__ = ["count", "duration", "is_missing", "listing", "nbytes", "shown", "span", "when"]
 
 
 def is_missing(value: Any) -> bool:
@@ -115,6 +115,22 @@ def duration(value: Any, *, missing: str = "unknown duration") -> str:
             minor = rest // minor_size
             return f"{sign}{major} {name}" + (f" {minor} {minor_name}" if minor else "")
     return f"{sign}{whole} s"  # pragma: no cover (60 s and more always has a unit above)
+
+
+def nbytes(value: Any, *, missing: str = "unknown size") -> str:
+    """A size in bytes as people say it, in 1024-based units as Temporal's limits are:
+    ``512 B``, ``3.2 KiB``, ``48 KiB``, ``1.5 MiB``, ``50 MiB``."""
+    if is_missing(value):
+        return missing
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            if unit == "B":
+                return f"{size:,.0f} B"
+            return (f"{size:.1f} {unit}" if abs(size) < 10 else f"{size:,.0f} {unit}").replace(
+                ".0 ", " ")
+        size /= 1024
+    return f"{size:,.0f} GiB"  # pragma: no cover
 
 
 def count(number: Any, singular: str, plural: str | None = None) -> str:

@@ -23,7 +23,7 @@ import orjson
 import pandas as pd
 
 from toolkit.agents.forecast import continue_as_new_calls, fit_growth, forecast_limits
-from toolkit.agents.growth import Call, RunSizes, calls_of, runs_of
+from toolkit.agents.growth import Call, RunSizes, calls_of, runs_of, user_turns
 from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
 from toolkit.histories.server_limits import resolve_limits
@@ -35,7 +35,7 @@ __all__ = ["BUDGET_COLUMNS", "history_budget"]
 
 BUDGET_COLUMNS = [
     "source", "history", "workflow_id", "run_id", "workflow_type", "label", "status", "events",
-    "history_bytes", "exact", "largest_payload_bytes", "largest_payload", "model_calls",
+    "history_bytes", "exact", "largest_payload_bytes", "largest_payload", "turns", "model_calls",
     "bytes_by_role", "resent_bytes", "resent_share", "growth", "limit_hit", "limit_reason",
     "first_limit", "forecast_model_calls", "forecast_low", "forecast_high", "fit_calls",
     "confidence", "calls_before", "continue_as_new_at", "note",
@@ -99,6 +99,7 @@ def history_budget(
                                an old dialect or re-encoding decoded payloads
         largest_payload_bytes  the largest ``Payloads`` field (an input or a result):
         largest_payload        what the payload limit compares; which one it is
+        turns                  user messages the run received (as ``agent_steps`` counts)
         model_calls            model calls that completed
         bytes_by_role          ``{model_input, model_output, tool_input, tool_result,
                                listing, other}``: payload bytes per role, ``other`` the
@@ -145,7 +146,7 @@ def history_budget(
     else:
         out["label"] = None
     out = out[BUDGET_COLUMNS]
-    for column in ("events", "history_bytes", "model_calls", "fit_calls"):
+    for column in ("events", "history_bytes", "turns", "model_calls", "fit_calls"):
         out[column] = out[column].astype("int64")
     for column in ("largest_payload_bytes", "resent_bytes", "forecast_model_calls",
                    "forecast_low", "forecast_high", "continue_as_new_at"):  # fmt: skip
@@ -182,6 +183,7 @@ def _run_row(run: RunSizes, limits: dict[str, int], fit: int | float | None) -> 
         "exact": run.exact,
         "largest_payload_bytes": largest,
         "largest_payload": largest_where,
+        "turns": user_turns(run),
         "model_calls": len(completed),
         "bytes_by_role": None if by_role is None else {
             **by_role, "other": total - sum(v for k, v in by_role.items() if k != "other")},

@@ -30,7 +30,8 @@ from toolkit.histories.sizes import framed, payloads_field_size
 from toolkit.histories.write import event_message
 from toolkit.replay.commands import events_frame
 
-__all__ = ["MODEL_CALL_COLUMNS", "ROLE_KEYS", "RunSizes", "model_call_sizes", "runs_of"]
+__all__ = ["MODEL_CALL_COLUMNS", "ROLE_KEYS", "RunSizes", "calls_of", "model_call_sizes", "runs_of",
+           "user_turns"]
 
 #: Keys of ``bytes_by_role``, in chart order (``other``: everything else in the history).
 ROLE_KEYS = ("model_input", "model_output", "tool_input", "tool_result", "listing", "other")
@@ -42,7 +43,8 @@ MODEL_CALL_COLUMNS = [
 
 _NEEDED = ("source", "history", "run_id", "workflow_id", "workflow_type", "event_id",
            "event_type", "event_time", "activity_type", "scheduled_event_id", "input", "result",
-           "attributes", "extra", "cause", "failure_message", "is_command")  # fmt: skip
+           "attributes", "extra", "cause", "failure_message", "is_command", "signal_name",
+           "update_name", "update_id")  # fmt: skip
 _CLOSED_ACTIVITY = {"ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut",
                     "ActivityTaskCanceled"}  # fmt: skip
 
@@ -243,6 +245,38 @@ def calls_of(run: RunSizes) -> tuple[list[Call], dict[str, int] | None]:
                         call.completed = kind == "ActivityTaskCompleted"
                         break
     return calls, totals
+
+
+def user_turns(run: RunSizes) -> int:
+    """User messages the run received (its start, user signals, user updates counted once), as
+    :func:`toolkit.agents.turns.agent_steps` counts turns."""
+    if run.roles is None:
+        return 0
+    c, roles = run.columns, run.roles
+    turns, updates = 0, set()
+    first_activity = next((p for p, kind in enumerate(c["event_type"])
+                           if kind == "ActivityTaskScheduled"), len(run))  # fmt: skip
+    started = False
+    for p, kind in enumerate(c["event_type"]):
+        if kind == "WorkflowExecutionStarted" and roles.start_is_user:
+            started = True
+        elif kind == "WorkflowExecutionSignaled" and roles.is_user_signal(
+                c.get("signal_name", [None] * len(run))[p]):  # fmt: skip
+            turns += 1
+        elif kind in ("WorkflowExecutionUpdateAdmitted", "WorkflowExecutionUpdateAccepted"):
+            key = c.get("update_id", [None] * len(run))[p] or p
+            if key not in updates and roles.is_user_update(c.get("update_name", [None])[p]
+                                                           if "update_name" in c else None):
+                updates.add(key)
+                turns += 1
+    # A start followed by a user message before any activity is no turn of its own.
+    first_message = next((p for p, kind in enumerate(c["event_type"])
+                          if kind in ("WorkflowExecutionSignaled",
+                                      "WorkflowExecutionUpdateAdmitted",
+                                      "WorkflowExecutionUpdateAccepted")), len(run))  # fmt: skip
+    if started and not (turns and first_message < first_activity):
+        turns += 1
+    return turns
 
 
 def _payload_bytes(cell: Any) -> int:

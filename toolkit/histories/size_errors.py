@@ -86,7 +86,8 @@ SIZE_SHAPES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
 
 SIZE_ERROR_COLUMNS = [
     "found_in", "source", "history", "event_id", "event_type", "line", "ts", "workflow_id",
-    "run_id", "activity_type", "limit", "who", "operation", "size", "limit_value", "text",
+    "run_id", "activity_type", "attempt", "limit", "who", "operation", "size", "limit_value",
+    "text",
 ]  # fmt: skip
 
 _HISTORY_TYPES = {"WorkflowExecutionTerminated", "WorkflowTaskFailed", "ActivityTaskFailed",
@@ -177,6 +178,7 @@ def size_errors(events_or_logs: Any) -> pd.DataFrame:
         ``found_in`` (``history``/``log``), ``source``, ``history``, ``event_id`` and
         ``event_type`` (history), ``line`` (log), ``ts``, ``workflow_id``, ``run_id``,
         ``activity_type`` (the activity whose payload it was, where the history says it),
+        ``attempt`` (the attempt of that activity that failed: how often it was tried),
         ``limit`` (:mod:`toolkit.histories.server_limits` names, plus ``memo_bytes``,
         ``transaction_bytes``, ``mutable_state_bytes``), ``who`` (``server``, ``sdk``,
         ``grpc``), ``operation`` (the command field or request), ``size`` and ``limit_value``
@@ -203,7 +205,7 @@ def size_errors(events_or_logs: Any) -> pd.DataFrame:
             raise ToolkitError(f"size_errors: a frame with columns {columns} is neither an "
                                "events frame (event_type) nor a logs frame (message)")  # fmt: skip
     out = pd.DataFrame(rows, columns=SIZE_ERROR_COLUMNS)
-    for column in ("history", "event_id", "line", "size", "limit_value"):
+    for column in ("history", "event_id", "line", "attempt", "size", "limit_value"):
         out[column] = pd.array(out[column].tolist(), dtype="Int64")
     return out
 
@@ -219,10 +221,10 @@ def _clean(value: Any) -> Any:
 
 def _from_events(events: pd.DataFrame) -> list[dict[str, Any]]:
     picked = events[events["event_type"].isin(_HISTORY_TYPES)]
-    scheduled = events[events["event_type"] == "ActivityTaskScheduled"]
-    types = dict(zip(zip(scheduled.get("source", pd.Series(index=scheduled.index)),
-                         scheduled["event_id"], strict=True),
-                     scheduled["activity_type"], strict=True))  # fmt: skip
+    started = events[events["event_type"] == "ActivityTaskStarted"]
+    attempts = dict(zip(zip(started.get("source", pd.Series(index=started.index)),
+                            started["event_id"], strict=True),
+                        started["attempt"], strict=True))  # fmt: skip
     rows = []
     for event in picked.to_dict("records"):
         failure, cause = _clean(event.get("failure_message")), _clean(event.get("cause"))
@@ -230,14 +232,14 @@ def _from_events(events: pd.DataFrame) -> list[dict[str, Any]]:
         parsed = parse_size_error(text)
         if parsed is None:
             continue
-        link = _clean(event.get("scheduled_event_id"))
+        link = _clean(event.get("started_event_id"))
+        attempt = attempts.get((event.get("source"), int(link))) if link is not None else None
         rows.append({
             "found_in": "history", "source": _clean(event.get("source")),
             "history": _clean(event.get("history")), "event_id": int(event["event_id"]),
             "event_type": event["event_type"], "line": None, "ts": _clean(event.get("event_time")),
             "workflow_id": _clean(event.get("workflow_id")), "run_id": _clean(event.get("run_id")),
-            "activity_type": _clean(event.get("activity_type"))
-            or (types.get((event.get("source"), int(link))) if link is not None else None),
+            "activity_type": _clean(event.get("activity_type")), "attempt": _clean(attempt),
             **parsed,
         })  # fmt: skip
     return rows
@@ -261,6 +263,7 @@ def _from_logs(logs: pd.DataFrame) -> list[dict[str, Any]]:
             "event_id": None, "event_type": None, "line": _clean(record.get("line")),
             "ts": _clean(record.get("ts")), "workflow_id": stated.get("workflow_id"),
             "run_id": stated.get("run_id"), "activity_type": stated.get("activity_type"),
+            "attempt": int(stated["attempt"]) if str(stated.get("attempt", "")).isdigit() else None,
             **parsed,
         })  # fmt: skip
     return rows

@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.errors import ToolkitError
+from toolkit.investigate import budget as _budget
 from toolkit.investigate import findings as _kinds
 from toolkit.investigate.inputs import gather
 from toolkit.investigate.labels import label_note, runs_table
@@ -118,6 +119,41 @@ def _task_failures(events: pd.DataFrame) -> dict[str, tuple[int, str]]:
     return out
 
 
+def _size_tables(
+    events: pd.DataFrame, runs: pd.DataFrame, logs: pd.DataFrame | None, limits: Any
+) -> dict[str, pd.DataFrame]:
+    """Size failures (histories and logs) and the budget of the runs a size finding can be
+    about (open runs, runs with a size failure): the completed rest is left to the evidence."""
+    from toolkit.agents.budget import history_budget
+    from toolkit.histories.server_limits import resolve_limits
+    from toolkit.histories.size_errors import size_errors
+
+    resolve_limits(limits)  # a wrong name or unit is an error before any work
+    parts = [size_errors(events)] if len(events) else []
+    if logs is not None and len(logs):
+        parts.append(size_errors(logs))
+    parts = [p for p in parts if len(p)]
+    errors = pd.concat(parts, ignore_index=True) if parts else size_errors([])
+    chosen = _budget.budget_runs(events, runs, errors) if len(events) else events
+    budget = history_budget(chosen, limits=limits) if len(chosen) else history_budget(
+        events.iloc[:0], limits=limits)
+    return {"size_errors": errors, "history_budget": budget, "budget_sources": chosen}
+
+
+def _full_budget(events: pd.DataFrame, sizes: dict[str, Any], limits: Any) -> pd.DataFrame:
+    from toolkit.agents.budget import history_budget
+
+    if len(sizes["budget_sources"]) == len(events):
+        return sizes["history_budget"]
+    return history_budget(events, limits=limits)
+
+
+def _model_call_sizes(events: pd.DataFrame) -> pd.DataFrame:
+    from toolkit.agents.growth import model_call_sizes
+
+    return model_call_sizes(events)
+
+
 def _explained_lines(rows: list[dict[str, Any]]) -> set[tuple[Any, int]]:
     """(source, line) of every log record some finding already cites."""
     out = set()
@@ -138,6 +174,7 @@ def investigate(
     namespace: str = "default",
     versions: Any = None,
     workflows: Any = None,
+    limits: Any = None,
 ) -> Investigation:
     """Read the evidence of an incident and say what went wrong, ranked, with its evidence.
 
@@ -163,6 +200,10 @@ def investigate(
     workflows
         Workflow classes: every history is also replayed with temporalio's ``Replayer``
         (evidence ``replay``), and runs that fail replay are findings.
+    limits
+        The server's limits for the history-size findings and forecasts
+        (:func:`toolkit.history_budget`): None for the self-hosted defaults, ``"cloud"``, or a
+        mapping by name or dynamic-config key.
 
     Returns
     -------
@@ -202,6 +243,7 @@ def investigate(
 
         replay = replay_with(events, list(workflows))
     failures = _task_failures(events)
+    sizes = _size_tables(events, runs, log_frame, limits)
 
     rows: list[dict[str, Any]] = []
     rows += _kinds.nondeterminism(nondeterminism, runs)
@@ -214,6 +256,8 @@ def investigate(
     if len(in_history):
         rows += _kinds.duplicate_tool_in_history(in_history, runs)
     rows += listing_change(compared, summary, note)
+    rows += _budget.history_size(sizes["history_budget"], sizes["size_errors"])
+    rows += _budget.payload_size(sizes["size_errors"], sizes["history_budget"])
     rows += _kinds.dead_letters(log_tables["dead_letters"])
     shapes = (_kinds.log_error_shapes(log_frame, _explained_lines(rows))
               if log_frame is not None and len(log_frame) else None)  # fmt: skip
@@ -233,7 +277,10 @@ def investigate(
             log_tables,
             replay,
         )
-        | {"duplicate_tools_in_history": lambda: in_history}
+        | {"duplicate_tools_in_history": lambda: in_history,
+           "size_errors": lambda: sizes["size_errors"],
+           "history_budget": lambda: _full_budget(events, sizes, limits),
+           "model_call_sizes": lambda: _model_call_sizes(events)}
         | ({"log_errors": lambda: shapes} if shapes is not None else {})
     )
     figures = LazyTables({"listings_per_turn": lambda: _listings_figure(compared)})
