@@ -17,6 +17,7 @@
                                                  compact: merge small files into few large ones)
     toolkit investigate exports/ --logs worker.log --html report.html
     toolkit replay-check exports/ --workflows app.workflows:Order --junit replay.xml
+    toolkit budget exports/ --limits history_bytes=50MiB   sizes, where the bytes go, forecasts
 
 Every command takes ``--json`` (JSON Lines: one object per row, every column) and ``--width``
 (text tables fit the terminal's width: headers whole, the message column wrapped, other long
@@ -182,7 +183,27 @@ def build_parser() -> argparse.ArgumentParser:
     from toolkit.cli.replay_check import add_parser as replay_check_parser
 
     replay_check_parser(sub, common)
+    _budget_parser(sub, common)
     return parser
+
+
+def _budget_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    budget = sub.add_parser(
+        "budget", parents=[common],
+        help="history size per run, where the bytes go, and when a run meets a server limit",
+    )  # fmt: skip
+    budget.add_argument("paths", nargs="+", help="history files, folders or globs")
+    budget.add_argument(
+        "--limits", default=None,
+        help="the server's limits: 'cloud', name=value pairs (history_bytes=256KiB,"
+        "payload_bytes=2MiB; dynamic-config keys work too), a JSON object, or the server's "
+        "dynamic-config YAML file (default: self-hosted defaults)",
+    )  # fmt: skip
+    budget.add_argument("--fit", default=None,
+                        help="fit each run's growth on its first N model calls, or a fraction "
+                        "such as 0.25 (default: every call)")  # fmt: skip
+    budget.add_argument("--roles", default="auto", help="agent framework preset (default: detect)")
+    _table_options(budget)
 
 
 def _investigate_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -199,6 +220,9 @@ def _investigate_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     investigate.add_argument("--query", help="visibility query for --address")
     investigate.add_argument("--namespace", default="default", help="namespace for --address")
     investigate.add_argument("--html", help="also write the report to this HTML file")
+    investigate.add_argument("--limits", default=None,
+                             help="the server's limits for the history-size findings (as for "
+                             "toolkit budget)")  # fmt: skip
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

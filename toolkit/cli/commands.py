@@ -345,7 +345,7 @@ def investigate(args: argparse.Namespace) -> int:
                            "--query to fetch runs from a server")  # fmt: skip
     found = tk.investigate(args.paths or None, logs=args.logs or None,
                            configs=args.configs or None, server=args.address, query=args.query,
-                           namespace=args.namespace)  # fmt: skip
+                           namespace=args.namespace, limits=_limits(args))  # fmt: skip
     if args.html:
         found.to_html(args.html)
     if args.json:
@@ -363,7 +363,66 @@ def investigate(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if len(found.findings) else EXIT_OK
 
 
+def _limits(args: argparse.Namespace) -> Any:
+    from toolkit.histories.server_limits import limits_from_text
+
+    text = getattr(args, "limits", None)
+    return None if text is None else limits_from_text(text)
+
+
+BUDGET_COLUMNS = ("workflow_type", "run_id", "status", "size", "model_calls", "largest",
+                  "resent", "limit_hit", "first_limit", "forecast", "confidence",
+                  "can_at")  # fmt: skip
+
+
+def budget(args: argparse.Namespace) -> int:
+    """``toolkit budget PATH...``: one row per run; exit 1 when a run met a size limit."""
+    import toolkit as tk
+    from toolkit.text import nbytes
+
+    fit: Any = None
+    if args.fit is not None:
+        try:
+            fit = float(args.fit) if "." in args.fit else int(args.fit)
+        except ValueError:
+            raise ToolkitError(f"budget: --fit {args.fit!r} is not a number of calls or a "
+                               "fraction") from None  # fmt: skip
+    table = tk.history_budget(args.paths, limits=_limits(args), roles=args.roles, fit=fit)
+    errors = table.attrs.get("errors")
+    if args.json:
+        print_json(table)
+    else:
+        shown = table.assign(
+            size=[nbytes(v) for v in table["history_bytes"]],
+            largest=[nbytes(v) if v is not pd.NA else "" for v in table["largest_payload_bytes"]],
+            resent=[f"{v:.0%}" if v == v else "" for v in table["resent_share"]],
+            forecast=[_forecast_text(r) for r in table.itertuples()],
+            can_at=table["continue_as_new_at"],
+        )
+        _emit(shown, BUDGET_COLUMNS, args)
+        notes = table[table["note"].notna()]
+        for row in notes.itertuples():
+            print(f"note: run {row.run_id}: {row.note}", file=sys.stderr)
+    if errors is not None:
+        for row in errors.itertuples():
+            print(f"unreadable: {row.message}", file=sys.stderr)
+    if table.empty and errors is not None and len(errors):
+        return EXIT_USAGE
+    return EXIT_FINDINGS if table["limit_hit"].notna().any() else EXIT_OK
+
+
+def _forecast_text(row: Any) -> str:
+    """``41 calls (40-43)``, or nothing without a forecast."""
+    if row.forecast_model_calls is pd.NA:
+        return ""
+    text = f"{row.forecast_model_calls} calls"
+    if row.forecast_low != row.forecast_high:
+        text += f" ({row.forecast_low}-{row.forecast_high})"
+    return text
+
+
 HANDLERS = {"show": show, "activities": activities, "turns": turns, "diff": diff, "logs": logs,
-            "sql": sql, "export": export, "investigate": investigate}  # fmt: skip
+            "sql": sql, "export": export, "investigate": investigate,
+            "budget": budget}  # fmt: skip
 HANDLERS["dataset"] = dataset_command
 HANDLERS["replay-check"] = replay_check_command

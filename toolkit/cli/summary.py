@@ -50,7 +50,48 @@ def run_summary(events: pd.DataFrame) -> dict[str, Any]:
         "duration": events["event_time"].max() - events["event_time"].min(),
         "events": len(events),
         "failed_tasks": int(failed_tasks.sum()),
+        "ended": ending(last),
     }
+
+
+def ending(last: Any) -> str | None:
+    """Why a run whose last event is ``last`` ended, in the history's own words (None while it
+    runs, or for a plain completion, whose result says it all)."""
+    kind = last["event_type"]
+    attributes = last.get("attributes")
+    get = attributes.get if hasattr(attributes, "get") else (lambda key, default=None: default)
+    if kind == "WorkflowExecutionTerminated":
+        who = get("identity") or last.get("identity")
+        reason = get("reason")
+        return "terminated" + (f" by {who}" if who else "") + (f": {reason}" if reason else "")
+    if kind == "WorkflowExecutionFailed":  # its message is the result line
+        state = last.get("retry_state")
+        return "failed" + (f" ({state})" if isinstance(state, str) and "UNSPECIFIED" not in state
+                           else "")  # fmt: skip
+    if kind == "WorkflowExecutionTimedOut":
+        state = last.get("retry_state")
+        return "timed out (the run or execution timeout passed)" + (
+            f", {state}" if isinstance(state, str) else "")
+    if kind == "WorkflowExecutionCanceled":
+        return "canceled"
+    if kind == "WorkflowExecutionContinuedAsNew":
+        run = get("newExecutionRunId")
+        return "continued as new" + (f" as run {run}" if run else "")
+    return None
+
+
+def _size_note(events: pd.DataFrame, ended: str | None) -> str:
+    """For a run stopped by a size limit, how large it had grown (``toolkit budget`` says more)."""
+    from toolkit.histories.size_errors import parse_size_error
+
+    if not ended or parse_size_error(ended) is None:
+        return ""
+    from toolkit.agents.budget import history_budget
+    from toolkit.text import count, nbytes
+
+    row = history_budget(events).iloc[0]
+    calls = f" after {count(row['model_calls'], 'model call')}" if row["model_calls"] else ""
+    return f" (history {nbytes(row['history_bytes'])}{calls}: see toolkit budget)"
 
 
 def _one_or_list(value: Any) -> Any:
@@ -90,6 +131,7 @@ def print_summary(
         "history": "" if history is None else str(history),
         "workflow": f"{facts['workflow_type']}" + (f"  ({ids})" if ids else ""),
         "status": status,
+        "ended": (facts["ended"] or "") + _size_note(events, facts["ended"]),
         "input": cell_text(facts["input"]) if facts["input"] is not None else "",
         "result": cell_text(facts["result"]) if facts["result"] is not None else "",
         "failure": cell_text(facts["last_task_failure"]) if facts["failed_tasks"] else "",

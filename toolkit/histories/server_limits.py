@@ -46,7 +46,8 @@ from typing import Any
 
 from toolkit.errors import ToolkitError
 
-__all__ = ["CLOUD", "DEFAULTS", "DYNAMIC_CONFIG", "ERROR_LIMITS", "LimitsError", "resolve_limits"]
+__all__ = ["CLOUD", "DEFAULTS", "DYNAMIC_CONFIG", "ERROR_LIMITS", "LimitsError", "limits_from_text",
+           "resolve_limits"]
 
 KIB, MIB = 1024, 1024 * 1024
 
@@ -161,3 +162,52 @@ def _quantity(name: str, value: Any) -> int:
     if not float(number).is_integer():
         raise LimitsError(f"limit {name!r}: {value!r} is not a whole number of {what}")
     return int(number)
+
+
+def limits_from_text(text: str) -> dict[str, int]:
+    """The limits a command line or a config gives: ``cloud`` / ``self-hosted``, a JSON object,
+    ``name=value`` pairs separated by commas (``history_bytes=256KiB,payload_bytes=64KiB``), or
+    the path of a server dynamic-config YAML file (each ``limit.*`` key's first value; the
+    constraints of a namespace-scoped value are not read)."""
+    from pathlib import Path
+
+    stripped = text.strip()
+    if stripped.lower() in ("cloud", "self-hosted", "default"):
+        return resolve_limits(stripped.lower())
+    if stripped.startswith("{"):
+        import orjson
+
+        try:
+            value = orjson.loads(stripped)
+        except orjson.JSONDecodeError as exc:
+            raise LimitsError(f"--limits: not a JSON object ({exc})") from None
+        return resolve_limits(value)
+    path = Path(stripped)
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.is_file():
+        return resolve_limits(_dynamic_config_file(path))
+    pairs: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in stripped.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise LimitsError(f"--limits: {part!r} is not name=value (e.g. history_bytes=256KiB)")
+        pairs[name.strip()] = value.strip()
+    return resolve_limits(pairs)
+
+
+def _dynamic_config_file(path: Any) -> dict[str, Any]:
+    import yaml
+
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise LimitsError(f"{path}: cannot read the dynamic config ({exc})") from None
+    if not isinstance(document, Mapping):
+        raise LimitsError(f"{path}: a dynamic config maps setting names to values")
+    found = {}
+    for key, value in document.items():
+        if key not in DYNAMIC_CONFIG:
+            continue
+        if isinstance(value, list) and value and isinstance(value[0], Mapping):
+            value = value[0].get("value")
+        found[key] = value
+    return found
