@@ -172,3 +172,24 @@ def test_limits_with_a_wrong_name_or_unit_are_clear_errors() -> None:
         tk.history_budget(events, limits={"limit.blobSize.error": 0})
     budget = tk.history_budget(events, limits={"limit.historySize.error": "50 MB"})
     assert budget["calls_before"].iloc[0]["history_bytes"] > 100
+
+
+@pytest.mark.server
+def test_the_chart_draws_each_run_against_its_limit(recorded: list[dict], tmp_path: Path) -> None:
+    paths = [r["path"] for r in recorded[:2]]
+    limits = {"limit.historySize.error": LIMIT, "limit.historySize.warn": LIMIT // 4,
+              "limit.historySize.suggestContinueAsNew": CAN_BYTES}  # fmt: skip
+    series = tk.plots.budget_series(paths, limits=limits, fit=0.25)
+    for _, one in series.groupby("run_id"):
+        seen = one[one["series"] == "history"].set_index("call")["bytes"]
+        ahead = one[one["series"] == "forecast"].set_index("call")["bytes"]
+        both = ahead.index.intersection(seen.index)
+        assert len(both) >= 5  # the forecast runs over the calls it did not see
+        assert ((ahead[both] - seen[both]).abs() <= 0.01 * seen[both]).all()
+    figure = tk.plots.plot_history_budget(paths, limits=limits, fit=0.25)
+    figure.savefig(tmp_path / "budget.png")
+    panels = [ax for ax in figure.axes if ax.get_visible()]
+    assert len(panels) == 2
+    drawn = {line.get_label() for ax in panels for line in ax.get_lines()}
+    assert {"history size limit", "stopped by the server"} <= drawn
+    assert all("stopped by the server" in ax.get_title(loc="left") for ax in panels)

@@ -23,7 +23,7 @@ import orjson
 import pandas as pd
 
 from toolkit.agents.forecast import continue_as_new_calls, fit_growth, forecast_limits
-from toolkit.agents.growth import Call, RunSizes, calls_of, runs_of, user_turns
+from toolkit.agents.growth import Call, RunSizes, as_events, calls_of, runs_of, user_turns
 from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
 from toolkit.histories.server_limits import resolve_limits
@@ -128,12 +128,8 @@ def history_budget(
         note                   why something is unknown or uncertain
         =====================  ==========================================================
     """
-    from toolkit.histories.reading.batch import read_histories
-
     resolved = resolve_limits(limits)
-    errors = None
-    if not isinstance(events, pd.DataFrame):
-        events, errors = read_histories(events, errors="collect")
+    events, errors = as_events(events)
     rows = [_run_row(run, resolved, fit) for run in runs_of(events, roles)]
     out = pd.DataFrame(rows, columns=[c for c in BUDGET_COLUMNS if c != "label"])
     labels = version_labels(events)[["source", "history", "label"]] if len(events) else None

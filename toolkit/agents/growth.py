@@ -30,8 +30,8 @@ from toolkit.histories.sizes import framed, payloads_field_size
 from toolkit.histories.write import event_message
 from toolkit.replay.commands import events_frame
 
-__all__ = ["MODEL_CALL_COLUMNS", "ROLE_KEYS", "RunSizes", "calls_of", "model_call_sizes", "runs_of",
-           "user_turns"]
+__all__ = ["MODEL_CALL_COLUMNS", "ROLE_KEYS", "RunSizes", "as_events", "calls_of",
+           "model_call_sizes", "runs_of", "user_turns"]
 
 #: Keys of ``bytes_by_role``, in chart order (``other``: everything else in the history).
 ROLE_KEYS = ("model_input", "model_output", "tool_input", "tool_result", "listing", "other")
@@ -142,6 +142,16 @@ def _measure(run: RunSizes, position: int) -> tuple[int, bool]:
             pass
     row = {name: values[position] for name, values in run.columns.items()}
     return framed(event_message(row).ByteSize()), False
+
+
+def as_events(events: Any) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """An events frame as it is, or paths, folders and globs read with
+    :func:`toolkit.read_histories` (their per-file errors second; None for a frame)."""
+    if isinstance(events, pd.DataFrame):
+        return events_frame(events), None
+    from toolkit.histories.reading.batch import read_histories
+
+    return read_histories(events, errors="collect")
 
 
 def runs_of(events: pd.DataFrame, roles: str | Roles = "auto") -> Iterator[RunSizes]:
@@ -290,7 +300,7 @@ def model_call_sizes(events: Any, *, roles: str | Roles = "auto") -> pd.DataFram
     Parameters
     ----------
     events
-        An events frame (any number of runs) or anything ``read_history`` takes.
+        An events frame (any number of runs), or paths, folders and globs of exports.
     roles
         ``"auto"`` (the agent presets), a preset name or a :class:`~toolkit.agents.roles.Roles`:
         which activities are model calls, tool calls and listings. Runs of no recognised
@@ -317,7 +327,7 @@ def model_call_sizes(events: Any, *, roles: str | Roles = "auto") -> pd.DataFram
         ==============================  ====================================================
     """
     rows = []
-    for run in runs_of(events_frame(events), roles):
+    for run in runs_of(as_events(events)[0], roles):
         for number, call in enumerate(calls_of(run)[0], start=1):
             known = sum(v for k, v in call.by_role.items() if k != "other")
             by_role = {**call.by_role, "other": call.history_bytes - known}

@@ -13,6 +13,7 @@ No chart prints a word over another (:func:`overlapping_texts` measures any figu
 
 from __future__ import annotations
 
+from toolkit.plots.budget import budget_series, plot_history_budget
 from toolkit.plots.incident import incident_rows, plot_incident_timeline
 from toolkit.plots.layout import overlapping_texts
 from toolkit.plots.listings import listing_bars, plot_listings_per_turn
@@ -21,6 +22,7 @@ from toolkit.plots.style import natural_key
 from toolkit.plots.timeline import plot_activity_timeline, plot_delivery_timeline, timeline_rows
 
 __all__ = [
+    "budget_series",
     "incident_rows",
     "listing_bars",
     "natural_key",
@@ -28,6 +30,7 @@ __all__ = [
     "plot_activity_timeline",
     "plot_delivery_timeline",
     "plot_divergence",
+    "plot_history_budget",
     "plot_incident_timeline",
     "plot_listings_per_turn",
     "plot_replay_matrix",
