@@ -193,3 +193,4 @@ def test_the_chart_draws_each_run_against_its_limit(recorded: list[dict], tmp_pa
     drawn = {line.get_label() for ax in panels for line in ax.get_lines()}
     assert {"history size limit", "stopped by the server"} <= drawn
     assert all("stopped by the server" in ax.get_title(loc="left") for ax in panels)
+    assert tk.plots.overlapping_texts(figure) == []

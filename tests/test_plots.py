@@ -346,6 +346,9 @@ CHARTS = {
     "plot_activity_timeline: two toolsets on one endpoint": lambda: plot_activity_timeline(
         tk.read_history(DATA / "duplicate_tool" / "python" / "two_toolsets.json"),
         title="Python ADK, two toolsets on one endpoint: the call runs on weather-token"),
+    "plot_history_budget: two frameworks' two-turn runs": lambda: tk.plots.plot_history_budget(
+        [ADK / "adk-2.13.0" / "two_turns.json",
+         DATA / "openai_agents" / "oa-0.22.3" / "two_turns.json"]),
     "plot_delivery_timeline: the go runtime before the fix": lambda: plot_delivery_timeline(
         tk.delivery_timeline(tk.read_logs(DATA / "duplicate_tool" / "go" / "before.log")),
         "before the fix: cmd-2, the tool turn"),
