@@ -93,3 +93,33 @@ class OrderReserveRenamed(_Order):
     @workflow.run
     async def run(self, rounds: int) -> str:
         return await self._run("reserve_stock", "charge", rounds)
+
+
+# -- an activity replaced by a child workflow: sdk-core quotes the whole recorded event ---------
+CHARGE = "DebugTextCharge"
+
+
+@workflow.defn(name="DebugTextChild")
+class Shipment:
+    @workflow.run
+    async def run(self, text: str) -> str:
+        return text
+
+
+@workflow.defn(name=CHARGE)
+class ChargeActivity:
+    """One activity whose input is the given text (long inputs are cut in sdk-core's text)."""
+
+    @workflow.run
+    async def run(self, text: str) -> str:
+        return await workflow.execute_activity("charge", text, start_to_close_timeout=_TIMEOUT)
+
+
+@workflow.defn(name=CHARGE)
+class ChargeChild:
+    """The same step as a child workflow."""
+
+    @workflow.run
+    async def run(self, text: str) -> str:
+        return await workflow.execute_child_workflow(
+            Shipment.run, text, id=f"{workflow.info().workflow_id}-child")

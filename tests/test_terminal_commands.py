@@ -64,8 +64,9 @@ def _verdict(recorded: str, new: Path) -> ReplayVerdict:
 
 
 def test_flag_3_pairs_agree_with_both_replayers() -> None:
-    exact = inexact = 0
-    for (sdk, recorded, code), (outcome, message) in _truth().items():
+    exact = inexact = rolled_back = newer_replays = 0
+    truth = _truth()
+    for (sdk, recorded, code), (outcome, message) in truth.items():
         verdict = _verdict(recorded, DATA / sdk / f"{code}.json")
         context = (sdk, recorded, code, verdict.assumptions)
         # Without assumptions a verdict is exact but for the wording of a core from before 2025
@@ -80,14 +81,26 @@ def test_flag_3_pairs_agree_with_both_replayers() -> None:
                 assert expected in message, context
             continue
         inexact += 1
-        # Only the recorded history without the flag against a core with it can be inexact, and
-        # the assumption names the flag.
-        assert recorded.startswith(OLD) and sdk == NEW, context
         assert any("MoveTerminalCommands" in note for note in verdict.assumptions), context
+        if recorded.startswith(NEW) and sdk == OLD:
+            # The other way (a history with the flag, a core without it): the verdict is the
+            # older core's own, and the assumption says a core with the flag would replay it.
+            rolled_back += 1
+            newer_replays += truth[NEW, recorded, code][0] == "ok"
+            assert verdict.outcome == outcome == "nondeterminism", context
+            assert any("older sdk-core" in note for note in verdict.assumptions), context
+            continue
+        # Otherwise only the recorded history without the flag against a core with it.
+        assert recorded.startswith(OLD) and sdk == NEW, context
         if recorded == f"{OLD}/{code}.json":
             # The same code on both sides of the upgrade: the cut the model takes is the real one.
             assert verdict.outcome == outcome == "ok", context
-    assert (exact, inexact) == (81, 19)  # 100 replays: 2 SDKs x 10 histories x 5 codes
+    # 100 replays: 2 SDKs x 10 histories x 5 codes. 7 are failures of the older core at commands
+    # the recorded run moved before its completion, which the new code's closing task replays
+    # once given them after its completion: 1.35.0's Replayer replays 5 of them; in the other 2
+    # (mixed.json, a and b moved, against code scheduling only a) the code never issues b, the
+    # condition the assumption states.
+    assert (exact, inexact, rolled_back, newer_replays) == (74, 26, 7, 5)
 
 
 @pytest.mark.parametrize("code", list(CODES))

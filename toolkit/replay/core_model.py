@@ -70,7 +70,8 @@ class CoreFailure:
     message : str
         The text sdk-core prints.
     exact : bool
-        False where sdk-core prints a whole protobuf struct the toolkit abbreviates.
+        False where sdk-core prints a whole protobuf struct the model abbreviates here (the
+        verdict writes it out from the recorded event: :mod:`toolkit.replay.debug_events`).
     task : int
         Recorded workflow task (1-based) whose commands were being replayed.
     checks_on : bool

@@ -55,7 +55,9 @@ class Divergence:
     core_message : str
         The text sdk-core (Python, TypeScript, .NET, Ruby) prints.
     core_message_exact : bool
-        False where sdk-core prints a whole protobuf struct that is abbreviated here.
+        False where the text cannot be certain: sdk-core prints a whole protobuf struct
+        (``HistoryEvent { ... }``, written out from the recorded event) holding a map of
+        several entries, or with another release's API than this interpreter's temporalio.
     go_message, java_message : str
         Go's and Java's wording (abbreviated where they print whole protobuf messages); empty
         where that SDK's matching would not fail on this pair (Go matches per workflow task and

@@ -33,7 +33,8 @@ CORE_PREFIX = "[TMPRL1100] Nondeterminism error: "
 
 #: Command kind -> the sdk-core machine sentence used when that machine meets a foreign event.
 #: ``{e}`` is ``HistoryEvent(id: N, Type)``; a few machines print the event with ``{:?}`` (the
-#: whole protobuf struct), which the toolkit cannot reproduce byte for byte.
+#: whole protobuf struct): abbreviated here, written out whole from the recorded event by
+#: :mod:`toolkit.replay.debug_events`.
 _CORE_MACHINE_SENTENCE: dict[str, tuple[str, bool]] = {
     "ScheduleActivityTask": ("Activity machine does not handle this event: {e}", True),
     "RequestCancelActivityTask": ("Activity machine does not handle this event: {e}", True),

@@ -25,6 +25,17 @@ the completion, for the ``j`` of them issued before the completion: a prefix, be
 keeps the non-terminals' order. ``j`` is not in either history, so every ``j`` is tried. When all
 give the same verdict, the verdict is exact; otherwise an assumption says which ``j`` it takes.
 
+The other way round (the recorded history has the flag, the new code's core does not know it:
+a rollback, or a history of the new code recorded on an older SDK than the recorded one), both
+cut only if the new code really runs on that older core: the recorded run moved a command
+before its completion, the older core drops it again, and replay fails there. On the recorded
+history's SDK or a newer one, core moves it as the recorded run did and replay succeeds, as
+the lab's flag pairs show (``late_command`` of temporalio 1.7.0: 1.6.0's Replayer fails, 1.7.0's
+replays) and the SDKs' own replay tests of such histories do (sdk-dotnet
+``ExecuteWorkflowAsync_UpdateAfterComplete_ProcessesProperly``, sdk-typescript
+``Flags from 1.11.[01] are retroactively applied on replay``). Such a failure is therefore
+reported with that assumption, not as certain.
+
 .NET's lang flag 1 ``ReorderWorkflowCompletion`` (``src/Temporalio/Worker/WorkflowInstance.cs``)
 moves the last completion command to the end of the activation, only when replaying a history
 that records it. Under flag 3 that changes nothing (core reorders again and keeps the first
@@ -111,6 +122,50 @@ def _rank(run: Any) -> tuple[int, int]:
     return (0, int(failure.event.get("event_id") or 0))
 
 
+def _older_core_drops(
+    old: SplitHistory, new: SplitHistory, run: Any,
+    model: Callable[[SplitHistory, SplitHistory], Any],
+) -> str | None:  # fmt: skip
+    """The assumption behind a failure at a command the recorded run moved before its
+    completion, when the new code's history comes from a core without flag 3 (None otherwise).
+
+    It is an assumption only if the failure depends on the core: the new code's closing task,
+    given the recorded run's remaining commands as issued after its completion (what a core
+    with the flag would move before it; the older core's own run dropped them, so its history
+    cannot show them), replays. If even that fails, the verdict holds on any core.
+    """
+    failure = getattr(run, "failure", None)
+    recorded = _closing_task(old)
+    if failure is None or recorded is None or not new.tasks:
+        return None
+    if MOVE_TERMINAL_COMMANDS not in old.tasks[-1].core_flags:
+        return None
+    if MOVE_TERMINAL_COMMANDS in new.tasks[-1].core_flags:
+        return None
+    moved = {row.get("event_id") for row in recorded.commands}
+    if failure.event.get("event_id") not in moved:
+        return None
+    last = next((t for t in reversed(new.tasks) if t.commands), None)
+    if last is None or last.commands[-1].get("kind") not in TERMINAL_KINDS:
+        return None
+    kept = last.commands[:-1]
+    wanted = recorded.commands[:-1]
+    if [r.get("identity") for r in kept] != [r.get("identity") for r in wanted[: len(kept)]]:
+        return None
+    best = [*kept, *(dict(r) for r in wanted[len(kept):]), last.commands[-1]]
+    tasks = [dataclasses.replace(t, commands=best) if t is last else t for t in new.tasks]
+    if getattr(model(old, dataclasses.replace(new, tasks=tasks)), "failure", None) is not None:
+        return None
+    return (
+        "sdk-core flag 3 (MoveTerminalCommands) is in the recorded history and not in the new "
+        "code's, whose sdk-core is older: the recorded run moved command(s) it issued after "
+        f"its completion before it (task {recorded.index}), which that older sdk-core drops; "
+        "the verdict holds for new code on that sdk-core. On the recorded history's SDK or a "
+        "newer one, if the code issues them after its completion as the recorded run did, "
+        "sdk-core moves them again and replay succeeds"
+    )
+
+
 def move_terminal_commands(
     old: SplitHistory, new: SplitHistory, run: Any,
     model: Callable[[SplitHistory, SplitHistory], Any], *, dotnet_reorder: bool = False,
@@ -134,6 +189,9 @@ def move_terminal_commands(
         The run to use and an assumption (None when every cut point gives the same verdict, or
         when the flag changes nothing for this pair).
     """
+    rollback = _older_core_drops(old, new, run, model)
+    if rollback is not None:
+        return run, rollback
     closing = _closing_task(new)
     if closing is None or not old.tasks:
         return run, None  # nothing issued next to a completion

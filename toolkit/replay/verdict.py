@@ -28,6 +28,7 @@ import pandas as pd
 from toolkit.errors import HistoryFormatError
 from toolkit.replay.commands import events_frame, identity_label, iter_histories
 from toolkit.replay.core_model import CoreFailure, model_replay
+from toolkit.replay.debug_events import apply_debug_events
 from toolkit.replay.derived_ids import rebase_workflow_id
 from toolkit.replay.divergence import Divergence, aligned_commands, go_message, java_message
 from toolkit.replay.divergence_messages import core_message_matches
@@ -169,8 +170,9 @@ def _history_verdict(recorded: Any, replayed: Any) -> ReplayVerdict:
         row["identity"] = identity_label(row)
     run, flag_notes = apply_flags(old, new, model_replay)
     run, layout_notes = apply_patch_layouts(old_frame, new_frame, old, new, run)
+    run, debug_notes = apply_debug_events(_one_history(old_frame), new, run)
     run, wording = apply_old_core_messages(new, run)
-    notes += wording
+    notes += [*debug_notes, *wording]
     assumptions = run.assumptions + flag_notes + layout_notes
     confidence = "assumed" if assumptions else "histories"
     aligned = aligned_commands(old.tasks, new.tasks)
@@ -192,6 +194,11 @@ def _history_verdict(recorded: Any, replayed: Any) -> ReplayVerdict:
     found = _divergence(run.failure, old.tasks, new.tasks, exact=exact, **common)
     return ReplayVerdict("nondeterminism", found, exact, confidence, assumptions,
                          tuple(notes), None, aligned)  # fmt: skip
+
+
+def _one_history(frame: pd.DataFrame) -> pd.DataFrame:
+    """The recorded frame's only history (``_split`` has checked there is one)."""
+    return next(iter(iter_histories(frame)))[1]
 
 
 def _task_at(tasks: list[Task], error: CodeFailure) -> int:
