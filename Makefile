@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py toolkit/histories/reading/_wirescan.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[lab,notebooks,dev,spark]"
+	$(PY) -m pip install --quiet -e ".[lab,notebooks,dev,spark,otel]"
 	touch $(STAMP)
 
 # Records a live subset on the embedded dev server, then executes every notebook to HTML in build/.

@@ -95,6 +95,8 @@ _EXPORTS: dict[str, str] = {
     "dead_letters": "toolkit.logs.detectors",
     "mcp_client_failures": "toolkit.logs.detectors",
     "delivery_timeline": "toolkit.logs.deliveries",
+    "to_otel": "toolkit.traces.export",
+    "OtelExport": "toolkit.traces.export",
     "plots": "toolkit.plots",
     # The package is callable: ``tk.investigate(...)`` (see toolkit/investigate/__init__.py).
     "investigate": "toolkit.investigate",
@@ -180,3 +182,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit.replay.verdict import InexactVerdictWarning, replay_verdict
     from toolkit.replay_check import replay_check
     from toolkit.replay_check.result import ReplayCheck
+    from toolkit.traces.export import OtelExport, to_otel

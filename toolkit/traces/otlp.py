@@ -1,0 +1,251 @@
+"""Spans as OTLP: JSON documents (files) and OTLP/HTTP requests (protobuf or JSON).
+
+The JSON is OTLP's own mapping (``ExportTraceServiceRequest``: ``resourceSpans`` ->
+``scopeSpans`` -> ``spans``, ids in hex, 64-bit integers as strings), which collectors and
+``otel-cli``-style tools read. Over HTTP the body is protobuf (``application/x-protobuf``, what
+every OTLP receiver must accept; Phoenix accepts nothing else), built with the
+``opentelemetry-proto`` classes of the extra ``otel``; ``encoding="json"`` sends the JSON.
+
+Spans go in batches (``batch_spans`` each, whole traces kept together where they fit). A
+receiver that refuses a batch, or cannot be reached, stops the export with an
+:class:`OtlpExportError` that names the endpoint and says how many spans it had accepted before;
+nothing is reported as sent that the receiver did not answer with 2xx.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from toolkit import __version__
+from toolkit.errors import ToolkitError
+
+__all__ = ["OtlpExportError", "batches", "otlp_document", "otlp_protobuf", "send"]
+
+_KIND = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3}
+_STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
+SCOPE = {"name": "temporal-agent-toolkit", "version": __version__}
+
+
+class OtlpExportError(ToolkitError, RuntimeError):
+    """An OTLP receiver refused spans or could not be reached.
+
+    Attributes
+    ----------
+    endpoint : str
+        Where the spans were sent.
+    sent : int
+        Spans the receiver had accepted (2xx) before the failure; the rest were not sent.
+    """
+
+    def __init__(self, endpoint: str, sent: int, total: int, problem: str) -> None:
+        self.endpoint, self.sent, self.total = endpoint, sent, total
+        super().__init__(
+            f"{endpoint}: {problem}; {sent} of {total} spans had been accepted before, "
+            f"the other {total - sent} were not sent"
+        )
+
+
+def _value(value: Any) -> dict[str, Any]:
+    """An attribute value in OTLP JSON (``AnyValue``)."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [_value(v) for v in value]}}
+    return {"stringValue": str(value)}
+
+
+def _attributes(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": key, "value": _value(value)} for key, value in attributes.items()]
+
+
+def _nanos(value: Any) -> str:
+    return str(pd.Timestamp(value).value)
+
+
+def _span(row: Mapping[str, Any]) -> dict[str, Any]:
+    span = {
+        "traceId": row["trace_id"],
+        "spanId": row["span_id"],
+        "name": row["name"],
+        "kind": _KIND[row["kind"]],
+        "startTimeUnixNano": _nanos(row["start"]),
+        "endTimeUnixNano": _nanos(row["end"]),
+        "attributes": _attributes(row["attributes"]),
+        "status": {"code": _STATUS[row["status"]]},
+    }
+    if row["parent_span_id"]:
+        span["parentSpanId"] = row["parent_span_id"]
+    if row["status_message"]:
+        span["status"]["message"] = row["status_message"]
+    if row["events"]:
+        span["events"] = [
+            {"timeUnixNano": _nanos(event["time"]), "name": event["name"],
+             "attributes": _attributes(event["attributes"])}
+            for event in row["events"]
+        ]  # fmt: skip
+    return span
+
+
+def otlp_document(spans: pd.DataFrame, resource: Mapping[str, Any]) -> dict[str, Any]:
+    """The spans as one OTLP JSON ``ExportTraceServiceRequest`` (one resource, one scope)."""
+    return {
+        "resourceSpans": [{
+            "resource": {"attributes": _attributes(resource)},
+            "scopeSpans": [{"scope": SCOPE,
+                            "spans": [_span(row) for row in spans.to_dict("records")]}],
+        }]
+    }  # fmt: skip
+
+
+def _any_value(message: Any, value: Any) -> None:
+    if isinstance(value, bool):
+        message.bool_value = value
+    elif isinstance(value, int):
+        message.int_value = value
+    elif isinstance(value, float):
+        message.double_value = value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _any_value(message.array_value.values.add(), item)
+    else:
+        message.string_value = str(value)
+
+
+def _key_values(target: Any, attributes: Mapping[str, Any]) -> None:
+    for key, value in attributes.items():
+        entry = target.add()
+        entry.key = key
+        _any_value(entry.value, value)
+
+
+def otlp_protobuf(spans: pd.DataFrame, resource: Mapping[str, Any]) -> bytes:
+    """The spans as a serialized protobuf ``ExportTraceServiceRequest``.
+
+    Raises
+    ------
+    toolkit.errors.ToolkitError
+        When ``opentelemetry-proto`` is not installed (the extra ``otel``).
+    """
+    try:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+    except ImportError as error:
+        raise ToolkitError(
+            "OTLP/HTTP protobuf needs opentelemetry-proto: pip install "
+            "'temporal-agent-toolkit[otel]' (or send encoding='json')"
+        ) from error
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    _key_values(resource_spans.resource.attributes, resource)
+    scope_spans = resource_spans.scope_spans.add()
+    scope_spans.scope.name, scope_spans.scope.version = SCOPE["name"], SCOPE["version"]
+    for row in spans.to_dict("records"):
+        span = scope_spans.spans.add()
+        span.trace_id = bytes.fromhex(row["trace_id"])
+        span.span_id = bytes.fromhex(row["span_id"])
+        if row["parent_span_id"]:
+            span.parent_span_id = bytes.fromhex(row["parent_span_id"])
+        span.name = row["name"]
+        span.kind = _KIND[row["kind"]]
+        span.start_time_unix_nano = pd.Timestamp(row["start"]).value
+        span.end_time_unix_nano = pd.Timestamp(row["end"]).value
+        _key_values(span.attributes, row["attributes"])
+        span.status.code = _STATUS[row["status"]]
+        if row["status_message"]:
+            span.status.message = row["status_message"]
+        for event in row["events"]:
+            added = span.events.add()
+            added.time_unix_nano = pd.Timestamp(event["time"]).value
+            added.name = event["name"]
+            _key_values(added.attributes, event["attributes"])
+    return request.SerializeToString()
+
+
+def batches(spans: pd.DataFrame, batch_spans: int) -> Iterator[pd.DataFrame]:
+    """The spans in batches of about ``batch_spans``, never splitting a trace that fits in one."""
+    start, count = 0, 0
+    sizes = spans.groupby("trace_id", sort=False).size()
+    for size in sizes:
+        if count and count + size > batch_spans:
+            yield spans.iloc[start : start + count]
+            start, count = start + count, 0
+        count += int(size)
+    if count:
+        yield spans.iloc[start : start + count]
+
+
+def send(
+    spans: pd.DataFrame,
+    endpoint: str,
+    resource: Mapping[str, Any],
+    *,
+    encoding: str = "protobuf",
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+    batch_spans: int = 2000,
+) -> int:
+    """POST the spans to an OTLP/HTTP traces endpoint; returns the number of spans accepted.
+
+    ``spans`` must be ordered by trace (as :func:`~toolkit.traces.spans.trace_spans` returns
+    them). Raises :class:`OtlpExportError` at the first batch that is refused or cannot be sent.
+    """
+    if encoding not in ("protobuf", "json"):
+        raise ToolkitError(f"unknown OTLP encoding {encoding!r}; expected 'protobuf' or 'json'")
+    content_type = "application/x-protobuf" if encoding == "protobuf" else "application/json"
+    sent, total = 0, len(spans)
+    for batch in batches(spans, batch_spans):
+        body = (otlp_protobuf(batch, resource) if encoding == "protobuf"
+                else orjson.dumps(otlp_document(batch, resource)))  # fmt: skip
+        request = urllib.request.Request(
+            endpoint, data=body, method="POST",
+            headers={"Content-Type": content_type, **dict(headers or {})},
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                rejected = _rejected(answer.read(), answer.headers.get("Content-Type", ""))
+        except urllib.error.HTTPError as error:
+            text = error.read()[:300].decode(errors="replace").strip()
+            problem = f"HTTP {error.code} {error.reason}" + (f" ({text})" if text else "")
+            raise OtlpExportError(endpoint, sent, total, problem) from error
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise OtlpExportError(endpoint, sent, total, f"cannot be reached ({reason})") from error
+        if rejected:
+            raise OtlpExportError(
+                endpoint,
+                sent + len(batch) - rejected,
+                total,
+                f"the receiver rejected {rejected} spans of a batch",
+            )
+        sent += len(batch)
+    return sent
+
+
+def _rejected(body: bytes, content_type: str) -> int:
+    """``partial_success.rejected_spans`` of an export response (0 when it says nothing)."""
+    if not body:
+        return 0
+    try:
+        if "json" in content_type:
+            partial = orjson.loads(body).get("partialSuccess") or {}
+            return int(partial.get("rejectedSpans") or 0)
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceResponse,
+        )
+
+        response = ExportTraceServiceResponse()
+        response.ParseFromString(body)
+        return int(response.partial_success.rejected_spans)
+    except Exception:  # an answer we cannot read is no evidence of rejection
+        return 0

@@ -1,0 +1,360 @@
+"""Spans of agent runs, read from their workflow histories: one table row per span.
+
+One trace per workflow run; inside it (names as temporalio's OpenTelemetry interceptor and the
+OpenTelemetry GenAI semantic conventions spell them):
+
+==============================  ====================================================================
+span                            what it covers
+==============================  ====================================================================
+``RunWorkflow:<type>``          the run, from its first event to its close (or its last event while
+                                open); workflow-task failures and timeouts are its span events
+                                (``exception``)
+``invoke_agent <agent>``        one turn: from the user message (start, signal, update) to the end
+                                of its last activity; a turn no workflow task answered is an error
+``RunActivity:<type>``          one activity, the attempt the history records (started to closed;
+                                earlier failed attempts are a ``temporal.activity.retried`` event)
+``chat <model>``                inside a model activity: the model call, with its token counts
+``execute_tool <tool>``         inside a tool-call activity
+==============================  ====================================================================
+
+Ids are derived, never drawn: the trace id from (namespace, run id), a span id from (namespace,
+run id, event id, kind), so that the same history exported twice gives the same spans and a
+receiver replaces (or ignores) them rather than counting them twice. Replays leave no trace in a
+history and an activity's retries share one scheduled event, so no work is counted twice.
+
+Columns of :func:`trace_spans`
+------------------------------
+==================  ===========================  ===============================================
+column              dtype                        meaning
+==================  ===========================  ===============================================
+``source``          object                       the history's source
+``history``         int64                        index of the history in the source
+``run_id``          object                       the run
+``trace_id``        object                       32 hex digits
+``span_id``         object                       16 hex digits
+``parent_span_id``  object                       16 hex digits, None for the run's span
+``name``            object                       span name (table above)
+``kind``            object                       ``SERVER``, ``CLIENT`` or ``INTERNAL``
+``role``            object                       ``workflow``, ``turn``, ``activity``, ``model``,
+                                                 ``tool_call``
+``event_id``        int64                        the history event the span comes from
+``turn``            Int64                        the turn (None for the run's span)
+``start``, ``end``  datetime64[ns, UTC]          span times
+``status``          object                       ``OK``, ``ERROR`` or ``UNSET``
+``status_message``  object                       why an ``ERROR``
+``attributes``      object (dict)                OTel attributes (str, int, float, bool)
+``events``          object (list)                span events: dicts ``time``, ``name``,
+                                                 ``attributes``
+==================  ===========================  ===============================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from toolkit.agents.roles import Roles
+from toolkit.agents.turns import _spans_and_turns
+from toolkit.errors import ToolkitError
+from toolkit.histories.tables import activities
+
+__all__ = ["SPAN_COLUMNS", "span_ids", "trace_spans"]
+
+SPAN_COLUMNS = [
+    "source", "history", "run_id", "trace_id", "span_id", "parent_span_id", "name", "kind",
+    "role", "event_id", "turn", "start", "end", "status", "status_message", "attributes",
+    "events",
+]  # fmt: skip
+
+_CLOSE_STATUS = {
+    "WorkflowExecutionCompleted": ("OK", "completed"),
+    "WorkflowExecutionContinuedAsNew": ("OK", "continued_as_new"),
+    "WorkflowExecutionFailed": ("ERROR", "failed"),
+    "WorkflowExecutionTimedOut": ("ERROR", "timed_out"),
+    "WorkflowExecutionTerminated": ("ERROR", "terminated"),
+    "WorkflowExecutionCanceled": ("ERROR", "canceled"),
+}
+_TASK_FAILURES = ("WorkflowTaskFailed", "WorkflowTaskTimedOut")
+_ACTIVITY_STATUS = {"completed": "OK", "failed": "ERROR", "timed_out": "ERROR",
+                    "canceled": "ERROR"}  # fmt: skip
+#: OpenInference span kinds (what Phoenix reads to draw a span).
+_OPENINFERENCE = {"workflow": "CHAIN", "turn": "AGENT", "activity": "CHAIN", "model": "LLM",
+                  "tool_call": "TOOL"}  # fmt: skip
+
+#: Model-call attributes by (source, history, scheduled event id): GenAI and OpenInference keys.
+ModelAttributes = Mapping[tuple[Any, int, int], Mapping[str, Any]]
+
+
+def span_ids(namespace: str, run: str, event_id: int, kind: str) -> tuple[str, str]:
+    """(trace id, span id) in hex for one span: a hash of where it comes from, never random.
+
+    Examples
+    --------
+    >>> span_ids("default", "run-1", 1, "workflow") == span_ids("default", "run-1", 1, "workflow")
+    True
+    >>> len(span_ids("default", "run-1", 1, "workflow")[0])
+    32
+    """
+    trace = hashlib.blake2b(f"{namespace}\x1f{run}".encode(), digest_size=16).hexdigest()
+    key = f"{namespace}\x1f{run}\x1f{event_id}\x1f{kind}".encode()
+    return trace, hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _time(value: Any) -> pd.Timestamp | None:
+    return None if value is None or pd.isna(value) else pd.Timestamp(value)
+
+
+def _content(value: Any) -> str:
+    """A decoded payload value as JSON text (bytes and opaque payloads by their repr)."""
+    return orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _set(attributes: dict[str, Any], key: str, value: Any) -> None:
+    """Set an attribute unless the value is missing (OTel attributes have no null)."""
+    if value is None or (not isinstance(value, (str, list, dict)) and pd.isna(value)):
+        return
+    attributes[key] = value.item() if hasattr(value, "item") else value
+
+
+def trace_spans(
+    events: pd.DataFrame,
+    *,
+    namespace: str | None = None,
+    roles: str | Roles = "auto",
+    content: bool = False,
+    model_attributes: ModelAttributes | Callable[[pd.DataFrame], ModelAttributes] | None = None,
+) -> pd.DataFrame:
+    """One row per span of every run in ``events`` (see the module docstring for the columns).
+
+    Parameters
+    ----------
+    events
+        An events frame (one or many histories).
+    namespace
+        The namespace in the ids and attributes; by default the frame's ``namespace`` column,
+        else ``""``. Export a history under the same namespace every time to keep its ids.
+    roles
+        As in :func:`toolkit.agent_steps`; a history no framework is recognised in still gets
+        its run and activity spans, without turns or GenAI spans.
+    content
+        Put the payloads' decoded values into ``input.value`` / ``output.value`` (off: sizes
+        only, the contents stay in the history).
+    model_attributes
+        Attributes of each model call (``gen_ai.*``, ``llm.*``) keyed by (source, history,
+        scheduled event id), or a function of the activities table returning them.
+    """
+    columns = set(events.columns)
+    if "source" not in columns:
+        events = events.assign(source=None)
+    if "history" not in columns:
+        events = events.assign(history=0)
+    acts = activities(events)
+    if callable(model_attributes):
+        model_attributes = model_attributes(acts)
+    models = model_attributes or {}
+    rows: list[dict[str, Any]] = []
+    by_history = {key: one for key, one in acts.groupby(["source", "history"], dropna=False,
+                                                         sort=False)}  # fmt: skip
+    for source, frame in events.groupby("source", sort=False, dropna=False):
+        try:
+            spans, turns = _spans_and_turns(frame, roles)
+        except ToolkitError:
+            spans, turns = None, {}  # not an agent: run and activity spans only
+        for history, one in frame.groupby("history", sort=True):
+            run = _Run(one, source, int(history), namespace)
+            rows.append(run.root())
+            turn_of: dict[int, tuple[int, str]] = {}
+            if spans is not None:
+                mine = spans[spans["history"] == history]
+                turn_of = {
+                    int(e): (int(t), str(r))
+                    for e, t, r in zip(mine["event_id"], mine["turn"], mine["role"], strict=True)
+                }
+            acts_of = by_history.get((source, int(history)))
+            turn_rows = run.turns(turns.get(int(history), []), acts_of, turn_of, models)
+            rows.extend(turn_rows)
+            if acts_of is not None:
+                for act in acts_of.to_dict("records"):
+                    rows.extend(run.activity(act, turn_of, models, content))
+    # object, not pandas' string dtype: a missing parent stays None (NaN would read as an id)
+    out = pd.DataFrame(rows, columns=SPAN_COLUMNS, dtype=object)
+    out["history"] = out["history"].astype("int64")
+    out["event_id"] = out["event_id"].astype("int64")
+    out["turn"] = out["turn"].astype("Int64")
+    for column in ("start", "end"):
+        out[column] = pd.to_datetime(out[column], utc=True)
+    return out
+
+
+class _Run:
+    """The spans of one history."""
+
+    def __init__(self, one: pd.DataFrame, source: Any, history: int, namespace: str | None):
+        first = one.iloc[0]
+        self.source, self.history = source, history
+        own_namespace = _text(first.get("namespace")) if "namespace" in one else None
+        self.namespace = namespace if namespace is not None else (own_namespace or "")
+        self.run_id = _text(first.get("run_id"))
+        self.workflow_id = _text(first.get("workflow_id"))
+        self.workflow_type = _text(first.get("workflow_type")) or "workflow"
+        self.key = self.run_id or self.workflow_id or f"{source}#{history}"
+        self.events = one
+        times = one["event_time"]
+        self.first_time, self.last_time = _time(times.min()), _time(times.max())
+        self.trace_id, self.root_id = span_ids(self.namespace, self.key, 1, "workflow")
+        self.base = {"temporalWorkflowID": self.workflow_id, "temporalRunID": self.run_id,
+                     "temporal.namespace": self.namespace or None,
+                     "temporal.workflow.type": self.workflow_type,
+                     "session.id": self.workflow_id}  # fmt: skip
+
+    def _row(self, span_id: str, parent: str | None, name: str, kind: str, role: str,
+             event_id: int, turn: int | None, start: Any, end: Any, status: str,
+             message: str | None, attributes: Mapping[str, Any],
+             events: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+        attrs: dict[str, Any] = {}
+        for key, value in {**self.base, "openinference.span.kind": _OPENINFERENCE[role],
+                           "temporal.event_id": event_id, **attributes}.items():  # fmt: skip
+            _set(attrs, key, value)
+        start = _time(start) or self.first_time
+        end = _time(end) or self.last_time or start
+        return {
+            "source": self.source, "history": self.history, "run_id": self.run_id,
+            "trace_id": self.trace_id, "span_id": span_id, "parent_span_id": parent,
+            "name": name, "kind": kind, "role": role, "event_id": event_id, "turn": turn,
+            "start": start, "end": max(end, start) if start is not None else end,
+            "status": status, "status_message": message, "attributes": attrs,
+            "events": events or [],
+        }  # fmt: skip
+
+    def root(self) -> dict[str, Any]:
+        last = self.events.iloc[-1]
+        status, word = _CLOSE_STATUS.get(str(last["event_type"]), ("UNSET", "running"))
+        message = _text(last.get("failure_message")) if status == "ERROR" else None
+        failures = self.events[self.events["event_type"].isin(_TASK_FAILURES)]
+        span_events = [
+            {"time": _time(event["event_time"]), "name": "exception", "attributes": {
+                "exception.type": _text(event.get("failure_type")) or _text(event.get("cause"))
+                or str(event["event_type"]),
+                "exception.message": _text(event.get("failure_message"))
+                or _text(event.get("cause")) or str(event["event_type"]),
+                "temporal.event_type": str(event["event_type"]),
+                "temporal.event_id": int(event["event_id"]),
+                **({"temporal.workflow_task.cause": event["cause"]}
+                   if _text(event.get("cause")) else {}),
+            }}
+            for event in failures.to_dict("records")
+        ]  # fmt: skip
+        attributes = {"temporal.workflow.status": word,
+                      "temporal.workflow.task_failures": len(span_events)}  # fmt: skip
+        return self._row(self.root_id, None, f"RunWorkflow:{self.workflow_type}", "SERVER",
+                         "workflow", 1, None, self.first_time, self.last_time, status, message,
+                         attributes, span_events)  # fmt: skip
+
+    def turns(self, starts: list[tuple[int, str, bool, str | None]], acts: pd.DataFrame | None,
+              turn_of: Mapping[int, tuple[int, str]],
+              models: ModelAttributes) -> list[dict[str, Any]]:  # fmt: skip
+        """One ``invoke_agent`` span per turn that has activities or got no answer."""
+        times = dict(zip(self.events["event_id"], self.events["event_time"], strict=True))
+        ends: dict[int, Any] = {}
+        agents: dict[int, str] = {}
+        if acts is not None:
+            for event_id, scheduled, started, closed in zip(
+                acts["scheduled_event_id"], acts["scheduled_time"], acts["started_time"],
+                acts["closed_time"], strict=True,
+            ):  # fmt: skip
+                turn = turn_of.get(int(event_id), (0, ""))[0]
+                candidates = [_time(t) for t in (scheduled, started, closed) if _time(t)]
+                if candidates:
+                    ends[turn] = max([ends[turn], *candidates] if turn in ends else candidates)
+                agent = models.get((self.source, self.history, int(event_id)), {}).get(
+                    "gen_ai.agent.name"
+                )
+                if agent and turn not in agents:
+                    agents[turn] = agent
+        rows = []
+        for number, (event_id, trigger, answered, failure) in enumerate(starts, 1):
+            if number not in ends and answered:
+                continue  # a control message (``finish``) that started no work is no turn
+            agent = agents.get(number) or self.workflow_type
+            _, span_id = span_ids(self.namespace, self.key, event_id, "turn")
+            status, message = (
+                ("UNSET", None) if answered else ("ERROR", failure or "no workflow task answered")
+            )
+            attributes = {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": agent,
+                "temporal.turn": number,
+                "temporal.turn.trigger": trigger,
+            }
+            start = _time(times.get(event_id))
+            rows.append(self._row(span_id, self.root_id, f"invoke_agent {agent}", "INTERNAL",
+                                  "turn", event_id, number, start, ends.get(number, start),
+                                  status, message, attributes))  # fmt: skip
+        self.turn_spans = {row["turn"]: row["span_id"] for row in rows}
+        return rows
+
+    def activity(self, act: Mapping[str, Any], turn_of: Mapping[int, tuple[int, str]],
+                 models: ModelAttributes, content: bool) -> list[dict[str, Any]]:  # fmt: skip
+        """The ``RunActivity`` span of one activity, and its GenAI span if it has one."""
+        event_id = int(act["scheduled_event_id"])
+        turn, role = turn_of.get(event_id, (0, "other"))
+        parent = self.turn_spans.get(turn, self.root_id)
+        outcome = act.get("outcome")
+        status = _ACTIVITY_STATUS.get(outcome, "UNSET") if isinstance(outcome, str) else "UNSET"
+        message = _text(act.get("failure_message")) if status == "ERROR" else None
+        start = _time(act.get("started_time")) or _time(act.get("scheduled_time"))
+        end = _time(act.get("closed_time")) or self.last_time
+        attempt = act.get("attempt")
+        attempt = int(attempt) if attempt is not None and not pd.isna(attempt) else None
+        span_events = []
+        if attempt and attempt > 1:
+            span_events.append({"time": start, "name": "temporal.activity.retried", "attributes": {
+                "temporal.activity.previous_attempts": attempt - 1,
+                **({"exception.message": act["last_failure_message"]}
+                   if _text(act.get("last_failure_message")) else {})}})  # fmt: skip
+        queue = act.get("queue_duration")
+        attributes = {
+            "temporalActivityID": _text(act.get("activity_id")),
+            "temporal.activity.type": _text(act.get("activity_type")),
+            "temporal.activity.attempt": attempt,
+            "temporal.activity.outcome": outcome if isinstance(outcome, str) else "open",
+            "temporal.activity.task_queue": _text(act.get("task_queue")),
+            "temporal.activity.scheduled_time": str(_time(act.get("scheduled_time")) or ""),
+            "temporal.activity.queue_ms": None if queue is None or pd.isna(queue)
+            else round(queue.total_seconds() * 1000, 3),
+            "temporal.agent.role": role,
+        }  # fmt: skip
+        _, span_id = span_ids(self.namespace, self.key, event_id, "activity")
+        name = f"RunActivity:{act.get('activity_type')}"
+        rows = [self._row(span_id, parent, name, "SERVER", "activity", event_id, turn, start,
+                          end, status, message, attributes, span_events)]  # fmt: skip
+        if role not in ("model", "tool_call"):
+            return rows
+        genai = dict(models.get((self.source, self.history, event_id), {}))
+        if role == "model":
+            model = genai.get("gen_ai.request.model") or genai.get("gen_ai.response.model")
+            name, kind = (f"chat {model}" if model else "chat"), "CLIENT"
+            genai.setdefault("gen_ai.operation.name", "chat")
+        else:
+            tool = genai.get("gen_ai.tool.name") or _text(act.get("activity_type"))
+            genai.setdefault("gen_ai.tool.name", tool)
+            genai.setdefault("tool.name", tool)
+            name, kind = f"execute_tool {tool}", "INTERNAL"
+            genai.setdefault("gen_ai.operation.name", "execute_tool")
+        if content:
+            for key, column in (("input.value", "input"), ("output.value", "result")):
+                if act.get(column) is not None:
+                    genai[key] = _content(act[column])
+                    genai[key.replace(".value", ".mime_type")] = "application/json"
+        _, genai_id = span_ids(self.namespace, self.key, event_id, role)
+        rows.append(self._row(genai_id, span_id, name, kind, role, event_id, turn, start, end,
+                              status, message, genai))  # fmt: skip
+        return rows
