@@ -182,3 +182,20 @@ def test_a_refused_batch_stops_with_what_was_accepted(lab_events, receiver: str)
     traces = {s["traceId"] for r in orjson.loads(accepted)["resourceSpans"]
               for sc in r["scopeSpans"] for s in sc["spans"]}  # fmt: skip
     assert sent == spans["trace_id"].isin(traces).sum()
+
+
+def test_cli_writes_the_file_and_names_unreadable_ones(tmp_path: Path, capsys) -> None:
+    from toolkit.cli import main
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{bad")
+    out = tmp_path / "traces.json"
+    code = main(["traces", str(LAB[0] / "two_turns.json"), str(bad), "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 1 and "unreadable:" in captured.err and str(bad) in captured.err
+    spans = orjson.loads(out.read_bytes())["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert f"{len(spans)} spans in 1 traces" in captured.out
+    assert main(["traces", str(LAB[0])]) == 2  # neither --otlp nor --out
+    down = f"http://127.0.0.1:{free_port()}/v1/traces"
+    assert main(["traces", str(LAB[0]), "--otlp", down]) == 2
+    assert down in capsys.readouterr().err

@@ -18,6 +18,7 @@
     toolkit investigate exports/ --logs worker.log --html report.html
     toolkit replay-check exports/ --workflows app.workflows:Order --junit replay.xml
     toolkit budget exports/ --limits history_bytes=50MiB   sizes, where the bytes go, forecasts
+    toolkit traces exports/ --otlp http://127.0.0.1:6006/v1/traces   (or --out traces.json)
 
 Every command takes ``--json`` (JSON Lines: one object per row, every column) and ``--width``
 (text tables fit the terminal's width: headers whole, the message column wrapped, other long
@@ -184,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay_check_parser(sub, common)
     _budget_parser(sub, common)
+    _traces_parser(sub, common)
     return parser
 
 
@@ -204,6 +206,23 @@ def _budget_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                         "such as 0.25 (default: every call)")  # fmt: skip
     budget.add_argument("--roles", default="auto", help="agent framework preset (default: detect)")
     _table_options(budget)
+
+
+def _traces_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    traces = sub.add_parser(
+        "traces", parents=[common],
+        help="agent runs as OpenTelemetry traces: OTLP/HTTP to a receiver or an OTLP JSON file",
+    )  # fmt: skip
+    traces.add_argument("paths", nargs="+", help="history files, folders or globs")
+    traces.add_argument("--otlp", metavar="URL",
+                        help="an OTLP/HTTP traces endpoint (http://127.0.0.1:6006/v1/traces)")
+    traces.add_argument("--out", metavar="FILE", help="write one OTLP JSON document here")
+    traces.add_argument("--content", action="store_true",
+                        help="include payload contents (default: sizes only)")  # fmt: skip
+    traces.add_argument("--namespace", help="namespace in the ids (keep it between exports)")
+    traces.add_argument("--project", help="Phoenix project (resource openinference.project.name)")
+    traces.add_argument("--header", action="append", default=[], metavar="NAME=VALUE",
+                        help="an HTTP header for --otlp (an API key); repeatable")  # fmt: skip
 
 
 def _investigate_parser(sub: Any, common: argparse.ArgumentParser) -> None:

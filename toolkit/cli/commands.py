@@ -421,8 +421,42 @@ def _forecast_text(row: Any) -> str:
     return text
 
 
+def traces(args: argparse.Namespace) -> int:
+    """``toolkit traces PATH... --otlp URL | --out FILE``: spans of every run, sent or written;
+    exit 1 when some files could not be read (they are left out, listed on stderr)."""
+    import toolkit as tk
+
+    if not args.otlp and not args.out:
+        raise ToolkitError("traces: give --otlp URL (an OTLP/HTTP traces endpoint) and/or "
+                           "--out FILE (an OTLP JSON document)")  # fmt: skip
+    headers = {}
+    for header in args.header:
+        name, sep, value = header.partition("=")
+        if not sep or not name:
+            raise ToolkitError(f"traces: --header {header!r}: expected NAME=VALUE")
+        headers[name.strip()] = value.strip()
+    done = tk.to_otel(args.paths, path=args.out, endpoint=args.otlp, namespace=args.namespace,
+                      content=args.content, project=args.project, headers=headers)  # fmt: skip
+    failed = done.errors
+    if args.json:
+        print_json({"spans": len(done.spans), "traces": done.traces, "sent": done.sent,
+                    "path": None if done.path is None else str(done.path),
+                    "endpoint": done.endpoint, "errors": failed})  # fmt: skip
+    else:
+        counts = done.spans["role"].value_counts()
+        print(f"{len(done.spans)} spans in {done.traces} traces ({counts.get('turn', 0)} turns, "
+              f"{counts.get('model', 0)} model calls, {counts.get('tool_call', 0)} tool calls)")
+        if done.path is not None:
+            print(f"written to {done.path}")
+        if done.endpoint is not None:
+            print(f"sent to {done.endpoint}: {done.sent} accepted")
+        for row in failed.itertuples():
+            print(f"unreadable: {getattr(row, 'message', row)}", file=sys.stderr)
+    return EXIT_FINDINGS if len(failed) else EXIT_OK
+
+
 HANDLERS = {"show": show, "activities": activities, "turns": turns, "diff": diff, "logs": logs,
             "sql": sql, "export": export, "investigate": investigate,
-            "budget": budget}  # fmt: skip
+            "budget": budget, "traces": traces}  # fmt: skip
 HANDLERS["dataset"] = dataset_command
 HANDLERS["replay-check"] = replay_check_command
