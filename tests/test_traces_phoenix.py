@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import toolkit as tk
@@ -56,6 +57,21 @@ def test_phoenix_shows_the_lab_runs_and_a_second_export_adds_nothing(phoenix) ->
     stored = _stored(phoenix, "lab", len(first.spans))
     _check_tree(stored, first.spans)
     assert len({s["context"]["trace_id"] for s in stored}) == first.traces
+    # token sums as the ledger has them (the providers' counts), per trace too
+    calls = first.model_calls
+    llm = [s for s in stored if s["span_kind"] == "LLM"]
+    for key, column in (("llm.token_count.prompt", "input_tokens"),
+                        ("llm.token_count.completion", "output_tokens")):  # fmt: skip
+        assert sum(s["attributes"].get(key, 0) for s in llm) == calls[column].sum() > 0
+    by_trace = Counter()
+    for s in llm:
+        by_trace[s["attributes"]["temporalRunID"]] += s["attributes"].get(
+            "gen_ai.usage.input_tokens", 0
+        )
+    ledger = tk.token_usage(calls)
+    assert {r: n for r, n in by_trace.items() if n} == {
+        r: int(n) for r, n in zip(ledger["run_id"], ledger["input_tokens"], strict=True)
+        if not pd.isna(n) and n}  # fmt: skip
 
     again = tk.to_otel(LAB, endpoint=phoenix.traces_endpoint, project="lab")
     assert again.sent == len(first.spans)

@@ -96,6 +96,8 @@ _EXPORTS: dict[str, str] = {
     "mcp_client_failures": "toolkit.logs.detectors",
     "delivery_timeline": "toolkit.logs.deliveries",
     "to_otel": "toolkit.traces.export",
+    "model_calls": "toolkit.agents.tokens",
+    "token_usage": "toolkit.agents.tokens",
     "OtelExport": "toolkit.traces.export",
     "plots": "toolkit.plots",
     # The package is callable: ``tk.investigate(...)`` (see toolkit/investigate/__init__.py).
@@ -142,6 +144,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit.agents.mcp import mcp_endpoints
     from toolkit.agents.roles import Roles
     from toolkit.agents.step_commands import step_commands
+    from toolkit.agents.tokens import model_calls, token_usage
     from toolkit.agents.turns import activity_spans, agent_steps, listings_per_turn
     from toolkit.datasets.check import check_dataset, repair_dataset
     from toolkit.datasets.compact import DatasetCompaction, compact_dataset

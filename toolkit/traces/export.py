@@ -18,6 +18,7 @@ import orjson
 import pandas as pd
 
 from toolkit.agents.roles import Roles
+from toolkit.agents.tokens import genai_attributes, model_calls
 from toolkit.traces.otlp import otlp_document, send
 from toolkit.traces.spans import trace_spans
 
@@ -32,6 +33,8 @@ class OtelExport:
     ----------
     spans : pandas.DataFrame
         One row per span (:data:`toolkit.traces.spans.SPAN_COLUMNS`).
+    model_calls : pandas.DataFrame
+        The token ledger the ``chat`` spans carry (:func:`toolkit.model_calls`).
     errors : pandas.DataFrame
         Files that could not be read (as :func:`toolkit.read_histories` reports them).
     path : Path or None
@@ -43,6 +46,7 @@ class OtelExport:
     """
 
     spans: pd.DataFrame
+    model_calls: pd.DataFrame = field(default_factory=pd.DataFrame)
     errors: pd.DataFrame = field(default_factory=pd.DataFrame)
     path: Path | None = None
     endpoint: str | None = None
@@ -128,11 +132,13 @@ def to_otel(
 
         options = {"codec": codec} if codec is not None else {}
         events, errors = read_histories(histories, **options)
-    spans = trace_spans(events, namespace=namespace, roles=roles, content=content)
+    calls = model_calls(events, roles)
+    spans = trace_spans(events, namespace=namespace, roles=roles, content=content,
+                        model_attributes=genai_attributes(calls))  # fmt: skip
     resource: dict[str, Any] = {"service.name": service_name}
     if project:
         resource["openinference.project.name"] = project
-    result = OtelExport(spans=spans, errors=errors)
+    result = OtelExport(spans=spans, model_calls=calls, errors=errors)
     if path is not None:
         result.path = Path(path)
         result.path.write_bytes(orjson.dumps(otlp_document(spans, resource)))

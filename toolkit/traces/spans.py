@@ -51,7 +51,7 @@ column              dtype                        meaning
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -130,7 +130,7 @@ def trace_spans(
     namespace: str | None = None,
     roles: str | Roles = "auto",
     content: bool = False,
-    model_attributes: ModelAttributes | Callable[[pd.DataFrame], ModelAttributes] | None = None,
+    model_attributes: ModelAttributes | None = None,
 ) -> pd.DataFrame:
     """One row per span of every run in ``events`` (see the module docstring for the columns).
 
@@ -149,16 +149,15 @@ def trace_spans(
         only, the contents stay in the history).
     model_attributes
         Attributes of each model call (``gen_ai.*``, ``llm.*``) keyed by (source, history,
-        scheduled event id), or a function of the activities table returning them.
+        scheduled event id): :func:`toolkit.agents.tokens.genai_attributes`. Its
+        ``_requested_tools`` (the names the answer asks for) name the tool calls that follow.
     """
     columns = set(events.columns)
     if "source" not in columns:
         events = events.assign(source=None)
     if "history" not in columns:
         events = events.assign(history=0)
-    acts = activities(events)
-    if callable(model_attributes):
-        model_attributes = model_attributes(acts)
+    acts = activities(events).sort_values(["source", "history", "scheduled_event_id"])
     models = model_attributes or {}
     rows: list[dict[str, Any]] = []
     by_history = {key: one for key, one in acts.groupby(["source", "history"], dropna=False,
@@ -210,6 +209,7 @@ class _Run:
         times = one["event_time"]
         self.first_time, self.last_time = _time(times.min()), _time(times.max())
         self.trace_id, self.root_id = span_ids(self.namespace, self.key, 1, "workflow")
+        self.pending_tools: list[str] = []  # requested by the last model call, not yet run
         self.base = {"temporalWorkflowID": self.workflow_id, "temporalRunID": self.run_id,
                      "temporal.namespace": self.namespace or None,
                      "temporal.workflow.type": self.workflow_type,
@@ -339,12 +339,17 @@ class _Run:
         if role not in ("model", "tool_call"):
             return rows
         genai = dict(models.get((self.source, self.history, event_id), {}))
+        requested = genai.pop("_requested_tools", None)
         if role == "model":
+            self.pending_tools = [str(name) for name in requested or []]
             model = genai.get("gen_ai.request.model") or genai.get("gen_ai.response.model")
             name, kind = (f"chat {model}" if model else "chat"), "CLIENT"
             genai.setdefault("gen_ai.operation.name", "chat")
         else:
-            tool = genai.get("gen_ai.tool.name") or _text(act.get("activity_type"))
+            # The answer's tool requests run in order; handoffs and hosted tools run no activity,
+            # so a name is taken only while requests remain (else the activity names the span).
+            requested_name = self.pending_tools.pop(0) if self.pending_tools else None
+            tool = requested_name or _text(act.get("activity_type"))
             genai.setdefault("gen_ai.tool.name", tool)
             genai.setdefault("tool.name", tool)
             name, kind = f"execute_tool {tool}", "INTERNAL"

@@ -1,0 +1,292 @@
+"""The token ledger of agent runs: one row per model call, and sums per run, turn, agent, model.
+
+Token counts are the provider's own, as the framework recorded them in the model activity's
+result (read by :mod:`toolkit.agents.model_io`): OpenAI Agents' ``Usage``, ADK's
+``usage_metadata`` (Gemini's counts), pydantic-ai's ``RequestUsage``. A result without usage, an
+SDK's empty default or a malformed count gives None with the reason in ``usage_note``; nothing
+is estimated and no 0 is invented.
+
+What a history cannot show: Temporal keeps an activity's result only for the attempt that
+completed. Attempts that failed before it, and calls that never completed, may have cost tokens
+that are recorded nowhere; :func:`token_usage` counts them apart (``retried_attempts``,
+``failed_calls``) and never adds a guess. Replays re-run no activity, so nothing is counted twice.
+
+Columns of :func:`model_calls`
+------------------------------
+=======================  =========  ====================================================
+column                   dtype      meaning
+=======================  =========  ====================================================
+``source``, ``history``  object,    the history
+                         int64
+``run_id``,              object     the run
+``workflow_id``
+``label``                object     the run's version label (as in ``listings_per_turn``)
+``turn``, ``step``       Int64      the turn, and the model call's place in it (1-based)
+``event_id``             int64      the ``ActivityTaskScheduled`` event
+``activity_type``        object     the model activity
+``framework``            object     the payload shape read (``openai_agents``, ...)
+``agent``, ``model``     object     where the framework records them
+``scheduled``,           datetime   activity times (UTC; NaT when absent)
+``started``, ``closed``
+``attempt``              Int64      the attempt that closed (or runs)
+``outcome``              object     ``completed``, ``failed``, ``timed_out``,
+                                    ``canceled``, None while open
+``input_tokens``,        Int64      the provider's counts; cached input is part of the
+``output_tokens``,                  input (as OpenAI, Gemini and pydantic-ai count it),
+``cached_input_tokens``,            reasoning part of the output
+``reasoning_tokens``,
+``total_tokens``
+``usage_note``           object     why counts are None or doubtful (None: read as recorded)
+``requested_tools``      object     tool names the answer asks for (list; None: no result)
+``input_bytes``,         Int64      sizes of the payloads' data
+``output_bytes``
+=======================  =========  ====================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from toolkit.agents.model_io import model_call_of_events
+from toolkit.agents.roles import Roles
+from toolkit.agents.turns import _labels_of, _spans_and_turns
+from toolkit.errors import ToolkitError
+from toolkit.histories.versions import version_labels
+from toolkit.replay.commands import events_frame, iter_histories
+
+__all__ = ["MODEL_CALL_COLUMNS", "TOKEN_FIELDS", "genai_attributes", "model_calls",
+           "token_usage"]  # fmt: skip
+
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens",
+                "total_tokens")  # fmt: skip
+MODEL_CALL_COLUMNS = [
+    "source", "history", "run_id", "workflow_id", "label", "turn", "step", "event_id",
+    "activity_type", "framework", "agent", "model", "scheduled", "started", "closed", "attempt",
+    "outcome", *TOKEN_FIELDS, "usage_note", "requested_tools", "input_bytes", "output_bytes",
+]  # fmt: skip
+_CLOSED = {"ActivityTaskCompleted": "completed", "ActivityTaskFailed": "failed",
+           "ActivityTaskTimedOut": "timed_out", "ActivityTaskCanceled": "canceled"}  # fmt: skip
+_RECORD = ("event_id", "event_type", "event_time", "activity_type", "scheduled_event_id",
+           "attempt", "input", "result", "attributes", "extra")  # fmt: skip
+
+
+def _one_source(frame: pd.DataFrame, roles: str | Roles) -> list[dict[str, Any]]:
+    """The model-call rows of one source's histories (none when no framework is recognised)."""
+    try:
+        spans, _ = _spans_and_turns(frame, roles)
+    except ToolkitError:
+        return []
+    models = spans[spans["role"] == "model"]
+    if models.empty:
+        return []
+    labels = version_labels(frame).set_index("history")
+    rows = []
+    for history, one in iter_histories(frame):
+        mine = models[models["history"] == history].sort_values("event_id")
+        if mine.empty:
+            continue
+        wanted = one[one["event_type"].isin(["ActivityTaskScheduled", "ActivityTaskStarted",
+                                             *_CLOSED])]  # fmt: skip
+        records = wanted[[c for c in _RECORD if c in wanted.columns]].to_dict("records")
+        by_id = {int(r["event_id"]): r for r in records}
+        closing: dict[int, dict[str, Any]] = {}
+        started: dict[int, dict[str, Any]] = {}
+        for record in records:
+            link = record.get("scheduled_event_id")
+            if link is None or pd.isna(link):
+                continue
+            target = closing if record["event_type"] in _CLOSED else started
+            target[int(link)] = record
+        head = one.iloc[0]
+        source = head.get("source")
+        label = _labels_of(labels, int(history), source if isinstance(source, str) else None)
+        steps: dict[int, int] = {}
+        for event_id, turn in zip(mine["event_id"], mine["turn"], strict=True):
+            scheduled = by_id[int(event_id)]
+            closed, start = closing.get(int(event_id)), started.get(int(event_id))
+            call = model_call_of_events(scheduled, closed)
+            steps[int(turn)] = steps.get(int(turn), 0) + 1
+            attempt = (start or {}).get("attempt")
+            rows.append({
+                "source": source, "history": int(history), "run_id": head.get("run_id"),
+                "workflow_id": head.get("workflow_id"), "label": label["label"],
+                "turn": int(turn), "step": steps[int(turn)], "event_id": int(event_id),
+                "activity_type": scheduled.get("activity_type"), "framework": call.framework,
+                "agent": call.agent, "model": call.model,
+                "scheduled": scheduled.get("event_time"),
+                "started": None if start is None else start.get("event_time"),
+                "closed": None if closed is None else closed.get("event_time"),
+                "attempt": None if attempt is None or pd.isna(attempt) else int(attempt),
+                "outcome": None if closed is None else _CLOSED[closed["event_type"]],
+                **{name: getattr(call.usage, name) for name in TOKEN_FIELDS},
+                "usage_note": "; ".join(filter(None, [call.usage.note, *call.notes])) or None,
+                "requested_tools": call.requested_tools,
+                "input_bytes": call.input_bytes, "output_bytes": call.output_bytes,
+            })  # fmt: skip
+    return rows
+
+
+def model_calls(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
+    """One row per model call of every agent run in ``events`` (columns in the module docstring).
+
+    Parameters
+    ----------
+    events
+        An events frame (one or many histories) or anything :func:`toolkit.read_history` reads.
+    roles
+        As in :func:`toolkit.agent_steps`; histories no framework is recognised in give no rows.
+    """
+    frame = _frame(events)
+    rows: list[dict[str, Any]] = []
+    if "source" in frame.columns and len(frame):
+        for _, one in frame.groupby("source", sort=False, dropna=False):
+            rows.extend(_one_source(one, roles))
+    elif len(frame):
+        rows = _one_source(frame, roles)
+    out = pd.DataFrame(rows, columns=MODEL_CALL_COLUMNS, dtype=object)
+    for column in ("history", "event_id"):
+        out[column] = out[column].astype("int64")
+    for column in ("turn", "step", "attempt", *TOKEN_FIELDS, "input_bytes", "output_bytes"):
+        out[column] = out[column].astype("Int64")
+    for column in ("scheduled", "started", "closed"):
+        out[column] = pd.to_datetime(out[column], utc=True)
+    return out
+
+
+def _frame(events: Any) -> pd.DataFrame:
+    """An events frame as it is; files, folders and globs read (the first unreadable raises)."""
+    if isinstance(events, (pd.DataFrame, bytes)):
+        return events_frame(events)
+    from toolkit.histories.reading.batch import read_histories
+
+    return read_histories(events, errors="raise").events
+
+
+def _prices(prices: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """Checked price table: model -> {input, output[, cached_input]} per million tokens."""
+    if not isinstance(prices, Mapping):
+        raise ToolkitError(f"prices: expected a mapping of model -> {{'input': ..., 'output': "
+                           f"...}} per million tokens, got {type(prices).__name__}")  # fmt: skip
+    table = {}
+    for model, entry in prices.items():
+        if not isinstance(entry, Mapping) or not {"input", "output"} <= set(entry):
+            raise ToolkitError(
+                f"prices[{model!r}]: expected 'input' and 'output' (and "
+                f"optionally 'cached_input') per million tokens, got {entry!r}"
+            )
+        unknown = set(entry) - {"input", "output", "cached_input"}
+        bad = [k for k, v in entry.items() if isinstance(v, bool) or not isinstance(v, (int, float))
+               or v < 0]  # fmt: skip
+        if unknown or bad:
+            raise ToolkitError(f"prices[{model!r}]: unknown keys {sorted(unknown)} or prices "
+                               f"that are no non-negative numbers {bad}")  # fmt: skip
+        table[str(model)] = {k: float(v) for k, v in entry.items()}
+    return table
+
+
+def _cost(row: Mapping[str, Any], table: Mapping[str, Mapping[str, float]]) -> float | None:
+    price = table.get(row["model"]) if isinstance(row["model"], str) else None
+    tokens_in, tokens_out = row["input_tokens"], row["output_tokens"]
+    if price is None or pd.isna(tokens_in) or pd.isna(tokens_out):
+        return None
+    cached = row["cached_input_tokens"]
+    cached = 0 if pd.isna(cached) or "cached_input" not in price else int(cached)
+    return ((int(tokens_in) - cached) * price["input"] + cached * price.get("cached_input", 0.0)
+            + int(tokens_out) * price["output"]) / 1_000_000  # fmt: skip
+
+
+def token_usage(
+    events: Any,
+    *,
+    by: str | Iterable[str] = ("run_id",),
+    prices: Mapping[str, Mapping[str, float]] | None = None,
+    roles: str | Roles = "auto",
+) -> pd.DataFrame:
+    """Tokens summed per run (or turn, agent, model, label: any :func:`model_calls` columns).
+
+    Parameters
+    ----------
+    events
+        A :func:`model_calls` table, an events frame or anything ``read_history`` reads.
+    by
+        Columns to group by, e.g. ``("run_id", "turn")``, ``"model"``, ``("label", "turn")``.
+    prices
+        Optional, per million tokens: ``{"gpt-4o": {"input": 2.5, "output": 10.0,
+        "cached_input": 1.25}}``. No prices are built in; a model the table does not name (or a
+        call without counts) is left out of ``cost`` and counted in ``unpriced_calls``.
+    roles
+        As in :func:`model_calls`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group: the ``by`` columns, ``calls``, ``calls_with_usage``,
+        ``failed_calls`` (no result: failed, timed out, canceled or still open),
+        ``retried_attempts`` (attempts before the one that closed), the sums of
+        :data:`TOKEN_FIELDS` (over calls that report them; <NA> when none does) and, with
+        ``prices``, ``cost`` and ``unpriced_calls``.
+    """
+    calls = events if _is_calls(events) else model_calls(events, roles)
+    keys = [by] if isinstance(by, str) else list(by)
+    missing = [k for k in keys if k not in calls.columns]
+    if missing:
+        raise ToolkitError(f"token_usage: by={missing} are no model_calls columns; expected "
+                           f"some of {MODEL_CALL_COLUMNS}")  # fmt: skip
+    work = calls.copy()
+    work["has_usage"] = work["input_tokens"].notna() | work["output_tokens"].notna()
+    work["no_result"] = work["outcome"].ne("completed")
+    work["retried"] = (work["attempt"].fillna(1).astype("int64") - 1).clip(lower=0)
+    aggregations: dict[str, Any] = {
+        "calls": ("event_id", "size"), "calls_with_usage": ("has_usage", "sum"),
+        "failed_calls": ("no_result", "sum"), "retried_attempts": ("retried", "sum"),
+        **{name: (name, lambda s: s.sum(min_count=1)) for name in TOKEN_FIELDS},
+    }  # fmt: skip
+    if prices is not None:
+        table = _prices(prices)
+        work["cost"] = [_cost(row, table) for row in work.to_dict("records")]
+        work["unpriced"] = work["cost"].isna()
+        work["cost"] = work["cost"].astype("Float64")
+        aggregations["cost"] = ("cost", lambda s: s.sum(min_count=1))
+        aggregations["unpriced_calls"] = ("unpriced", "sum")
+    out = work.groupby(keys, dropna=False, sort=True).agg(**aggregations).reset_index()
+    for name in TOKEN_FIELDS:
+        out[name] = out[name].astype("Int64")
+    return out
+
+
+def _is_calls(value: Any) -> bool:
+    return isinstance(value, pd.DataFrame) and {"input_tokens", "usage_note"} <= set(value.columns)
+
+
+def genai_attributes(calls: pd.DataFrame) -> dict[tuple[Any, int, int], dict[str, Any]]:
+    """OpenTelemetry GenAI and OpenInference attributes of each model call, keyed by (source,
+    history, scheduled event id), for :func:`toolkit.traces.spans.trace_spans`."""
+    out: dict[tuple[Any, int, int], dict[str, Any]] = {}
+    for row in calls.to_dict("records"):
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": row["model"],
+            "gen_ai.agent.name": row["agent"],
+            "gen_ai.usage.input_tokens": row["input_tokens"],
+            "gen_ai.usage.output_tokens": row["output_tokens"],
+            "gen_ai.usage.cache_read.input_tokens": row["cached_input_tokens"],
+            "gen_ai.usage.reasoning.output_tokens": row["reasoning_tokens"],
+            "llm.model_name": row["model"],
+            "llm.token_count.prompt": row["input_tokens"],
+            "llm.token_count.completion": row["output_tokens"],
+            "llm.token_count.total": row["total_tokens"],
+            "llm.token_count.prompt_details.cache_read": row["cached_input_tokens"],
+            "llm.token_count.completion_details.reasoning": row["reasoning_tokens"],
+            "temporal.agent.framework": row["framework"],
+            "temporal.usage_note": row["usage_note"],
+            "temporal.payload.input_bytes": row["input_bytes"],
+            "temporal.payload.output_bytes": row["output_bytes"],
+            "_requested_tools": row["requested_tools"],
+        }
+        out[(row["source"], int(row["history"]), int(row["event_id"]))] = {
+            k: (None if v is pd.NA else v) for k, v in attributes.items() if v is not None
+        }
+    return out
