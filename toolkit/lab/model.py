@@ -14,6 +14,10 @@ The script looks only at the last content of the request:
   (when the request declares it; otherwise a text saying it is not available);
 * anything else -> a fixed text reply.
 
+Each reply reports token usage the way the framework's real providers do (an ADK
+``usage_metadata``, an OpenAI Agents ``Usage``), counted by :func:`scripted_usage` from the request
+and the reply, so that token ledgers have something true to read.
+
 Examples
 --------
 >>> script_reply([{"role": "user", "parts": [{"text": "What is the weather in Paris?"}]}])
@@ -38,6 +42,7 @@ __all__ = [
     "register_scripted_model",
     "script_reply",
     "scripted_llm_class",
+    "scripted_usage",
     "tool_request",
 ]
 
@@ -119,6 +124,27 @@ def script_reply(
     return {"text": f"Noted: {text}" if text else "Noted."}
 
 
+def _tokens(value: Any) -> int:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return max(1, -(-len(text.encode()) // 4))
+
+
+def scripted_usage(request: Any, reply: Any) -> tuple[int, int]:
+    """(input, output) tokens of one model call: one token per 4 bytes of the request's and the
+    reply's JSON, rounded up (the rule of thumb OpenAI gives for English text).
+
+    The request is what a provider bills as input: instructions, the conversation and the
+    declared tools, so counts grow with the conversation and with every tool declared, as a real
+    provider's do.
+
+    Examples
+    --------
+    >>> scripted_usage({"contents": ["What is the weather in Paris?"]}, {"text": "Sunny."})
+    (12, 5)
+    """
+    return _tokens(request), _tokens(reply)
+
+
 @functools.cache
 def scripted_llm_class() -> type:
     """The ADK ``BaseLlm`` subclass answering with :func:`script_reply` (imports google-adk)."""
@@ -143,19 +169,37 @@ def scripted_llm_class() -> type:
                     name=call["name"], args=call["args"]))
             else:
                 part = types.Part(text=reply["text"])
-            yield LlmResponse(content=types.Content(role="model", parts=[part]))
+            config = getattr(llm_request, "config", None)
+            request = {"system_instruction": _plain(getattr(config, "system_instruction", None)),
+                       "contents": contents,
+                       "tools": [_plain(d) for d in _declarations(llm_request)]}
+            prompt, candidates = scripted_usage(request, reply)
+            # Gemini's own usage fields, as google-genai returns them from a real call.
+            usage = types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=prompt, candidates_token_count=candidates,
+                total_token_count=prompt + candidates)
+            yield LlmResponse(content=types.Content(role="model", parts=[part]),
+                              usage_metadata=usage)
 
     return ScriptedLlm
 
 
+def _plain(value: Any) -> Any:
+    """A pydantic value (google-genai types) as JSON-like data; anything else as it is."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json", exclude_none=True) if callable(dump) else value
+
+
+def _declarations(llm_request: Any) -> list[Any]:
+    """Function declarations of an ADK ``LlmRequest`` (duplicates kept)."""
+    config = getattr(llm_request, "config", None)
+    return [declaration for tool in (getattr(config, "tools", None) or [])
+            for declaration in (getattr(tool, "function_declarations", None) or [])]
+
+
 def _declared_tools(llm_request: Any) -> list[str]:
     """Function names declared in an ADK ``LlmRequest`` (duplicates kept)."""
-    config = getattr(llm_request, "config", None)
-    names = []
-    for tool in (getattr(config, "tools", None) or []):
-        for declaration in (getattr(tool, "function_declarations", None) or []):
-            names.append(declaration.name)
-    return names
+    return [declaration.name for declaration in _declarations(llm_request)]
 
 
 def register_scripted_model() -> str:

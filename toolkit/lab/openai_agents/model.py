@@ -4,7 +4,9 @@ The integration's ``invoke_model_activity`` asks the worker's ``ModelProvider`` 
 named on the agent; :class:`ScriptedModelProvider` answers every name with a model whose replies
 come from :func:`toolkit.lab.model.script_reply` (the same script as the ADK recorder). The
 Responses-API input items are translated to the script's google-genai-shaped contents: user
-messages, function calls and their outputs (named through their ``call_id``).
+messages, function calls and their outputs (named through their ``call_id``). Each response
+reports its ``Usage`` as the real OpenAI models do (one request, input and output tokens, their
+details), counted by :func:`toolkit.lab.model.scripted_usage`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolkit.lab.model import script_reply
+from toolkit.lab.model import script_reply, scripted_usage
 
 __all__ = ["as_contents", "scripted_provider"]
 
@@ -58,6 +60,13 @@ def as_contents(items: str | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     return contents
 
 
+def _declaration(tool: Any) -> dict[str, Any]:
+    """What the Responses API is sent for a tool: name, description, parameter schema."""
+    return {"name": getattr(tool, "name", None),
+            "description": getattr(tool, "description", None),
+            "parameters": getattr(tool, "params_json_schema", None)}
+
+
 @functools.cache
 def _classes() -> tuple[type, type]:
     """The ``Model`` and ``ModelProvider`` subclasses (import openai-agents on first use)."""
@@ -87,7 +96,12 @@ def _classes() -> tuple[type, type]:
                     id=f"msg_{step}", type="message", role="assistant", status="completed",
                     content=[ResponseOutputText(type="output_text", text=reply["text"],
                                                 annotations=[])])
-            return ModelResponse(output=[output], usage=Usage(), response_id=None)
+            request = {"system_instructions": system_instructions, "input": input,
+                       "tools": [_declaration(tool) for tool in tools]}
+            prompt, completion = scripted_usage(request, reply)
+            usage = Usage(requests=1, input_tokens=prompt, output_tokens=completion,
+                          total_tokens=prompt + completion)
+            return ModelResponse(output=[output], usage=usage, response_id=None)
 
         def stream_response(self, *args: Any, **kwargs: Any) -> Any:
             raise NotImplementedError("the lab's scripted model does not stream")
