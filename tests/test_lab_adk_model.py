@@ -88,3 +88,31 @@ def test_registered_model_resolves_by_name_and_calls_the_tool() -> None:
     (response,) = asyncio.run(replies())
     call = response.content.parts[0].function_call
     assert (call.name, call.args) == ("get_weather", {"city": "Oslo"})
+
+
+def _loop(contents: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Run the script on ``contents`` until it answers with text; returns every reply."""
+    replies = []
+    while True:
+        reply = script_reply(contents, tools=["read_page"])
+        replies.append(reply)
+        if "text" in reply:
+            return replies
+        call = reply["function_call"]
+        contents += [{"role": "model", "parts": [{"function_call": call}]},
+                     {"role": "user", "parts": [{"function_response": {
+                         "name": "read_page", "response": {"result": "a page"}}}]}]
+
+
+def test_reading_pages_is_a_loop_of_one_call_per_page_in_each_turn() -> None:
+    contents = [_user("Read pages 1 to 3 of the report, 64 bytes each. Context: lorem ipsum")]
+    first = _loop(contents)
+    assert [r.get("function_call", r) for r in first] == [
+        {"name": "read_page", "args": {"page": page, "size": 64}} for page in (1, 2, 3)
+    ] + [{"text": "Read pages 1 to 3."}]
+    contents += [{"role": "model", "parts": [{"text": "Read pages 1 to 3."}]},
+                 _user("Read pages 4 to 5 of the report, 8 bytes each.")]
+    second = _loop(contents)
+    assert [r["function_call"]["args"] for r in second[:-1]] == [
+        {"page": 4, "size": 8}, {"page": 5, "size": 8}]
+    assert second[-1] == {"text": "Read pages 4 to 5."}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from toolkit.errors import LabError
-from toolkit.lab.mcp_server import TOOL_NAMES, McpServer
+from toolkit.lab.mcp_server import PAGE_TOOL, TOOL_NAMES, McpServer
 
 mcp_client = pytest.importorskip("mcp.client.client")
 
@@ -68,6 +68,16 @@ def test_list_twice_repeats_every_name() -> None:
     with McpServer(list_twice=True) as server:
         outcome = asyncio.run(_session(server.url, []))
     assert outcome["first"] == [name for name in TOOL_NAMES for _ in range(2)]
+
+
+def test_pages_adds_a_tool_whose_result_has_the_size_asked_for() -> None:
+    calls = [("read_page", {"page": 3, "size": 5000}), ("read_page", {"page": 4, "size": 10})]
+    with McpServer(pages=True) as server:
+        outcome = asyncio.run(_session(server.url, calls))
+    assert outcome["first"] == [*TOOL_NAMES, PAGE_TOOL]
+    long, short = outcome["texts"]
+    assert long.startswith("Page 3 of the report. lorem ipsum ") and len(long.encode()) == 5000
+    assert short == "Page 4 of "
 
 
 def test_url_before_start_and_corrupt_log_raise_lab_errors(tmp_path: Path) -> None:

@@ -15,6 +15,10 @@ Options reproduce the tool-list shapes the incidents depend on:
   called (it stays callable);
 * ``list_twice``: ``tools/list`` lists every tool twice under the same name.
 
+With ``pages`` the server also has ``read_page(page, size)``, a tool whose result is exactly
+``size`` bytes of text: the tool output of a configured size the history-budget recordings need
+(:mod:`toolkit.lab.history_budget`).
+
 Examples
 --------
 In a test (the server is a context manager; ``.url`` is what an MCP client connects to)::
@@ -51,11 +55,13 @@ from types import TracebackType
 from typing import Any
 
 from toolkit.errors import LabError, LocatedError, ToolkitError
+from toolkit.lab.model import PAGE_TOOL  # the tool a server with pages=True adds
 from toolkit.lab.processes import process_env, stop_process_group
 from toolkit.lab.server import free_port
 
 __all__ = [
-    "TOOL_NAMES", "McpServer", "add", "get_weather", "lookup_order", "read_request_log",
+    "PAGE_TOOL", "TOOL_NAMES", "McpServer", "add", "filler_text", "get_weather", "lookup_order",
+    "read_page", "read_request_log",
 ]
 
 HOST = "127.0.0.1"
@@ -80,13 +86,32 @@ def lookup_order(order_id: str) -> str:
     return f"Order {order_id}: shipped, arriving in 2 days."
 
 
+_FILLER = ("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
+           "incididunt ut labore et dolore magna aliqua ")
+
+
+def filler_text(size: int, head: str = "") -> str:
+    """``head`` followed by deterministic ASCII words, exactly ``size`` characters (and UTF-8
+    bytes) long: no quote, backslash or control character, so JSON adds nothing to it."""
+    if size <= len(head):
+        return head[:max(size, 0)]
+    body = size - len(head)
+    return head + (_FILLER * (body // len(_FILLER) + 1))[:body]
+
+
+def read_page(page: int, size: int) -> str:
+    """Return page ``page`` of the lab's report: exactly ``size`` characters of text."""
+    return filler_text(size, f"Page {page} of the report. ")
+
+
 TOOL_NAMES: tuple[str, ...] = ("get_weather", "add", "lookup_order")
 
 
 # --------------------------------------------------------------------------- server process side
 
 
-def _build_mcp(hide_after_first_call: frozenset[str], list_twice: bool) -> Any:
+def _build_mcp(hide_after_first_call: frozenset[str], list_twice: bool,
+               pages: bool = False) -> Any:
     """The MCPServer with the lab's tools and listing options (imports ``mcp`` lazily)."""
     from mcp.server.mcpserver import MCPServer
 
@@ -110,7 +135,7 @@ def _build_mcp(hide_after_first_call: frozenset[str], list_twice: bool) -> Any:
             return await super().call_tool(name, arguments, *args, **kw)
 
     server = LabMcpServer(name="toolkit-lab", log_level="WARNING", warn_on_duplicate_tools=False)
-    for tool in (get_weather, add, lookup_order):
+    for tool in (get_weather, add, lookup_order, *((read_page,) if pages else ())):
         server.add_tool(tool)
     return server
 
@@ -182,12 +207,13 @@ class _RequestLogger:
 
 
 def serve(
-    port: int, log_path: Path, hide_after_first_call: Sequence[str], list_twice: bool
+    port: int, log_path: Path, hide_after_first_call: Sequence[str], list_twice: bool,
+    pages: bool = False,
 ) -> None:
     """Serve the lab's MCP server on 127.0.0.1:``port`` until terminated (blocking)."""
     import uvicorn
 
-    mcp = _build_mcp(frozenset(hide_after_first_call), list_twice)
+    mcp = _build_mcp(frozenset(hide_after_first_call), list_twice, pages)
     asgi = mcp.streamable_http_app(streamable_http_path=MCP_PATH, host=HOST)
     app = _RequestLogger(asgi, log_path)
     uvicorn.run(app, host=HOST, port=port, log_level="warning", lifespan="on")
@@ -199,8 +225,9 @@ def _main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--request-log", type=Path, required=True)
     parser.add_argument("--hide-after-first-call", action="append", default=[])
     parser.add_argument("--list-twice", action="store_true")
+    parser.add_argument("--pages", action="store_true")
     args = parser.parse_args(argv)
-    serve(args.port, args.request_log, args.hide_after_first_call, args.list_twice)
+    serve(args.port, args.request_log, args.hide_after_first_call, args.list_twice, args.pages)
 
 
 # --------------------------------------------------------------------------- caller side
@@ -257,6 +284,8 @@ class McpServer:
         Tool names that disappear from ``tools/list`` after their first ``tools/call``.
     list_twice
         List every tool twice (same name) in ``tools/list``.
+    pages
+        Add the ``read_page(page, size)`` tool.
     request_log
         JSON-lines file receiving one record per request (emptied at start); a temporary file
         when omitted.
@@ -276,11 +305,13 @@ class McpServer:
         *,
         hide_after_first_call: Iterable[str] = (),
         list_twice: bool = False,
+        pages: bool = False,
         request_log: Path | None = None,
         startup_timeout: float = 30.0,
     ) -> None:
         self.hide_after_first_call = tuple(hide_after_first_call)
         self.list_twice = list_twice
+        self.pages = pages
         self.startup_timeout = startup_timeout
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         if request_log is None:
@@ -314,6 +345,8 @@ class McpServer:
             args += ["--hide-after-first-call", name]
         if self.list_twice:
             args.append("--list-twice")
+        if self.pages:
+            args.append("--pages")
         with self._stderr_path.open("wb") as stderr:
             self._process = subprocess.Popen(
                 args, stdout=subprocess.DEVNULL, stderr=stderr, stdin=subprocess.DEVNULL,

@@ -10,9 +10,14 @@ which is where temporalio's ``invoke_model`` activity resolves the model name of
 The script looks only at the last content of the request:
 
 * a function response  -> a text answer quoting it;
-* a user message asking for a tool (weather, a sum, an order) -> a function call of that tool
-  (when the request declares it; otherwise a text saying it is not available);
+* a user message asking for a tool (weather, a sum, an order, pages of a report) -> a function
+  call of that tool (when the request declares it; otherwise a text saying it is not available);
 * anything else -> a fixed text reply.
+
+Reading pages is the one loop: "Read pages 1 to 200 of the report, 4096 bytes each." calls
+``read_page(page=1, size=4096)``, and each ``read_page`` response gets the call of the next page
+(the page after the last one called in the request), until the last page, then a short text.
+That is the long tool loop of an agent whose every model call carries the whole conversation.
 
 Each reply reports token usage the way the framework's real providers do (an ADK
 ``usage_metadata``, an OpenAI Agents ``Usage``), counted by :func:`scripted_usage` from the request
@@ -27,6 +32,13 @@ Examples
 {'text': 'add says: 5'}
 >>> script_reply([{"role": "user", "parts": [{"text": "Thanks!"}]}])
 {'text': 'Noted: Thanks!'}
+>>> ask = "Read pages 1 to 2 of the report, 9 bytes each."
+>>> call = {"name": "read_page", "args": {"page": 1, "size": 9}}
+>>> result = {"name": "read_page", "response": {"result": "Page 1..."}}
+>>> script_reply([{"role": "user", "parts": [{"text": ask}]},
+...               {"role": "model", "parts": [{"function_call": call}]},
+...               {"role": "user", "parts": [{"function_response": result}]}])
+{'function_call': {'name': 'read_page', 'args': {'page': 2, 'size': 9}}}
 """
 
 from __future__ import annotations
@@ -60,9 +72,24 @@ _TOOL_PATTERNS: tuple[tuple[str, re.Pattern[str], _ArgumentBuilder], ...] = (
      lambda m: {"order_id": m.group(1)}),
 )
 
+PAGE_TOOL = "read_page"
+# Before the other patterns: a long request may pad itself with any words.
+_PAGES = re.compile(r"\bread pages (\d+) to (\d+) of the report, (\d+) bytes each\b", re.I)
+
+
+def _pages_request(text: str) -> dict[str, Any] | None:
+    match = _PAGES.search(text)
+    if match is None:
+        return None
+    first, last, size = (int(group) for group in match.groups())
+    return {"name": PAGE_TOOL, "args": {"page": first, "size": size}, "last": last}
+
 
 def tool_request(text: str) -> dict[str, Any] | None:
     """The tool call a user text asks for, as ``{"name": ..., "args": {...}}``, or None."""
+    pages = _pages_request(text)
+    if pages is not None:
+        return {"name": pages["name"], "args": pages["args"]}
     for name, pattern, arguments in _TOOL_PATTERNS:
         match = pattern.search(text)
         if match:
@@ -85,6 +112,28 @@ def _response_text(response: Any) -> str:
         if "result" in response and len(response) == 1:
             return str(response["result"])
     return json.dumps(response, sort_keys=True, default=str)
+
+
+def _texts(content: Mapping[str, Any]) -> str:
+    parts = [_part(p) for p in (content.get("parts") or [])]
+    return " ".join(str(p["text"]) for p in parts if p.get("text")).strip()
+
+
+def _next_page(contents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """After a ``read_page`` response: the call of the next page, or the loop's closing text."""
+    request = next((r for r in (_pages_request(_texts(c)) for c in reversed(contents)
+                                if c.get("role", "user") == "user") if r), None)
+    called = [call.get("args") or {} for content in contents
+              for call in (_part(p).get("function_call") or _part(p).get("functionCall")
+                           for p in (content.get("parts") or []))
+              if isinstance(call, Mapping) and call.get("name") == PAGE_TOOL]
+    if request is None or not called:
+        return {"text": "Read the pages."}
+    page = int(called[-1].get("page", 0)) + 1
+    if page > request["last"]:
+        return {"text": f"Read pages {request['args']['page']} to {request['last']}."}
+    return {"function_call": {"name": PAGE_TOOL,
+                              "args": {"page": page, "size": request["args"]["size"]}}}
 
 
 def script_reply(
@@ -110,10 +159,12 @@ def script_reply(
     parts = [_part(p) for p in (contents[-1].get("parts") or [])]
     for part in parts:
         response = part.get("function_response") or part.get("functionResponse")
+        if isinstance(response, Mapping) and response.get("name") == PAGE_TOOL:
+            return _next_page(contents)
         if isinstance(response, Mapping):
             return {"text": f"{response.get('name')} says: "
                             f"{_response_text(response.get('response'))}"}
-    text = " ".join(str(p["text"]) for p in parts if p.get("text")).strip()
+    text = _texts(contents[-1])
     if contents[-1].get("role", "user") == "user" and text:
         call = tool_request(text)
         if call is not None:

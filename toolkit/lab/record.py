@@ -18,6 +18,9 @@ part               what it writes
                    matrix: ``data/pydantic_ai/``
 ``flag_pairs``     the same workflows under temporalio releases on either side of SDK flags, and
                    ids built from the workflow id, replayed by each release: ``data/flag_pairs/``
+``history_budget`` long tool loops of ADK, OpenAI Agents and pydantic-ai until the server stops
+                   them, each group on its own dev server with lowered limits (the shared one
+                   is not used): ``data/history_budget/``
 =================  ============================================================================
 
 Usage: ``python -m toolkit.lab.record --data data [--only adk go_twin ...]``. Minutes are fine:
@@ -34,7 +37,7 @@ from pathlib import Path
 
 from toolkit.lab.server import DevServer
 
-__all__ = ["PARTS", "main", "record"]
+__all__ = ["PARTS", "main", "record", "scrub_machine_paths", "scrub_text"]
 
 
 def _adk(data: Path, address: str) -> object:
@@ -79,6 +82,12 @@ def _flag_pairs(data: Path, address: str) -> object:
     return record_all(data, address)
 
 
+def _history_budget(data: Path, address: str) -> object:
+    from toolkit.lab.history_budget import record_all
+
+    return record_all(data)  # its own dev servers: the limits are set when a server starts
+
+
 PARTS: dict[str, Callable[[Path, str], object]] = {
     "go_twin": _go_twin,
     "gallery": _gallery,
@@ -87,6 +96,7 @@ PARTS: dict[str, Callable[[Path, str], object]] = {
     "openai_agents": _openai_agents,
     "pydantic_ai": _pydantic_ai,
     "flag_pairs": _flag_pairs,
+    "history_budget": _history_budget,
 }
 
 
@@ -99,6 +109,13 @@ _MACHINE_PREFIXES = (
 _TEXT_SUFFIXES = (".json", ".jsonl", ".log", ".csv", ".txt")
 
 
+def scrub_text(text: str) -> str:
+    """``text`` with this machine's absolute paths made relative (see ``_MACHINE_PREFIXES``)."""
+    for prefix, replacement in _MACHINE_PREFIXES:
+        text = text.replace(prefix, replacement)
+    return text
+
+
 def scrub_machine_paths(root: Path) -> int:
     """Rewrite absolute paths of this machine in the text files under ``root``; returns files."""
     changed = 0
@@ -106,9 +123,7 @@ def scrub_machine_paths(root: Path) -> int:
         if not path.is_file() or path.suffix not in _TEXT_SUFFIXES or "venvs" in path.parts:
             continue
         text = path.read_text(encoding="utf-8", errors="surrogateescape")
-        new = text
-        for prefix, replacement in _MACHINE_PREFIXES:
-            new = new.replace(prefix, replacement)
+        new = scrub_text(text)
         if new != text:
             path.write_text(new, encoding="utf-8", errors="surrogateescape")
             changed += 1

@@ -131,6 +131,11 @@ class DevServer:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
+    @property
+    def log_path(self) -> Path | None:
+        """The server's own log (stdout and stderr) while it runs; removed by :meth:`stop`."""
+        return self._log_path if self._process else None
+
     def start(self, attempts: int = 3) -> DevServer:
         """Start the server and wait until it reports SERVING.
 

@@ -20,7 +20,7 @@ from toolkit.lab.model import register_scripted_model
 
 __all__ = ["TOOLSET_NAMES", "build_plugin", "sandbox_runner"]
 
-TOOLSET_NAMES: tuple[str, ...] = ("weather", "weather-token")
+TOOLSET_NAMES: tuple[str, ...] = ("weather", "weather-token", "pages")
 """Toolset names (activity prefixes) every worker serves."""
 
 

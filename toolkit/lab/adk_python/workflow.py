@@ -5,7 +5,9 @@ worker's ``invoke_model`` activity) and whose tools are ``TemporalMcpToolSet`` s
 an MCP endpoint passed as the toolset's ``factory_argument`` (so the history shows which endpoint
 each activity used). Turns arrive as ``user_turn`` signals and run one at a time through an ADK
 ``InMemoryRunner`` whose session lives in workflow memory; replies are read with the ``replies``
-query; the ``finish`` signal ends the run with all replies.
+query; the ``finish`` signal ends the run with all replies. With ``continue_as_new`` the run
+continues as new at a turn boundary when the server suggests it, the next run's agent starting
+from a summary in its instruction (:mod:`toolkit.lab.turn_workflow`).
 
 The same code runs under every google-adk / temporalio pair of :mod:`.envs`: plugin names come
 from :mod:`.compat`, and only ADK APIs that exist from google-adk 1.27 to 2.13 are used.
@@ -27,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
 
     from toolkit.lab.adk_python.compat import plugin_name
     from toolkit.lab.adk_python.scenarios import WORKFLOW_TYPE
-    from toolkit.lab.turn_workflow import TurnWorkflow
+    from toolkit.lab.turn_workflow import ChainSpec, TurnWorkflow
 
 __all__ = ["WORKFLOW_TYPE", "AgentSpec", "LabAdkAgentWorkflow", "ToolsetSpec"]
 
@@ -43,9 +45,12 @@ class ToolsetSpec:
     url: str
 
 
+INSTRUCTION = "Answer the user; call a tool when the user asks for one."
+
+
 @dataclass
-class AgentSpec:
-    """Workflow input.
+class AgentSpec(ChainSpec):
+    """Workflow input (and the continue-as-new fields of :class:`ChainSpec`).
 
     Attributes
     ----------
@@ -97,7 +102,8 @@ class LabAdkAgentWorkflow(TurnWorkflow):
         agent = LlmAgent(
             name="lab_agent",
             model=temporal_model(spec.model),
-            instruction="Answer the user; call a tool when the user asks for one.",
+            # Braces would be ADK state placeholders; summaries hold none.
+            instruction=f"{INSTRUCTION} {spec.summary}" if spec.summary else INSTRUCTION,
             tools=tools,
         )
         runner = InMemoryRunner(agent=agent, app_name=APP_NAME)
@@ -112,4 +118,4 @@ class LabAdkAgentWorkflow(TurnWorkflow):
                 reply = _reply_text(event) or reply
             return reply
 
-        return await self.answer_turns(answer)
+        return await self.answer_turns(answer, spec)

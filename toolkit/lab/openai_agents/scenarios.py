@@ -19,7 +19,7 @@ __all__ = ["SCENARIOS", "SERVER_NAMES", "UPGRADES", "WORKFLOW_TYPE", "Scenario",
 WORKFLOW_TYPE = "LabOpenAIAgent"
 """Workflow type name of the agent workflow (the driver starts it by name)."""
 
-SERVER_NAMES: tuple[str, ...] = ("weather", "weather-token")
+SERVER_NAMES: tuple[str, ...] = ("weather", "weather-token", "pages")
 """MCP server names (activity prefixes) every worker serves."""
 
 

@@ -2,9 +2,10 @@
 
 :func:`build_agents` runs once per worker (and replay) process, outside workflow code: each
 scenario's ``Agent`` gets the scripted model and ``MCPToolset`` s on the MCP servers whose URLs
-the worker was given, and is wrapped in a ``TemporalAgent`` named after the scenario. The workflow
-looks its agent up with :func:`lab_agent` (this module is passed through the sandbox, so worker
-and workflow see the same registry).
+the worker was given, and is wrapped in a ``TemporalAgent`` named after the scenario; the
+history-budget agent gets the ``pages`` MCP server and the integration's default activity
+options. The workflow looks its agent up with :func:`lab_agent` (this module is passed through
+the sandbox, so worker and workflow see the same registry).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 from toolkit.lab.pydantic_ai.model import scripted_model
 from toolkit.lab.pydantic_ai.scenarios import (
+    BUDGET_AGENT,
+    MCP_PAGES_URL_ENV,
     MCP_TWICE_URL_ENV,
     MCP_URL_ENV,
     SCENARIOS,
@@ -23,6 +26,7 @@ from toolkit.lab.pydantic_ai.scenarios import (
 
 __all__ = ["build_agents", "lab_agent", "versions"]
 
+INSTRUCTIONS = "Answer the user; call a tool when the user asks for one."
 _AGENTS: dict[str, Any] = {}
 # Replay never runs an activity: any URL will do when none is given.
 _NOWHERE = "http://127.0.0.1:9/mcp"
@@ -55,10 +59,14 @@ def build_agents() -> dict[str, Any]:
               "retry_policy": RetryPolicy(maximum_attempts=3,
                                           initial_interval=timedelta(milliseconds=500))}
     for scenario in SCENARIOS:
-        agent = Agent(scripted_model(), name=scenario.name,
-                      instructions="Answer the user; call a tool when the user asks for one.",
+        agent = Agent(scripted_model(), name=scenario.name, instructions=INSTRUCTIONS,
                       toolsets=_toolsets(scenario, urls[scenario.list_twice]))
         _AGENTS[scenario.name] = TemporalAgent(agent, activity_config=config)
+    from pydantic_ai.mcp import MCPToolset
+
+    pages = MCPToolset(os.environ.get(MCP_PAGES_URL_ENV, _NOWHERE), id="pages")
+    _AGENTS[BUDGET_AGENT] = TemporalAgent(Agent(scripted_model(), name=BUDGET_AGENT,
+                                                instructions=INSTRUCTIONS, toolsets=[pages]))
     return dict(_AGENTS)
 
 

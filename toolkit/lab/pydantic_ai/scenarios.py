@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from toolkit.lab.adk_python.scenarios import PLAIN_TURN, TOKEN_QUERY, TOOL_TURN
 from toolkit.lab.lookup import by_name
 
-__all__ = ["MCP_TWICE_URL_ENV", "MCP_URL_ENV", "SCENARIOS", "UPGRADES", "WORKFLOW_TYPE",
-           "Scenario", "Upgrade", "scenario"]
+__all__ = ["BUDGET_AGENT", "MCP_PAGES_URL_ENV", "MCP_TWICE_URL_ENV", "MCP_URL_ENV", "SCENARIOS",
+           "UPGRADES", "WORKFLOW_TYPE", "Scenario", "Upgrade", "scenario"]
 
 WORKFLOW_TYPE = "LabPydanticAIAgent"
 """Workflow type name of the agent workflow (the driver starts it by name)."""
@@ -23,6 +23,12 @@ MCP_URL_ENV = "TOOLKIT_LAB_MCP_URL"
 """Environment variable with the plain MCP server's URL (read by the worker)."""
 MCP_TWICE_URL_ENV = "TOOLKIT_LAB_MCP_TWICE_URL"
 """Environment variable with the URL of the MCP server that lists every tool twice."""
+MCP_PAGES_URL_ENV = "TOOLKIT_LAB_MCP_PAGES_URL"
+"""Environment variable with the URL of an MCP server with ``read_page`` (for the
+:data:`BUDGET_AGENT` of :mod:`toolkit.lab.history_budget`)."""
+BUDGET_AGENT = "history_budget"
+"""The agent of the history-budget recordings: one MCP toolset ``pages``, the integration's
+default activity options (no retry bound)."""
 
 
 @dataclass(frozen=True)
