@@ -28,9 +28,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import concurrent.futures
 import importlib
 import inspect
 import json
+import logging
 import os
 import sys
 import time
@@ -240,6 +242,21 @@ def _recording_runner(inner: Any, sink: list[Activation]) -> Any:
     return runner_class(inner, sink)
 
 
+#: Threads that run workflow code for a check: their SDK warnings (``Failed activation on
+#: workflow ...`` with the code's traceback, which the check reports as the failure) are not
+#: logged again.
+THREAD_PREFIX = "toolkit-replay-check"
+_SDK_LOGGERS = ("temporalio.worker._workflow_instance", "temporalio.worker._workflow")
+
+
+class _QuietReplayThreads(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.threadName.startswith(THREAD_PREFIX) and record.levelno < logging.ERROR)
+
+
+_QUIET_THREADS = _QuietReplayThreads()
+
+
 class Session:
     """Replays histories one at a time with the given code (one ``Replayer``).
 
@@ -271,6 +288,11 @@ class Session:
         kwargs = dict(given)
         if "runtime" in accepted and "runtime" not in given and quiet_runtime() is not None:
             kwargs["runtime"] = quiet_runtime()
+        if "workflow_task_executor" in accepted and "workflow_task_executor" not in given:
+            kwargs["workflow_task_executor"] = concurrent.futures.ThreadPoolExecutor(
+                thread_name_prefix=THREAD_PREFIX)
+            for name in _SDK_LOGGERS:
+                logging.getLogger(name).addFilter(_QUIET_THREADS)  # a filter is added once
         unknown = sorted(set(kwargs) - set(accepted))
         if unknown:
             raise TypeError(f"this temporalio's Replayer takes no {', '.join(unknown)}")
