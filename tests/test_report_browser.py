@@ -2,9 +2,10 @@
 never a browser download), one launch for the module.
 
 At 1280 and 400 px wide the page never scrolls sideways, every chart image has loaded, and the
-console has no error; the page prints. The screenshots and the printed PDF are kept to look at
-in ``build/test-artefacts/report/`` (the one place this module writes outside ``tmp_path``:
-they are the test's output for a person). ``.ci/run`` installs chromium where it is missing.
+console has no error; printed on A4, every table fits the page. The screenshots and the printed
+PDF are kept to look at in ``build/test-artefacts/report/`` (the one place this module writes
+outside ``tmp_path``: they are the test's output for a person). ``.ci/run`` installs chromium
+where it is missing.
 """
 
 from __future__ import annotations
@@ -79,11 +80,15 @@ def _look(browser: Any, report: Path, name: str) -> dict[int, dict[str, Any]]:
                 .slice(0, 5).map(e => e.tagName + '.' + e.className),
         })""")
         page.screenshot(path=str(ARTEFACTS / f"{name}-{width}px.png"), full_page=True)
+        seen[width] = {**measured, "problems": problems}
         if width == WIDTHS[0]:
+            # On paper (A4 at 96 px per inch) nothing scrolls: every table fits the page.
             page.emulate_media(media="print")
+            page.set_viewport_size({"width": 794, "height": 1123})
+            seen[width]["print"] = page.evaluate(
+                "[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
             page.pdf(path=str(ARTEFACTS / f"{name}.pdf"), print_background=True)
         page.close()
-        seen[width] = {**measured, "problems": problems}
     return seen
 
 
@@ -95,6 +100,8 @@ def _check(seen: dict[int, dict[str, Any]], charts: int) -> None:
                     if not complete or natural == 0]  # fmt: skip
         assert unloaded == [], (width, unloaded)
         assert measured["problems"] == [], (width, measured["problems"])
+        if "print" in measured:
+            assert measured["print"][0] <= measured["print"][1], measured["print"]
 
 
 def test_the_lab_incident_report_in_chromium(browser: Any, tmp_path: Path) -> None:
