@@ -143,9 +143,8 @@ def _evidence(inv: Investigation, row: pd.Series) -> str:
     elif isinstance(table, pd.DataFrame) and name not in ("logs", "events"):
         chosen = _select(table, evidence, row)
         if len(chosen):
-            columns = [c for c in TABLE_COLUMNS.get(name, []) if c in chosen.columns] or [
-                c for c in chosen.columns if c not in _WIDE
-                and not chosen[c].map(is_missing).all()]  # fmt: skip
+            columns = [c for c in TABLE_COLUMNS.get(name, []) if c in chosen.columns] or (
+                _readable_columns(chosen))
             blocks.append(f"<h4>{escape(name.replace('_', ' '))} ({count(len(chosen), 'row')})"
                           f"</h4>" + table_html(chosen, columns, limit=10,
                                                 more=f"in inv.evidence[{name!r}]"))  # fmt: skip
@@ -154,6 +153,26 @@ def _evidence(inv: Investigation, row: pd.Series) -> str:
     if not body:
         return ""
     return f"<details open><summary>Evidence</summary>{body}</details>"
+
+
+#: Columns of an evidence table no kind chose columns for (TABLE_COLUMNS), at most.
+_GENERIC_COLUMNS = 9
+
+
+def _readable_columns(table: pd.DataFrame) -> list[str]:
+    """Columns of a table no kind chose columns for: those with a value, short enough to scan
+    (a column of long text or nested values stays in ``inv.evidence``), at most nine."""
+    out = []
+    for column in table.columns:
+        values = table[column].head(20)
+        if column in _WIDE or values.map(is_missing).all():
+            continue
+        if values.map(lambda v: isinstance(v, dict | list)).any():
+            continue
+        if values.map(lambda v: len(str(v))).median() > 60:
+            continue
+        out.append(column)
+    return out[:_GENERIC_COLUMNS]
 
 
 def _select(table: pd.DataFrame, evidence: dict[str, Any], row: pd.Series) -> pd.DataFrame:
