@@ -146,3 +146,23 @@ def test_without_a_run_of_the_new_code_on_the_same_inputs_the_card_says_so() -> 
         _text(card)  # fmt: skip
     hits = re.findall(r"<tr class='hit'>(.*?)</tr>", card, flags=re.S)
     assert len(hits) == 3 and all("weather-list-tools" in h for h in hits)  # where it can be
+
+
+def test_a_run_section_shows_the_per_run_tables_the_investigation_holds() -> None:
+    """Run sections are not tied to today's tables: an evidence table of RUN_TABLES (here the
+    model calls, tk.model_calls) appears in each run's section, cut to that run's rows."""
+    from toolkit.investigate.report import LazyTables
+
+    adk = Path(__file__).resolve().parents[1] / "data" / "adk"
+    found = tk.investigate([adk / "adk-1.28.1" / "rolling_upgrade_to_adk-1.29.0.json",
+                            adk / "adk-1.29.0" / "two_turns.json"])  # fmt: skip
+    calls = tk.model_calls(found.evidence["events"])
+    tables = {name: (lambda name=name: found.evidence[name]) for name in found.evidence}
+    page = dataclasses.replace(found, evidence=LazyTables({**tables,
+                                                           "model_calls": lambda: calls})).to_html()
+    stuck = found.runs.loc[found.runs["stuck"], "run_id"].item()
+    section = page.split(f"id='run-{stuck}'")[1].split("</section>")[0]
+    assert "Model calls and their tokens" in section
+    mine = calls[calls["run_id"] == stuck]
+    rows = section.split("Model calls and their tokens")[1].split("</table>")[0].count("<tr>") - 1
+    assert rows == len(mine) > 0

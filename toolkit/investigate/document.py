@@ -35,6 +35,10 @@ RUN_TABLES: dict[str, tuple[str, list[str] | None, Callable[[pd.DataFrame], Any]
     "agent_steps": ("Agent turns and model steps", ["turn", "trigger", "step", "model_activity",
                                                     "listings_before", "tool_calls", "status",
                                                     "failure"], None),
+    # tk.model_calls, once the investigation holds it as evidence["model_calls"]
+    "model_calls": ("Model calls and their tokens", ["turn", "step", "agent", "model", "outcome",
+                                                     "input_tokens", "output_tokens",
+                                                     "total_tokens", "usage_note"], None),
 }  # fmt: skip
 #: Runs given a section of their own at most (each draws a chart), affected runs first.
 MAX_RUN_SECTIONS = 8
