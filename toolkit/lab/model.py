@@ -176,8 +176,23 @@ def script_reply(
 
 
 def _tokens(value: Any) -> int:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    if isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, sort_keys=True, default=_json_default)
     return max(1, -(-len(text.encode()) // 4))
+
+
+def _json_default(value: Any) -> Any:
+    """Framework objects (pydantic models, dataclasses) as the JSON the provider is sent."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_none=True)
+    if hasattr(value, "__dataclass_fields__"):
+        import dataclasses
+
+        return dataclasses.asdict(value)
+    return str(value)
 
 
 def scripted_usage(request: Any, reply: Any) -> tuple[int, int]:
