@@ -115,3 +115,29 @@ def test_failed_and_retried_calls_are_counted_apart() -> None:
 def test_a_history_without_agents_has_no_model_calls(corpus) -> None:
     calls = tk.model_calls(corpus / "histories/temporalio__sdk-go/basic.json")
     assert calls.empty and list(calls.columns)[: len(TOKEN_FIELDS)] != []
+
+
+def test_tokens_per_turn_chart_draws_the_ledger(tmp_path: Path) -> None:
+    calls = tk.model_calls([DATA / "pydantic_ai", DATA / "adk"])
+    bars = tk.plots.token_bars(calls, facet="framework")
+    per_turn = tk.token_usage(calls, by=("source", "history", "label", "turn", "framework"))
+    assert bars["total_tokens"].sum() == per_turn["total_tokens"].sum()
+    assert bars.attrs["turns_without_usage"] == per_turn["total_tokens"].isna().sum()
+    figure = tk.plots.plot_tokens_per_turn(calls, facet="framework")
+    figure.savefig(tmp_path / "tokens.png")
+    assert (tmp_path / "tokens.png").stat().st_size > 10_000
+    assert tk.plots.overlapping_texts(figure) == []
+    drawn = tk.plots.listing_bars(bars, value="total_tokens", facet="framework")
+    assert set(drawn["group"]) == set(calls["label"])
+    with pytest.raises(tk.ToolkitError, match="no turn reports token usage"):
+        tk.plots.plot_tokens_per_turn(calls[calls["framework"] == "go_twin"])
+
+
+def test_investigate_holds_the_ledger_and_the_report_shows_tokens_per_turn() -> None:
+    inv = tk.investigate(DATA / "pydantic_ai")
+    calls = inv.evidence["model_calls"]
+    assert len(calls) == len(tk.model_calls(DATA / "pydantic_ai"))
+    per_turn = inv.evidence["tokens_per_turn"]
+    assert per_turn["input_tokens"].sum() == calls["input_tokens"].sum()
+    assert set(per_turn["label"]) <= set(inv.runs["label"])
+    assert "Tokens per turn" in inv.to_html()

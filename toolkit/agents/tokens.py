@@ -73,8 +73,10 @@ _RECORD = ("event_id", "event_type", "event_time", "activity_type", "scheduled_e
            "attempt", "input", "result", "attributes", "extra")  # fmt: skip
 
 
-def _one_source(frame: pd.DataFrame, roles: str | Roles) -> list[dict[str, Any]]:
-    """The model-call rows of one source's histories (none when no framework is recognised)."""
+def _one_source(frame: pd.DataFrame, roles: str | Roles,
+                labels: pd.DataFrame) -> list[dict[str, Any]]:  # fmt: skip
+    """The model-call rows of one source's histories (none when no framework is recognised);
+    ``labels`` are the source's rows of ``version_labels``, indexed by history."""
     try:
         spans, _ = _spans_and_turns(frame, roles)
     except ToolkitError:
@@ -82,7 +84,6 @@ def _one_source(frame: pd.DataFrame, roles: str | Roles) -> list[dict[str, Any]]
     models = spans[spans["role"] == "model"]
     if models.empty:
         return []
-    labels = version_labels(frame).set_index("history")
     rows = []
     for history, one in iter_histories(frame):
         mine = models[models["history"] == history].sort_values("event_id")
@@ -142,10 +143,15 @@ def model_calls(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     frame = _frame(events)
     rows: list[dict[str, Any]] = []
     if "source" in frame.columns and len(frame):
-        for _, one in frame.groupby("source", sort=False, dropna=False):
-            rows.extend(_one_source(one, roles))
+        # Labelled once for every source: a version_labels call per file costs more than it.
+        labels = version_labels(frame)
+        by_source = {key: part.set_index("history")
+                     for key, part in labels.groupby("source", sort=False, dropna=False)}
+        for source, one in frame.groupby("source", sort=False, dropna=False):
+            none = labels.iloc[0:0].set_index("history")
+            rows.extend(_one_source(one, roles, by_source.get(source, none)))
     elif len(frame):
-        rows = _one_source(frame, roles)
+        rows = _one_source(frame, roles, version_labels(frame).set_index("history"))
     out = pd.DataFrame(rows, columns=MODEL_CALL_COLUMNS, dtype=object)
     for column in ("history", "event_id"):
         out[column] = out[column].astype("int64")

@@ -154,6 +154,22 @@ def _model_call_sizes(events: pd.DataFrame) -> pd.DataFrame:
     return model_call_sizes(events)
 
 
+def _model_calls(events: pd.DataFrame) -> pd.DataFrame:
+    from toolkit.agents.tokens import MODEL_CALL_COLUMNS, model_calls
+
+    return model_calls(events) if len(events) else pd.DataFrame(columns=MODEL_CALL_COLUMNS)
+
+
+def _tokens_per_turn(calls: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The token ledger per run and turn, labelled as the investigation labels runs."""
+    from toolkit.agents.tokens import token_usage
+
+    keys = ["source", "history"]
+    if {*keys, "label"} <= set(runs.columns):
+        calls = calls.drop(columns="label").merge(runs[[*keys, "label"]], on=keys, how="left")
+    return token_usage(calls, by=("source", "history", "run_id", "label", "turn"))
+
+
 def _explained_lines(rows: list[dict[str, Any]]) -> set[tuple[Any, int]]:
     """(source, line) of every log record some finding already cites."""
     out = set()
@@ -280,7 +296,9 @@ def investigate(
         | {"duplicate_tools_in_history": lambda: in_history,
            "size_errors": lambda: sizes["size_errors"],
            "history_budget": lambda: _full_budget(events, sizes, limits),
-           "model_call_sizes": lambda: _model_call_sizes(events)}
+           "model_call_sizes": lambda: _model_call_sizes(events),
+           "model_calls": lambda: _model_calls(events),
+           "tokens_per_turn": lambda: _tokens_per_turn(evidence["model_calls"], runs)}
         | ({"log_errors": lambda: shapes} if shapes is not None else {})
     )
     figures = LazyTables({"listings_per_turn": lambda: _listings_figure(compared)})

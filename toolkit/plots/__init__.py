@@ -20,6 +20,7 @@ from toolkit.plots.listings import listing_bars, plot_listings_per_turn
 from toolkit.plots.replay import plot_divergence, plot_replay_matrix, replay_grid
 from toolkit.plots.style import natural_key
 from toolkit.plots.timeline import plot_activity_timeline, plot_delivery_timeline, timeline_rows
+from toolkit.plots.tokens import plot_tokens_per_turn, token_bars
 
 __all__ = [
     "budget_series",
@@ -34,6 +35,8 @@ __all__ = [
     "plot_incident_timeline",
     "plot_listings_per_turn",
     "plot_replay_matrix",
+    "plot_tokens_per_turn",
     "replay_grid",
     "timeline_rows",
+    "token_bars",
 ]

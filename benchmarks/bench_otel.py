@@ -1,0 +1,91 @@
+"""``tk.to_otel`` against ``read_histories`` alone on the same folder (target: at most 2x).
+
+Builds, in a temporary folder, N runs (default 500) of the lab's agent histories (OpenAI
+Agents, pydantic-ai and Python ADK, every recorded release), each copy given a new run id so
+that none is dropped as a duplicate and every trace is distinct. Then, in the same run, best of
+``--repeat``:
+
+- baseline: ``tk.read_histories(folder)``;
+- ``tk.to_otel(folder, path=...)``: read, build the spans and the token ledger, write OTLP JSON;
+- the parts on their own (the ledger, the spans, the OTLP JSON and protobuf encodings).
+
+Prints spans per second and the ratio to the baseline.
+
+Usage: ``python benchmarks/bench_otel.py [--runs N] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import toolkit as tk
+from toolkit.agents.tokens import genai_attributes, model_calls
+from toolkit.traces.otlp import otlp_document, otlp_protobuf
+from toolkit.traces.spans import trace_spans
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _write_runs(out: Path, count: int) -> None:
+    templates = []
+    for folder in ("openai_agents", "pydantic_ai", "adk"):
+        for path in sorted((DATA / folder).rglob("*.json")):
+            if path.name.endswith(".meta.json"):
+                continue
+            run_id = tk.read_history(path)["run_id"].iloc[0]
+            templates.append((path.read_text(encoding="utf-8"), run_id))
+    for index in range(count):
+        text, run_id = templates[index % len(templates)]
+        (out / f"run-{index:05d}.json").write_text(text.replace(run_id, str(uuid.uuid4())))
+
+
+def _best(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    best, value = float("inf"), None
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        value = function()
+        best = min(best, time.perf_counter() - start)
+    return best, value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "runs"
+        folder.mkdir()
+        _write_runs(folder, args.runs)
+        read, batch = _best(lambda: tk.read_histories(folder, progress=False), args.repeat)
+        events = batch.events
+        out = Path(tmp) / "traces.json"
+        export, done = _best(lambda: tk.to_otel(folder, path=out), args.repeat)
+        ledger, calls = _best(lambda: model_calls(events), args.repeat)
+        spans_time, spans = _best(
+            lambda: trace_spans(events, model_attributes=genai_attributes(calls)), args.repeat)
+        resource = {"service.name": "bench"}
+        as_json, _ = _best(lambda: otlp_document(spans, resource), args.repeat)
+        as_proto, _ = _best(lambda: otlp_protobuf(spans, resource), args.repeat)
+    count = len(done.spans)
+    print(f"{args.runs} runs, {len(events):,} events, {count:,} spans, "
+          f"{len(calls):,} model calls")
+    print(f"read_histories        {read:8.2f} s")
+    print(f"to_otel (path=)       {export:8.2f} s   {count / export:,.0f} spans/s   "
+          f"ratio {export / read:.2f}x read_histories (target <= 2)")
+    print(f"  model_calls         {ledger:8.2f} s   {ledger / read:.2f}x")
+    print(f"  trace_spans         {spans_time:8.2f} s   {spans_time / read:.2f}x")
+    print(f"  OTLP JSON document  {as_json:8.2f} s   {as_json / read:.2f}x")
+    print(f"  OTLP protobuf       {as_proto:8.2f} s   {as_proto / read:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
