@@ -355,6 +355,8 @@ CHARTS = {
     "plot_incident_timeline: the lab's incident bundle": lambda: _incident(
         [ADK / "adk-1.28.1", ADK / "adk-1.29.0"], DATA / "duplicate_tool" / "go" / "before.log"),
     "plot_incident_timeline: the go twin's variants": lambda: _incident([TWIN], None),
+    "plot_tokens_per_turn: two frameworks by release": lambda: tk.plots.plot_tokens_per_turn(
+        tk.model_calls([DATA / "openai_agents", DATA / "pydantic_ai"]), facet="framework"),
 }  # fmt: skip
 
 
