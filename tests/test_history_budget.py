@@ -108,7 +108,9 @@ def test_sizes_agree_with_the_servers_count(recorded: list[dict]) -> None:
             assert len(sizes) == run["server_events"]
             assert abs(sizes["cumulative_bytes"].iloc[-1] - run["server_bytes"]) <= \
                 0.01 * run["server_bytes"]  # fmt: skip
-            assert budget["history_bytes"].iloc[0] == run["server_bytes"]
+            # The budget reads the server's own count at the last workflow task and estimates
+            # the few events after it from events of their kind: a few bytes off at most.
+            assert abs(budget["history_bytes"].iloc[0] - run["server_bytes"]) <= 64
 
 
 @pytest.mark.server

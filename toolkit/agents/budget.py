@@ -15,11 +15,12 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
+import msgspec
 import pandas as pd
 
 from toolkit.agents.forecast import continue_as_new_calls, fit_growth, forecast_limits
@@ -28,8 +29,8 @@ from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
 from toolkit.histories.server_limits import resolve_limits
 from toolkit.histories.size_errors import first_limit_hit
-from toolkit.histories.sizes import payloads_field_size
-from toolkit.histories.versions import version_labels
+from toolkit.histories.sizes import payload_texts
+from toolkit.histories.versions import run_label
 
 __all__ = ["BUDGET_COLUMNS", "history_budget"]
 
@@ -130,18 +131,9 @@ def history_budget(
     """
     resolved = resolve_limits(limits)
     events, errors = as_events(events)
-    rows = [_run_row(run, resolved, fit) for run in runs_of(events, roles)]
-    out = pd.DataFrame(rows, columns=[c for c in BUDGET_COLUMNS if c != "label"])
-    labels = version_labels(events)[["source", "history", "label"]] if len(events) else None
-    if labels is not None and len(out):
-        out = out.merge(labels.assign(source=labels["source"].fillna("")), how="left",
-                        left_on=[out["source"].fillna(""), "history"],
-                        right_on=["source", "history"], suffixes=("", "_label"))  # fmt: skip
-        out = out.drop(columns=[c for c in out.columns if c.endswith("_label") or
-                                c.startswith("key_")])  # fmt: skip
-    else:
-        out["label"] = None
-    out = out[BUDGET_COLUMNS]
+    sdk_of_build: dict[str, str] = {}
+    rows = [_run_row(run, resolved, fit, sdk_of_build) for run in runs_of(events, roles)]
+    out = pd.DataFrame(rows, columns=BUDGET_COLUMNS)
     for column in ("events", "history_bytes", "turns", "model_calls", "fit_calls"):
         out[column] = out[column].astype("int64")
     for column in ("largest_payload_bytes", "resent_bytes", "forecast_model_calls",
@@ -156,7 +148,9 @@ def history_budget(
     return out
 
 
-def _run_row(run: RunSizes, limits: dict[str, int], fit: int | float | None) -> dict[str, Any]:
+def _run_row(
+    run: RunSizes, limits: dict[str, int], fit: int | float | None, sdk_of_build: dict[str, str]
+) -> dict[str, Any]:
     c = run.columns
     last_type = c["event_type"][-1]
     notes = [run.roles_note] if run.roles_note else []
@@ -173,6 +167,7 @@ def _run_row(run: RunSizes, limits: dict[str, int], fit: int | float | None) -> 
         "workflow_id": c.get("workflow_id", [None])[0],
         "run_id": c.get("run_id", [None])[0],
         "workflow_type": c.get("workflow_type", [None])[0],
+        "label": _label(run, sdk_of_build),
         "status": _STATUS.get(last_type, "running"),
         "events": len(run),
         "history_bytes": total,
@@ -202,6 +197,15 @@ def _run_row(run: RunSizes, limits: dict[str, int], fit: int | float | None) -> 
                          "(limits=) for a forecast that matches it")  # fmt: skip
     row["note"] = "; ".join(notes) or None
     return row
+
+
+def _label(run: RunSizes, sdk_of_build: dict[str, str]) -> str:
+    """The run's version label (:func:`toolkit.histories.versions.version_labels`): the worker
+    that completed its first workflow task."""
+    c = run.columns
+    completed = (c["attributes"][p] for p, kind in enumerate(c["event_type"])
+                 if kind == "WorkflowTaskCompleted")  # fmt: skip
+    return run_label(list(itertools.islice(completed, 3)), sdk_of_build)[0]
 
 
 def _fitted(calls: list[Call], fit: int | float | None) -> list[Call]:
@@ -254,18 +258,13 @@ def _forecast(
     }, growth
 
 
-def _size(cell: Any) -> int:
-    measured = payloads_field_size(cell) if cell is not None else None
-    return measured[0] if measured else 0
-
-
 def _largest_payload(run: RunSizes, calls: list[Call]) -> tuple[int | None, str | None]:
     best, where = None, None
     c = run.columns
     model_at = {call.event_id: number for number, call in enumerate(calls, start=1)}
     for column in _PAYLOAD_COLUMNS:
         for p, cell in enumerate(c.get(column, [])):
-            size = _size(cell) if cell is not None else 0
+            size = run.payload_bytes(p, column) if cell is not None else 0
             if size and (best is None or size > best):
                 kind = c["event_type"][p]
                 call = model_at.get(c["event_id"][p])
@@ -276,45 +275,49 @@ def _largest_payload(run: RunSizes, calls: list[Call]) -> tuple[int | None, str 
 
 
 def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]:
-    """Bytes of the model inputs already sent in an earlier input, and their share."""
+    """Bytes of the model inputs' data already sent in an earlier input, and their share.
+
+    Each input's JSON is split into its parts (object values, list items) as raw text, never
+    decoded into Python values: a part of 64 bytes or more whose text an earlier input held is
+    re-sent; one that is new is looked into. A message the SDK serialized again is the same
+    text, so the conversation so far, the system prompt and the tool declarations all count.
+    """
     if not calls:
         return None, None
     seen: set[bytes] = set()
     resent = total = 0
     for call in calls:
-        cell = run.columns["input"][call.position]
-        try:
-            value = cell.value if cell is not None else None
-        except Exception:  # an input that does not decode: nothing to compare
-            return None, None
-        if value is None or not _is_json(value):
-            return None, None
-        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        total += len(text)
+        texts = payload_texts(run.columns["input"][call.position])
+        if texts is None:
+            return None, None  # not JSON (encrypted, binary): nothing to compare
         found: set[bytes] = set()
-        resent += _matched(value, seen, found)
+        for text in texts:
+            total += len(text)
+            resent += _matched(text, seen, found)
         seen |= found
     return resent, (resent / total if total else None)
 
 
-def _is_json(value: Any) -> bool:
-    return isinstance(value, (list, dict, str, int, float, bool))
+_parts = msgspec.json.Decoder(list[msgspec.Raw] | dict[str, msgspec.Raw])
 
 
-def _matched(value: Any, seen: set[bytes], found: set[bytes]) -> int:
-    """Bytes of ``value``'s parts (dict values, list items) already in ``seen``; the parts'
-    texts go into ``found``. A matched part is not looked into further."""
+def _matched(text: bytes, seen: set[bytes], found: set[bytes]) -> int:
+    """Bytes of ``text``'s parts already in ``seen``; new parts' texts go into ``found``."""
+    try:
+        parts = _parts.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return 0  # a string or a number: a part of its own, compared by its parent
     total = 0
-    parts = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    for part in parts:
-        text = orjson.dumps(part, option=orjson.OPT_SORT_KEYS)
-        if len(text) < _RESENT_MIN:
+    for part in parts.values() if isinstance(parts, dict) else parts:
+        raw = bytes(part)
+        if len(raw) < _RESENT_MIN:
             continue
-        if text in seen:
-            total += len(text)
-            continue
-        found.add(text)
-        total += _matched(part, seen, found)
+        if raw in seen:
+            total += len(raw)
+        else:
+            found.add(raw)
+            if raw[:1] in (b"[", b"{"):
+                total += _matched(raw, seen, found)
     return total
 
 

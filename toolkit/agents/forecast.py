@@ -13,14 +13,16 @@ that holds. The same rule gives the event count limit (events per call about con
 payload limit (the input itself, once it exceeds ``payload_bytes``, cannot be scheduled) and the
 task-completion limit (the scheduling task's request carries the input).
 
-How sure: the input line is fitted by least squares; ``low`` and ``high`` come from 400 draws of
-the fitted line and of ``other`` within their standard errors (a 90% interval). Two calls fit a
+How sure: the input line is fitted by least squares; ``low`` and ``high`` are a 90% interval of
+the count, from the fit's standard errors carried through the crossing point (the delta method:
+the crossing's gradient in the three parameters against their covariance). Two calls fit a
 line exactly and give no spread, so a forecast from two calls is ``low`` confidence, from three to
 five ``medium`` at best (the budget's ``confidence`` also weighs the spread).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,26 +85,30 @@ def fit_growth(
     n = len(history_bytes)
     if n < MIN_CALLS:
         return None
-    k = np.arange(1, n + 1, dtype=float)
-    x = np.asarray(inputs, dtype=float)
-    design = np.column_stack([np.ones(n), k - 1])
-    coef, *_ = np.linalg.lstsq(design, x, rcond=None)
-    residual = x - design @ coef
+    # Least squares of input on (k - 1), k = 1..n, in closed form.
+    xs = range(n)
+    x_mean, y_mean = (n - 1) / 2, sum(inputs) / n
+    sxx = sum((x - x_mean) ** 2 for x in xs)
+    increment = sum((x - x_mean) * (y - y_mean) for x, y in zip(xs, inputs, strict=True)) / sxx
+    base = y_mean - increment * x_mean
+    residual = [y - (base + increment * x) for x, y in zip(xs, inputs, strict=True)]
     dof = n - 2
-    sd = float(np.sqrt(residual @ residual / dof)) if dof > 0 else 0.0
+    sd = math.sqrt(sum(r * r for r in residual) / dof) if dof > 0 else 0.0
     cov = None
     if dof > 0:
-        inverse = np.linalg.inv(design.T @ design)
-        cov = tuple(map(tuple, (sd * sd) * inverse))  # type: ignore[assignment]
-    h = np.asarray(history_bytes, dtype=float)
-    other = np.diff(h) - x[1:]
-    e = np.diff(np.asarray(events, dtype=float))
+        var_increment = sd * sd / sxx
+        cov_bi = -x_mean * var_increment
+        cov = ((sd * sd / n + x_mean * x_mean * var_increment, cov_bi),
+               (cov_bi, var_increment))  # fmt: skip
+    other = [history_bytes[k] - history_bytes[k - 1] - inputs[k] for k in range(1, n)]
+    other_mean = sum(other) / len(other)
+    other_sd = (math.sqrt(sum((v - other_mean) ** 2 for v in other) / (len(other) - 1))
+                if len(other) > 1 else 0.0)  # fmt: skip
     return Growth(
-        calls=n, base=float(coef[0]), increment=float(coef[1]), other=float(other.mean()),
-        events_per_call=float(e.mean()), history_bytes=int(h[-1]), events=int(events[-1]),
-        input_bytes=int(x[-1]), input_sd=sd,
-        other_sd=float(other.std(ddof=1)) if len(other) > 1 else 0.0, _cov=cov,
-        _observed=(tuple(history_bytes), tuple(events), tuple(inputs)),
+        calls=n, base=float(base), increment=float(increment), other=float(other_mean),
+        events_per_call=(events[-1] - events[0]) / (n - 1), history_bytes=int(history_bytes[-1]),
+        events=int(events[-1]), input_bytes=int(inputs[-1]), input_sd=sd, other_sd=other_sd,
+        _cov=cov, _observed=(tuple(history_bytes), tuple(events), tuple(inputs)),
     )  # fmt: skip
 
 
@@ -117,98 +123,120 @@ class Forecast:
     high: int | None
 
 
-def _first_over(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """The smallest whole ``m >= 1`` with ``a m^2 + b m + c > 0`` (elementwise), as a float
-    array; ``inf`` where there is none within the horizon (growth that never gets there)."""
-    a, b, c = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, c)))
-    out = np.full(a.shape, np.inf)
-    already = c + a + b > 0  # m = 1
-    out[already] = 1.0
-    quad = (a > 1e-12) & ~already
-    disc = b[quad] ** 2 - 4 * a[quad] * c[quad]
-    root = (-b[quad] + np.sqrt(np.maximum(disc, 0))) / (2 * a[quad])
-    m = np.floor(root) + 1
-    # Floating point: step to the first integer that really is over.
-    m = np.where(a[quad] * m**2 + b[quad] * m + c[quad] > 0, m, m + 1)
-    out[quad] = np.maximum(m, 1)
-    lin = (np.abs(a) <= 1e-12) & ~already & (b > 0)
-    out[lin] = np.maximum(np.floor(-c[lin] / b[lin]) + 1, 1)
-    out[out > HORIZON] = np.inf
-    return out
+def _first_over_one(a: float, b: float, c: float) -> float:
+    """The smallest whole ``m >= 1`` with ``a m^2 + b m + c > 0``, or ``inf`` where there is
+    none within the horizon (growth that never gets there). Plain floats: a forecast for each
+    run of a fleet costs microseconds."""
+    if c + a + b > 0:
+        return 1.0
+    if a > 1e-12:
+        root = (-b + math.sqrt(max(b * b - 4 * a * c, 0.0))) / (2 * a)
+        m = math.floor(root) + 1
+        if not a * m * m + b * m + c > 0:
+            m += 1
+        m = max(m, 1)
+    elif b > 0:
+        m = max(math.floor(-c / b) + 1, 1)
+    else:
+        return math.inf
+    return math.inf if m > HORIZON else float(m)
 
 
-def _calls_before(growth: Growth, limits: dict[str, int], base: Any, increment: Any,
-                  other: Any) -> dict[str, np.ndarray]:  # fmt: skip
-    """Completed model calls before each error limit (``inf``: not within the horizon), for one
-    growth or for arrays of them.
+def _quadratics(growth: Growth, limits: dict[str, int], base: Any, increment: Any,
+                other: Any) -> dict[str, tuple[Any, Any, Any]]:  # fmt: skip
+    """Per error limit, ``(a, b, c)``: call ``n + m`` does not complete when
+    ``a m^2 + b m + c > 0``.
 
     With ``m`` the number of calls after the last one seen (``n``): the history after call
     ``n + m`` is ``H + m (base + other) + increment (m n + m (m - 1) / 2)``, its events
     ``E + m e``, its input ``base + increment (n + m - 1)``; call ``n + m`` does not complete
     when that is over the limit, so ``n + m - 1`` do.
     """
-    n = growth.calls
-    seen = _seen_over(growth, limits)
-    g = np.asarray(increment, dtype=float)
-    first = {
-        "history_bytes": _first_over(
-            g / 2, base + other + g * n - g / 2, growth.history_bytes - limits["history_bytes"]
-        ),
-        "history_events": _first_over(
-            0.0, growth.events_per_call, growth.events - limits["history_events"]
-        ),
-        "payload_bytes": _first_over(0.0, g, base + g * (n - 1) - limits["payload_bytes"]),
+    n, g = growth.calls, increment
+    return {
+        "history_bytes": (g / 2, base + other + g * n - g / 2,
+                          growth.history_bytes - limits["history_bytes"]),
+        "history_events": (0.0, growth.events_per_call,
+                           growth.events - limits["history_events"]),
+        "payload_bytes": (0.0, g, base + g * (n - 1) - limits["payload_bytes"]),
         # The task that schedules a call carries its input, and a little more for the command.
-        "task_completion_bytes": _first_over(
-            0.0, g, base + 512 + g * (n - 1) - limits["task_completion_bytes"]
-        ),
-    }
-    return {name: (seen[name] if seen[name] is not None else n + m - 1)
-            for name, m in first.items()}  # fmt: skip
+        "task_completion_bytes": (0.0, g,
+                                  base + 512 + g * (n - 1) - limits["task_completion_bytes"]),
+    }  # fmt: skip
 
 
 def _seen_over(growth: Growth, limits: dict[str, int]) -> dict[str, int | None]:
     """Per limit, the calls completed before the first call seen over it (None: none was)."""
-    history, events, inputs = (np.asarray(v, dtype=float) for v in growth._observed)
+    history, events, inputs = growth._observed
     values = {"history_bytes": history, "history_events": events, "payload_bytes": inputs,
-              "task_completion_bytes": inputs + 512}  # fmt: skip
+              "task_completion_bytes": [v + 512 for v in inputs]}  # fmt: skip
     out: dict[str, int | None] = {}
     for name, observed in values.items():
-        over = np.flatnonzero(observed > limits[name])
-        out[name] = int(over[0]) if len(over) else None
+        limit = limits[name]
+        out[name] = next((k for k, v in enumerate(observed) if v > limit), None)
     return out
 
 
-def forecast_limits(growth: Growth, limits: dict[str, int], *, draws: int = 400) -> Forecast:
+def forecast_limits(growth: Growth, limits: dict[str, int]) -> Forecast:
     """How many model calls complete before each error limit, and which limit comes first.
 
-    ``low``/``high``: the 5th and 95th percentiles of the first limit's count over ``draws``
-    draws of the growth within its standard errors (the same as the point forecast when the
-    fit has no spread). The draws use a fixed seed: the same history gives the same answer.
+    ``low``/``high``: a 90% interval of the first limit's count (the same as the point
+    forecast when the fit has no spread, or when the limit was crossed by a call seen).
     """
-    point = {
-        name: (None if np.isinf(v) else int(v))
-        for name, v in _calls_before(
-            growth, limits, growth.base, growth.increment, growth.other
-        ).items()
-    }
+    seen = _seen_over(growth, limits)
+    n = growth.calls
+    point: dict[str, int | None] = {}
+    for name, (a, b, c) in _quadratics(growth, limits, growth.base, growth.increment,
+                                       growth.other).items():  # fmt: skip
+        if seen[name] is not None:
+            point[name] = seen[name]
+            continue
+        m = _first_over_one(a, b, c)
+        point[name] = None if math.isinf(m) else n + int(m) - 1
     reached = {k: v for k, v in point.items() if v is not None}
     if not reached:
         return Forecast(point, None, None, None, None)
     first = min(reached, key=lambda name: reached[name])
     calls = reached[first]
-    if growth._cov is None and growth.other_sd == 0:
+    spread = growth._cov is not None and (growth.input_sd > 0 or growth.other_sd > 0)
+    if not spread or seen[first] is not None:
         return Forecast(point, first, calls, calls, calls)
-    rng = np.random.default_rng(0)
-    mean = np.array([growth.base, growth.increment])
-    lines = (rng.multivariate_normal(mean, np.array(growth._cov), size=draws)
-             if growth._cov is not None else np.tile(mean, (draws, 1)))  # fmt: skip
-    se_other = growth.other_sd / np.sqrt(max(growth.calls - 1, 1))
-    others = rng.normal(growth.other, se_other, size=draws)
-    drawn = _calls_before(growth, limits, lines[:, 0], lines[:, 1], others)
-    counts = np.min(np.broadcast_arrays(*[np.minimum(v, HORIZON) for v in drawn.values()]), axis=0)
-    low, high = np.percentile(counts, [5, 95])
-    return Forecast(point, first, calls, int(np.floor(low)), int(np.ceil(high)))
+    sd = _count_sd(growth, limits, first)
+    low = max(growth.calls, math.floor(calls - 1.645 * sd))
+    high = math.ceil(calls + 1.645 * sd)
+    return Forecast(point, first, calls, int(low), int(min(high, HORIZON)))
+
+
+def _crossing(growth: Growth, limits: dict[str, int], name: str, base: float, increment: float,
+              other: float) -> float:  # fmt: skip
+    """Where ``name``'s quadratic crosses zero, as a real number of calls after the last seen."""
+    a, b, c = _quadratics(growth, limits, base, increment, other)[name]
+    if a > 1e-12:
+        return (-b + math.sqrt(max(b * b - 4 * a * c, 0.0))) / (2 * a)
+    return -c / b if b > 0 else math.inf
+
+
+def _count_sd(growth: Growth, limits: dict[str, int], name: str) -> float:
+    """Standard deviation of the forecast count, by the delta method: the crossing's gradient
+    in (base, increment, other), by central differences, against their covariance (the
+    input line's from the fit; ``other``'s standard error, independent of it)."""
+    theta = [growth.base, growth.increment, growth.other]
+    steps = [max(abs(v) * 1e-4, 1e-3) for v in theta]
+    gradient = []
+    for i, step in enumerate(steps):
+        up, down = list(theta), list(theta)
+        up[i] += step
+        down[i] -= step
+        high = _crossing(growth, limits, name, *up)
+        low = _crossing(growth, limits, name, *down)
+        if math.isinf(high) or math.isinf(low):
+            return 0.0
+        gradient.append((high - low) / (2 * step))
+    (vb, cbi), (_, vi) = growth._cov or ((0.0, 0.0), (0.0, 0.0))
+    vo = (growth.other_sd / math.sqrt(max(growth.calls - 1, 1))) ** 2
+    gb, gi, go = gradient
+    variance = gb * gb * vb + 2 * gb * gi * cbi + gi * gi * vi + go * go * vo
+    return math.sqrt(max(variance, 0.0))
 
 
 def projected_history(growth: Growth, calls: np.ndarray) -> np.ndarray:
@@ -223,15 +251,14 @@ def continue_as_new_calls(growth: Growth, limits: dict[str, int]) -> int | None:
     """Model calls completed when the server would first suggest continue-as-new: the history
     is at ``continue_as_new_bytes`` (or events) once a call has been scheduled, so the task
     started after that call completes carries the suggestion. None beyond the horizon."""
-    history, events, _ = (np.asarray(v, dtype=float) for v in growth._observed)
-    seen = np.flatnonzero((history >= limits["continue_as_new_bytes"])
-                          | (events >= limits["continue_as_new_events"]))  # fmt: skip
-    if len(seen):
-        return int(seen[0]) + 1
+    history, events, _ = growth._observed
+    for k, (size, count) in enumerate(zip(history, events, strict=True)):
+        if size >= limits["continue_as_new_bytes"] or count >= limits["continue_as_new_events"]:
+            return k + 1
     n, g = growth.calls, growth.increment
-    by_size = _first_over(g / 2, growth.base + growth.other + g * n - g / 2,
-                          growth.history_bytes - limits["continue_as_new_bytes"] + 0.5)  # fmt: skip
-    by_count = _first_over(0.0, growth.events_per_call,
-                           growth.events - limits["continue_as_new_events"] + 0.5)  # fmt: skip
-    first = float(min(by_size.item(), by_count.item()))
-    return None if np.isinf(first) else n + int(first)
+    by_size = _first_over_one(g / 2, growth.base + growth.other + g * n - g / 2,
+                              growth.history_bytes - limits["continue_as_new_bytes"] + 0.5)
+    by_count = _first_over_one(0.0, growth.events_per_call,
+                               growth.events - limits["continue_as_new_events"] + 0.5)
+    first = min(by_size, by_count)
+    return None if math.isinf(first) else n + int(first)

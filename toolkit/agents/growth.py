@@ -14,11 +14,14 @@ encoding every one of them.
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+import numpy as np
 import pandas as pd
 from temporalio.api.history.v1 import HistoryEvent
 
@@ -42,11 +45,20 @@ MODEL_CALL_COLUMNS = [
 ]  # fmt: skip
 
 _NEEDED = ("source", "history", "run_id", "workflow_id", "workflow_type", "event_id",
-           "event_type", "event_time", "activity_type", "scheduled_event_id", "input", "result",
-           "attributes", "extra", "cause", "failure_message", "is_command", "signal_name",
-           "update_name", "update_id")  # fmt: skip
+           "event_type", "activity_type", "scheduled_event_id", "input", "result", "attributes",
+           "extra", "cause", "failure_message", "signal_name", "update_name",
+           "update_id")  # fmt: skip
 _CLOSED_ACTIVITY = {"ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut",
                     "ActivityTaskCanceled"}  # fmt: skip
+
+
+_PAYLOAD_CELLS = ("input", "result", "details")
+#: Event types measured even where a measured event of their kind exists: their size is in
+#: text no payload cell holds (a termination's reason, a failure's message and stack).
+_ALWAYS_MEASURED = frozenset({"WorkflowExecutionTerminated", "WorkflowExecutionFailed",
+                              "WorkflowTaskFailed", "ActivityTaskFailed"})
+#: Bytes two estimates of the same boundary may differ by (ids one digit longer, times).
+_SLACK = 32
 
 
 @dataclass
@@ -54,13 +66,21 @@ class RunSizes:
     """One run's events as lists, and its sizes measured on demand.
 
     ``size_before(p)`` is the history size before the event at position ``p`` (0-based, in
-    event order): the last server checkpoint at or before ``p`` plus the events measured since.
+    event order): the last server checkpoint at or before ``p`` plus the events since. Those
+    events are estimated from one measured event of the same kind (type and activity type)
+    and their own payload sizes, which are exact and cheap (no event is parsed); an event
+    carrying a failure is measured. ``total_bytes`` measures the events after the last
+    checkpoint exactly.
     """
 
     columns: dict[str, list[Any]]
     roles: Roles | None
     roles_note: str | None = None
+    #: Measured events by kind, shared by the runs of one analysis: runs of one workflow type
+    #: write events of one kind with the same fields, a few bytes of ids apart.
+    _samples: dict[tuple[Any, ...], tuple[int, int]] = field(default_factory=dict)
     _measured: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    _payloads: dict[int, int] = field(default_factory=dict)
     _checkpoints: list[tuple[int, int]] | None = None
     exact: bool = True
 
@@ -70,13 +90,43 @@ class RunSizes:
     def value(self, column: str, position: int) -> Any:
         return self.columns[column][position]
 
-    def event_bytes(self, position: int) -> int:
-        """The event's size framed in a ``History`` (measured once)."""
-        found = self._measured.get(position)
+    def payload_bytes(self, position: int, column: str | None = None) -> int:
+        """Encoded size of the event's payload cells (``input``, ``result``, ``details``), or
+        of one of them; cached."""
+        if column is None:
+            return sum(self.payload_bytes(position, c) for c in _PAYLOAD_CELLS
+                       if c in self.columns and self.columns[c][position] is not None)  # fmt: skip
+        cell = self.columns[column][position] if column in self.columns else None
+        if cell is None:
+            return 0
+        key = position * 4 + _PAYLOAD_CELLS.index(column)
+        found = self._payloads.get(key)
         if found is None:
-            found = _measure(self, position)
-            self._measured[position] = found
-            self.exact = self.exact and found[1]
+            measured = payloads_field_size(cell)
+            found = self._payloads[key] = measured[0] if measured else 0
+        return found
+
+    def event_bytes(self, position: int, *, estimate: bool = False) -> int:
+        """The event's size framed in a ``History``: measured (once), or with ``estimate``
+        from a measured event of its kind plus the difference of their payloads."""
+        found = self._measured.get(position)
+        if found is not None:
+            return found[0]
+        c = self.columns
+        kind = (c["workflow_type"][position] if "workflow_type" in c else None,
+                c["event_type"][position],
+                c["activity_type"][position] if "activity_type" in c else None)  # fmt: skip
+        failure = self.columns.get("failure_message", [None] * len(self))[position]
+        sample = self._samples.get(kind)
+        if (estimate and sample is not None and not isinstance(failure, str)
+                and kind[1] not in _ALWAYS_MEASURED):  # fmt: skip
+            size, payloads = sample
+            return size + self.payload_bytes(position) - payloads
+        found = _measure(self, position)
+        self._measured[position] = found
+        self.exact = self.exact and found[1]
+        if kind not in self._samples and not isinstance(failure, str):
+            self._samples[kind] = (found[0], self.payload_bytes(position))
         return found[0]
 
     @property
@@ -92,33 +142,52 @@ class RunSizes:
             self._checkpoints = found
         return self._checkpoints
 
-    def size_before(self, position: int) -> int:
+    def size_before(self, position: int, *, estimate: bool = True) -> int:
         """History size before the event at ``position`` (``len(self)``: the whole history)."""
         base, start = 0, 0
         for p, size in reversed(self.checkpoints):
             if p <= position:
                 base, start = size, p
                 break
-        return base + sum(self.event_bytes(p) for p in range(start, position))
+        return base + sum(self.event_bytes(p, estimate=estimate) for p in range(start, position))
 
     def total_bytes(self) -> int:
-        """The whole history's size. The last checkpoint is checked against the one before it:
-        a workflow task started in the same write as the events before it records the size
-        before them, and the events it leaves out are counted again from the right place."""
+        """The whole history's size: the last checkpoint plus the events after it (estimated
+        as :meth:`event_bytes` does: a few bytes from the encoded size, each).
+
+        The last checkpoint is first checked against the one before it: a workflow task the
+        server started in the same write as the events before it records the size before
+        them, and those events are then counted from where that size ends."""
         points = self.checkpoints
+        if not points:
+            return sum(self.event_bytes(p) for p in range(len(self)))
+        start, base = points[-1]
         if len(points) >= 2:
-            (p0, s0), (p1, s1) = points[-2], points[-1]
-            running = s0
-            for p in range(p0, p1 + 1):
-                if running == s1:
-                    return s1 + sum(self.event_bytes(q) for q in range(p, len(self)))
-                running += self.event_bytes(p)
-        return self.size_before(len(self))
+            p0, s0 = points[-2]
+            running, boundary, best = s0, None, _SLACK + 1
+            for p in range(p0, start + 1):
+                if abs(running - base) < best:
+                    boundary, best = p, abs(running - base)
+                running += self.event_bytes(p, estimate=True)
+            if boundary is not None and boundary < start:
+                start = boundary
+        return base + sum(self.event_bytes(p, estimate=True) for p in range(start, len(self)))
+
+
+_SIZE_KEY = b'"historySizeBytes":'
 
 
 def _history_size_bytes(attributes: Any) -> int:
     if isinstance(attributes, LazyProto):
         return int(getattr(attributes.message, "history_size_bytes", 0) or 0)
+    raw = getattr(attributes, "raw", None)
+    if raw is not None:  # read off the event's text: no decoding of the whole event
+        text = bytes(raw)
+        at = text.find(_SIZE_KEY)
+        if at < 0:
+            return 0
+        digits = re.match(rb'\s*"?(\d+)', text[at + len(_SIZE_KEY): at + len(_SIZE_KEY) + 32])
+        return int(digits.group(1)) if digits else 0
     try:
         value = attributes.get("historySizeBytes") if attributes is not None else None
     except (AttributeError, msgspec.DecodeError):
@@ -158,22 +227,35 @@ def runs_of(events: pd.DataFrame, roles: str | Roles = "auto") -> Iterator[RunSi
     """One :class:`RunSizes` per run (``source``, ``history``) of an events frame, in order."""
     frame = events_frame(events)
     present = [c for c in _NEEDED if c in frame.columns]
+    if frame.empty:
+        return
     source = frame["source"].fillna("") if "source" in frame else pd.Series("", index=frame.index)
-    history = frame["history"] if "history" in frame else pd.Series(0, index=frame.index)
-    keyed = pd.DataFrame({"s": source.to_numpy(), "h": history.to_numpy(),
-                          "e": frame["event_id"].to_numpy()})  # fmt: skip
-    order = keyed.sort_values(["s", "h", "e"], kind="stable").index.to_numpy()
-    frame = frame.iloc[order]
-    run_keys = list(zip(keyed["s"].to_numpy()[order], keyed["h"].to_numpy()[order], strict=True))
+    history = frame["history"].to_numpy() if "history" in frame else np.zeros(len(frame), int)
+    codes = pd.factorize(source, sort=False)[0]
+    ids = frame["event_id"].to_numpy()
+    # A frame from the loaders is in run order, events by id: sort only one that is not.
+    new_run = (codes[1:] != codes[:-1]) | (history[1:] != history[:-1])
+    if ((ids[1:] > ids[:-1]) | new_run).all() and _runs_are_contiguous(codes, history, new_run):
+        order = None
+    else:
+        order = np.lexsort((ids, history, codes))
+        frame = frame.iloc[order]
+        codes, history = codes[order], history[order]
+        new_run = (codes[1:] != codes[:-1]) | (history[1:] != history[:-1])
+    bounds = [0, *(np.flatnonzero(new_run) + 1).tolist(), len(frame)]
     data = {c: frame[c].tolist() for c in present}
-    start = 0
-    for end in range(1, len(run_keys) + 1):
-        if end < len(run_keys) and run_keys[end] == run_keys[start]:
-            continue
+    samples: dict[tuple[Any, ...], tuple[int, int]] = {}
+    for start, end in itertools.pairwise(bounds):
         columns = {c: values[start:end] for c, values in data.items()}
         resolved, note = _roles_for(columns, roles)
-        yield RunSizes(columns, resolved, note)
-        start = end
+        yield RunSizes(columns, resolved, note, samples)
+
+
+def _runs_are_contiguous(codes: np.ndarray, history: np.ndarray, new_run: np.ndarray) -> bool:
+    """Whether no run's events are split into two stretches of the frame."""
+    starts = np.concatenate([[0], np.flatnonzero(new_run) + 1])
+    keys = codes[starts].astype(np.int64) * (int(history.max()) + 1) + history[starts]
+    return len(np.unique(keys)) == len(keys)
 
 
 def _roles_for(
@@ -231,7 +313,7 @@ def calls_of(run: RunSizes) -> tuple[list[Call], dict[str, int] | None]:
         if kind == "ActivityTaskScheduled":
             role = run.roles.role_of(c["activity_type"][p])
             role_of[c["event_id"][p]] = role
-            size = _payload_bytes(c["input"][p])
+            size = run.payload_bytes(p, "input")
             key = _INPUT_KEY.get(role)
             if key:
                 totals[key] += size
@@ -244,7 +326,7 @@ def calls_of(run: RunSizes) -> tuple[list[Call], dict[str, int] | None]:
         elif kind in _CLOSED_ACTIVITY:
             link = c["scheduled_event_id"][p]
             role = role_of.get(int(link)) if link is not None and not pd.isna(link) else None
-            size = _payload_bytes(c["result"][p])
+            size = run.payload_bytes(p, "result")
             key = _RESULT_KEY.get(role or "")
             if key:
                 totals[key] += size
@@ -287,11 +369,6 @@ def user_turns(run: RunSizes) -> int:
     if started and not (turns and first_message < first_activity):
         turns += 1
     return turns
-
-
-def _payload_bytes(cell: Any) -> int:
-    measured = payloads_field_size(cell) if cell is not None else None
-    return measured[0] if measured else 0
 
 
 def model_call_sizes(events: Any, *, roles: str | Roles = "auto") -> pd.DataFrame:

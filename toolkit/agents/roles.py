@@ -74,10 +74,17 @@ class Roles:
         """``model``, ``listing``, ``tool_call`` or ``other`` for an activity type name."""
         if not isinstance(activity_type, str):
             return "other"
-        for role, pattern in self._compiled.items():
-            if pattern.fullmatch(activity_type):
-                return role
-        return "other"
+        known = self._known.get(activity_type)
+        if known is None:
+            known = next((role for role, pattern in self._compiled.items()
+                          if pattern.fullmatch(activity_type)), "other")  # fmt: skip
+            self._known[activity_type] = known
+        return known
+
+    @cached_property
+    def _known(self) -> dict[str, str]:
+        """Roles of the activity types seen so far (a fleet has few names, many events)."""
+        return {}
 
     def is_user_signal(self, name: str | None) -> bool:
         """Whether a signal of this name is a user message."""

@@ -40,12 +40,18 @@ _DURATION = re.compile(r"^(-)?(\d+)(?:\.(\d{1,9}))?s$")
 
 
 def _varint(value: int) -> int:
-    if value < 0:
-        return 10  # negative int32/int64 are sign-extended to 64 bits
-    return max(1, (value.bit_length() + 6) // 7)
+    if value < 128:
+        return 1 if value >= 0 else 10  # negative int32/int64 are sign-extended to 64 bits
+    if value < 16384:
+        return 2
+    if value < 2097152:
+        return 3
+    return (value.bit_length() + 6) // 7
 
 
 def _framed(size: int) -> int:
+    if size < 128:
+        return size + 1
     return _varint(size) + size
 
 
@@ -191,12 +197,27 @@ def _single_size(field: FieldDescriptor, value: Any, payloads: list[int] | None)
     return _framed(message_size(value, message, payloads))
 
 
+_SCALAR, _MESSAGE, _KNOWN, _MAP, _REPEATED = range(5)
+
+
 @cache
-def _fields(descriptor: Descriptor) -> dict[str, tuple[FieldDescriptor, int]]:
-    """JSON and proto names of ``descriptor``'s fields -> (field, tag size)."""
-    out: dict[str, tuple[FieldDescriptor, int]] = {}
+def _fields(descriptor: Descriptor) -> dict[str, tuple[FieldDescriptor, int, int, Any]]:
+    """JSON and proto names of ``descriptor``'s fields -> (field, tag size, how it is written,
+    what measures it): decided once per message type, not per value."""
+    out: dict[str, tuple[FieldDescriptor, int, int, Any]] = {}
     for field in descriptor.fields:
-        entry = (field, _varint(field.number << 3))
+        message = field.message_type
+        if message is not None and message.GetOptions().map_entry:
+            mode, extra = _MAP, None
+        elif field.is_repeated:
+            mode, extra = _REPEATED, None
+        elif message is None:
+            mode, extra = _SCALAR, None
+        elif message.full_name in _WELL_KNOWN:
+            mode, extra = _KNOWN, _WELL_KNOWN[message.full_name]
+        else:
+            mode, extra = _MESSAGE, message
+        entry = (field, _varint(field.number << 3), mode, extra)
         out[field.json_name] = entry
         out[field.name] = entry
     return out
@@ -220,10 +241,10 @@ def message_size(value: Any, descriptor: Descriptor, payloads: list[int] | None 
         Where ``value`` is not canonical proto3 JSON of that type, a payload written decoded
         (by a UI download) included.
     """
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict) and not isinstance(value, Mapping):
         raise NotCanonical(f"{descriptor.name}: a JSON object was expected")
     is_payload = descriptor.full_name == _PAYLOAD
-    if is_payload and is_decoded_payload(value):
+    if is_payload and is_decoded_payload(value, check_data=False):
         raise NotCanonical("a payload written decoded")
     fields = _fields(descriptor)
     total = 0
@@ -231,15 +252,19 @@ def message_size(value: Any, descriptor: Descriptor, payloads: list[int] | None 
         found = fields.get(key)
         if found is None or item is None:
             continue  # unknown to the installed API, or an emit-defaults null
-        field, tag = found
-        if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            total += _map_size(field, tag, item, payloads)
-        elif field.is_repeated:
-            total += _repeated_size(field, tag, item, payloads)
-        else:
-            size = _single_size(field, item, payloads)
+        field, tag, mode, extra = found
+        if mode == _MESSAGE:
+            total += tag + _framed(message_size(item, extra, payloads))
+        elif mode == _SCALAR:
+            size = _scalar_size(field, item)
             if size is not None:
                 total += tag + size
+        elif mode == _KNOWN:
+            total += tag + _framed(extra(item))
+        elif mode == _MAP:
+            total += _map_size(field, tag, item, payloads)
+        else:
+            total += _repeated_size(field, tag, item, payloads)
     if is_payload and payloads is not None:
         payloads.append(total)
     return total

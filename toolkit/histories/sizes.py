@@ -23,6 +23,7 @@ Examples
 
 from __future__ import annotations
 
+import binascii
 from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
@@ -35,7 +36,12 @@ from temporalio.api.history.v1 import HistoryEvent
 
 from toolkit.histories.columns.lazy import LazyProto
 from toolkit.histories.proto_size import NotCanonical, message_size
-from toolkit.histories.write import event_message, is_decoded_payload, normalized_payload
+from toolkit.histories.write import (
+    event_message,
+    is_b64_text,
+    is_decoded_payload,
+    normalized_payload,
+)
 from toolkit.replay.commands import events_frame
 
 __all__ = [
@@ -45,6 +51,7 @@ __all__ = [
     "framed",
     "json_payload_size",
     "payload_sizes",
+    "payload_texts",
     "payloads_field_size",
     "varint_size",
 ]
@@ -373,6 +380,20 @@ def payloads_field_size(cell: Any) -> tuple[int, bool] | None:
         return None
     if isinstance(raw, Message):
         return int(raw.ByteSize()), True
+    try:  # the common shape, in slim structs; data stays raw text (its length is enough)
+        typed = _sizes_decoder.decode(raw)
+    except msgspec.ValidationError:
+        typed = None
+    if typed is not None and typed.payloads is not None:
+        total = 0
+        for payload in typed.payloads:
+            metadata = _metadata_size(tuple(payload.metadata.items()))
+            data = _raw_b64_size(payload.data)
+            if metadata is None or data is None:
+                break  # decoded by an exporter: measured the general way
+            total += framed(metadata + (framed(data) if data else 0))
+        else:
+            return total, True
     value = msgspec.json.decode(bytes(raw))
     if isinstance(value, Mapping) and ("metadata" in value or "data" in value):
         return json_payload_size(value)  # a single Payload (a Nexus operation's input)
@@ -402,7 +423,7 @@ def json_payload_size(payload: Any) -> tuple[int, bool]:
     whether it is exact: a payload an exporter decoded is measured re-encoded as compact
     ``json/plain``, as :func:`toolkit.histories.write.event_message` writes it."""
     exact = True
-    if not isinstance(payload, Mapping) or is_decoded_payload(payload):
+    if not isinstance(payload, Mapping) or is_decoded_payload(payload, check_data=False):
         payload, exact = normalized_payload(payload), False
     size = 0
     for key, value in (payload.get("metadata") or {}).items():
@@ -412,6 +433,84 @@ def json_payload_size(payload: Any) -> tuple[int, bool]:
     if data:
         size += framed(data)
     return size, exact
+
+
+def payload_texts(cell: Any) -> list[bytes] | None:
+    """The data of each payload of a payload cell, as bytes, where every payload holds JSON
+    (``json/plain``); None otherwise (encrypted, protobuf, decoded by an exporter, empty)."""
+    raw = getattr(cell, "_raw", None)
+    if raw is None:
+        return None
+    if isinstance(raw, Message):
+        items = [(p.metadata.get("encoding", b""), p.data) for p in getattr(raw, "payloads", [])]
+        return [data for encoding, data in items] if items and all(
+            encoding == b"json/plain" for encoding, _ in items) else None  # fmt: skip
+    try:
+        typed = _payloads_decoder.decode(raw)
+    except msgspec.ValidationError:
+        return None
+    texts = []
+    for payload in typed.payloads or []:
+        encoding = payload.metadata.get("encoding")
+        if encoding != "anNvbi9wbGFpbg==" or payload.data is None:  # base64 of json/plain
+            return None
+        try:
+            texts.append(binascii.a2b_base64(payload.data, strict_mode=True))
+        except binascii.Error:
+            return None
+    return texts or None
+
+
+class _PayloadView(msgspec.Struct, gc=False):
+    metadata: dict[str, str] = {}
+    data: str | None = None
+
+
+class _PayloadsView(msgspec.Struct, gc=False):
+    payloads: list[_PayloadView] | None = None
+
+
+_payloads_decoder = msgspec.json.Decoder(_PayloadsView)
+
+
+class _PayloadSizeView(msgspec.Struct, gc=False):
+    metadata: dict[str, str] = {}
+    data: msgspec.Raw = msgspec.Raw(b"")  # absent: no data
+
+
+class _PayloadsSizeView(msgspec.Struct, gc=False):
+    payloads: list[_PayloadSizeView] | None = None
+
+
+_sizes_decoder = msgspec.json.Decoder(_PayloadsSizeView)
+
+
+def _raw_b64_size(raw: msgspec.Raw) -> int | None:
+    """Decoded size of a base64 JSON string given as its raw text (quotes included), or None
+    where it is not a plain string (a decoded value, escapes)."""
+    text = memoryview(raw)
+    if len(text) == 0 or bytes(text) == b"null":
+        return 0
+    if len(text) < 2 or text[0] != 0x22 or text[-1] != 0x22:
+        return None
+    end = len(text) - 1
+    while end > 1 and text[end - 1] == 0x3D:  # "=" padding
+        end -= 1
+    return (end - 1) * 3 // 4
+
+
+@cache
+def _metadata_size(items: tuple[tuple[str, str], ...]) -> int | None:
+    """Encoded size of a payload's metadata entries (the same few recur in every payload), or
+    None where a value is not base64 (an exporter decoded the payload)."""
+    if any(key == "encodingDecoded" for key, _ in items):
+        return None
+    size = 0
+    for key, value in items:
+        if not is_b64_text(value):
+            return None
+        size += framed(framed(len(key.encode("utf-8"))) + framed(_b64_size(value)))
+    return size
 
 
 def _b64_size(text: Any) -> int:

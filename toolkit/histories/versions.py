@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["LABEL_SOURCES", "apply_versions", "task_versions", "version_labels"]
+__all__ = ["LABEL_SOURCES", "apply_versions", "run_label", "task_versions", "version_labels"]
 
 #: ``label_source`` values, most specific first.
 LABEL_SOURCES = ("deployment", "build_id", "sdk", "binary_checksum", "none")
@@ -212,6 +212,31 @@ def version_labels(events: pd.DataFrame) -> pd.DataFrame:
     for column in ("labels", "failed_labels"):
         out[column] = [v if isinstance(v, list) else [] for v in out[column]]
     return out.reset_index(drop=True)
+
+
+def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, str]:
+    """``(label, label_source)`` of one run from the attributes of its completed workflow
+    tasks, in order, as :func:`version_labels` composes it; reads only as many tasks as it
+    takes to find every part (usually the first). ``sdk_of_build`` maps build ids to the SDK
+    a task of that build stated, across runs; it is filled in as tasks are read."""
+    parts: dict[str, Any] = dict.fromkeys(
+        ("deployment", "build_id", "sdk_name", "sdk_version", "binary_checksum"))
+    for attributes in completed:
+        found = {"deployment": _deployment(attributes), "build_id": _build_id(attributes),
+                 "sdk_name": _get(attributes, "sdkMetadata", "sdkName"),
+                 "sdk_version": _get(attributes, "sdkMetadata", "sdkVersion"),
+                 "binary_checksum": _get(attributes, "binaryChecksum")}  # fmt: skip
+        if found["build_id"] and found["sdk_name"] and found["build_id"] not in sdk_of_build:
+            sdk_of_build[found["build_id"]] = " ".join(
+                str(p) for p in (found["sdk_name"], found["sdk_version"]) if p)
+        for key, value in found.items():
+            if parts[key] is None and value:
+                parts[key] = value
+        if all(v is not None for k, v in parts.items() if k != "deployment"):
+            break
+    if not completed:
+        return "unknown", "none"
+    return _compose(parts, sdk_of_build)
 
 
 def apply_versions(runs: pd.DataFrame, versions: Any) -> pd.DataFrame:

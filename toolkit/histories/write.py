@@ -27,7 +27,8 @@ from toolkit.histories.columns.lazy import LazyProto
 from toolkit.histories.payloads import decode_payload
 from toolkit.histories.proto_json import message_to_dict
 
-__all__ = ["event_message", "to_history", "to_workflow_history", "write_history"]
+__all__ = ["event_message", "is_b64_text", "is_decoded_payload", "normalized_payload", "to_history",
+           "to_workflow_history", "write_history"]
 
 # Cadence-era names of workflow-task events and their attributes.
 _RENAMED_TYPES = {
@@ -45,7 +46,8 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-def _is_b64_text(value: Any) -> bool:
+def is_b64_text(value: Any) -> bool:
+    """Whether ``value`` is base64 text (what proto-JSON writes bytes as)."""
     if not isinstance(value, str):
         return False
     try:
@@ -55,18 +57,21 @@ def _is_b64_text(value: Any) -> bool:
     return True
 
 
-def is_decoded_payload(payload: Mapping[str, Any]) -> bool:
+def is_decoded_payload(payload: Mapping[str, Any], *, check_data: bool = True) -> bool:
     """Whether a proto-JSON payload was written decoded (a UI "decoded" download, a bare
-    value): its bytes are then re-encoded as ``json/plain``, not the ones the server stored."""
+    value): its bytes are then re-encoded as ``json/plain``, not the ones the server stored.
+
+    ``check_data=False`` looks at the metadata only (exporters that decode payloads decode
+    their metadata too) and at the data's type, never validating a large data string."""
     metadata = payload.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         return True
     data = payload.get("data")
-    return (
-        "encodingDecoded" in metadata
-        or not all(_is_b64_text(v) for v in metadata.values())
-        or not (data is None or _is_b64_text(data))
-    )
+    if "encodingDecoded" in metadata or not all(is_b64_text(v) for v in metadata.values()):
+        return True
+    if not check_data:
+        return not (data is None or isinstance(data, str))
+    return not (data is None or is_b64_text(data))
 
 
 def normalized_payload(payload: Any) -> dict[str, Any]:

@@ -1,0 +1,90 @@
+"""``tk.history_budget`` over a folder against ``read_histories`` on the same files (target: at
+most 1.5x).
+
+Builds, in a temporary folder, N agent runs (default 1,000) copied from every agent history the
+lab recorded (Google ADK releases, OpenAI Agents, pydantic-ai, the Go plugin twin, the
+duplicate-tool runs and the history-budget runs that grew until the server stopped them), each
+copy with a new run id. Then, in the same run, best of ``--repeat``:
+
+- baseline: ``tk.read_histories(folder)``;
+- ``tk.history_budget(folder)``: reading, sizes, roles, growth fits and forecasts;
+- ``tk.history_budget(events)`` on the frame already read: the analysis alone;
+- ``tk.event_sizes(events)``: every event measured, for comparison.
+
+Usage: ``python benchmarks/bench_history_budget.py [--runs N] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import toolkit as tk
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+FOLDERS = ("adk", "openai_agents", "pydantic_ai", "go_twin", "duplicate_tool", "history_budget")
+
+
+def _templates() -> list[tuple[str, str]]:
+    """(text, run id) of every recorded agent history."""
+    found = []
+    for folder in FOLDERS:
+        for path in sorted((DATA / folder).rglob("*.json*")):
+            if ".meta." in path.name or path.suffix not in (".json", ".gz"):
+                continue
+            try:
+                events = tk.read_history(path)
+            except tk.ToolkitError:
+                continue
+            run_id = events["run_id"].iloc[0] if len(events) else None
+            if isinstance(run_id, str) and len(run_id) >= 32:
+                found.append((tk.write_history(events, indent=False), run_id))
+    return found
+
+
+def _best(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    templates = _templates()
+    with tempfile.TemporaryDirectory(prefix="bench-budget-") as folder:
+        out = Path(folder)
+        for index in range(args.runs):
+            text, run_id = templates[index % len(templates)]
+            (out / f"run-{index:05d}.json").write_text(text.replace(run_id, str(uuid.uuid4())))
+        size = sum(p.stat().st_size for p in out.iterdir())
+        print(f"{args.runs} runs from {len(templates)} recorded agent histories, "
+              f"{size / 1e6:.1f} MB of proto-JSON")  # fmt: skip
+        read, (events, _) = _best(lambda: tk.read_histories(folder), args.repeat)
+        budget_time, budget = _best(lambda: tk.history_budget(folder), args.repeat)
+        analysis, _ = _best(lambda: tk.history_budget(events), args.repeat)
+        sizes, _ = _best(lambda: tk.event_sizes(events), 1)
+    print(f"read_histories               {read:7.2f} s  ({len(events):,} events)")
+    print(f"history_budget(folder)       {budget_time:7.2f} s  ratio {budget_time / read:.2f}x "
+          f"(target <= 1.5)")  # fmt: skip
+    print(f"history_budget(events) alone {analysis:7.2f} s  ratio {analysis / read:.2f}x")
+    print(f"event_sizes(events)          {sizes:7.2f} s  ratio {sizes / read:.2f}x (every event)")
+    forecast = budget["forecast_model_calls"].notna().sum()
+    print(f"{len(budget)} runs in the budget, {forecast} with a forecast")
+
+
+if __name__ == "__main__":
+    main()
