@@ -118,6 +118,8 @@ class RunSizes:
                 c["activity_type"][position] if "activity_type" in c else None)  # fmt: skip
         failure = self.columns.get("failure_message", [None] * len(self))[position]
         sample = self._samples.get(kind)
+        if isinstance(c["extra"][position], LazyProto):
+            sample = None  # a binary history's events are measured by protobuf itself: cheap
         if (estimate and sample is not None and not isinstance(failure, str)
                 and kind[1] not in _ALWAYS_MEASURED):  # fmt: skip
             size, payloads = sample
@@ -125,7 +127,8 @@ class RunSizes:
         found = _measure(self, position)
         self._measured[position] = found
         self.exact = self.exact and found[1]
-        if kind not in self._samples and not isinstance(failure, str):
+        if (kind not in self._samples and not isinstance(failure, str)
+                and not isinstance(c["extra"][position], LazyProto)):  # fmt: skip
             self._samples[kind] = (found[0], self.payload_bytes(position))
         return found[0]
 

@@ -375,11 +375,13 @@ def payloads_field_size(cell: Any) -> tuple[int, bool] | None:
 
     Works on the raw proto-JSON or the message the cell keeps: no payload's data is decoded.
     """
-    raw = getattr(cell, "_raw", None)
+    raw = _cell_raw(cell)
     if raw is None:
         return None
     if isinstance(raw, Message):
         return int(raw.ByteSize()), True
+    if not isinstance(raw, (bytes, bytearray, memoryview, msgspec.Raw)):  # a map of Payloads
+        return sum(int(v.ByteSize()) for v in raw.values()), True
     try:  # the common shape, in slim structs; data stays raw text (its length is enough)
         typed = _sizes_decoder.decode(raw)
     except msgspec.ValidationError:
@@ -438,7 +440,7 @@ def json_payload_size(payload: Any) -> tuple[int, bool]:
 def payload_texts(cell: Any) -> list[bytes] | None:
     """The data of each payload of a payload cell, as bytes, where every payload holds JSON
     (``json/plain``); None otherwise (encrypted, protobuf, decoded by an exporter, empty)."""
-    raw = getattr(cell, "_raw", None)
+    raw = _cell_raw(cell)
     if raw is None:
         return None
     if isinstance(raw, Message):
@@ -459,6 +461,16 @@ def payload_texts(cell: Any) -> list[bytes] | None:
         except binascii.Error:
             return None
     return texts or None
+
+
+def _cell_raw(cell: Any) -> Any:
+    """What a payload cell decodes from: its raw proto-JSON, or its protobuf message (a cell
+    of a binary history looks its field up in the parsed events)."""
+    raw = getattr(cell, "_raw", None)
+    if raw is None and getattr(cell, "_events", None) is not None:
+        message = getattr(cell._events[cell._index], cell._attributes)
+        raw = getattr(message, cell._field)
+    return raw
 
 
 class _PayloadView(msgspec.Struct, gc=False):
