@@ -79,6 +79,10 @@ class RunSizes:
     #: Measured events by kind, shared by the runs of one analysis: runs of one workflow type
     #: write events of one kind with the same fields, a few bytes of ids apart.
     _samples: dict[tuple[Any, ...], tuple[int, int]] = field(default_factory=dict)
+    #: The frame the run's rows come from and where they start, for the rare event measured
+    #: from its whole row (an old dialect's, normalized first).
+    _frame: pd.DataFrame | None = None
+    _offset: int = 0
     _measured: dict[int, tuple[int, bool]] = field(default_factory=dict)
     _payloads: dict[int, int] = field(default_factory=dict)
     _checkpoints: list[tuple[int, int]] | None = None
@@ -212,7 +216,10 @@ def _measure(run: RunSizes, position: int) -> tuple[int, bool]:
             return framed(message_size(event, HistoryEvent.DESCRIPTOR)), True
         except NotCanonical:
             pass
-    row = {name: values[position] for name, values in run.columns.items()}
+    if run._frame is not None:
+        row = run._frame.iloc[run._offset + position].to_dict()
+    else:
+        row = {name: values[position] for name, values in run.columns.items()}
     return framed(event_message(row).ByteSize()), False
 
 
@@ -251,7 +258,7 @@ def runs_of(events: pd.DataFrame, roles: str | Roles = "auto") -> Iterator[RunSi
     for start, end in itertools.pairwise(bounds):
         columns = {c: values[start:end] for c, values in data.items()}
         resolved, note = _roles_for(columns, roles)
-        yield RunSizes(columns, resolved, note, samples)
+        yield RunSizes(columns, resolved, note, samples, frame, start)
 
 
 def _runs_are_contiguous(codes: np.ndarray, history: np.ndarray, new_run: np.ndarray) -> bool:
