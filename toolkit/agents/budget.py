@@ -39,7 +39,7 @@ BUDGET_COLUMNS = [
     "history_bytes", "exact", "largest_payload_bytes", "largest_payload", "turns", "model_calls",
     "bytes_by_role", "resent_bytes", "resent_share", "growth", "limit_hit", "limit_reason",
     "first_limit", "forecast_model_calls", "forecast_low", "forecast_high", "fit_calls",
-    "confidence", "calls_before", "continue_as_new_at", "note",
+    "confidence", "calls_before", "continue_as_new_at", "continue_as_new_seen", "note",
 ]  # fmt: skip
 
 _STATUS = {
@@ -126,6 +126,7 @@ def history_budget(
                                run (None: not within 100,000 calls)
         continue_as_new_at     model calls completed when the server first suggested
                                continue-as-new (from the history), else by the forecast
+        continue_as_new_seen   True where the history holds that suggestion
         note                   why something is unknown or uncertain
         =====================  ==========================================================
     """
@@ -140,6 +141,7 @@ def history_budget(
                    "forecast_low", "forecast_high", "continue_as_new_at"):  # fmt: skip
         out[column] = out[column].astype("Int64")
     out["resent_share"] = out["resent_share"].astype("float64")
+    out["continue_as_new_seen"] = out["continue_as_new_seen"].astype(bool)
     for column in ("label", "limit_hit", "limit_reason", "first_limit", "confidence", "note",
                    "largest_payload", "workflow_id", "run_id", "workflow_type"):  # fmt: skip
         out[column] = out[column].astype(object).where(out[column].notna(), None)
@@ -187,6 +189,7 @@ def _run_row(
     forecast, growth = _forecast(used, calls, limits, hit, notes)
     row.update(forecast)
     row["continue_as_new_at"] = _continue_as_new_at(run, completed)
+    row["continue_as_new_seen"] = row["continue_as_new_at"] is not None
     if row["continue_as_new_at"] is None and growth is not None:
         row["continue_as_new_at"] = continue_as_new_calls(growth, limits)
     if hit is not None and hit.limit in limits and forecast["calls_before"]:

@@ -258,6 +258,10 @@ def _from_logs(logs: pd.DataFrame) -> list[dict[str, Any]]:
         if parsed is None:
             continue
         stated = log_identifiers(text, fields)
+        for key, column in (("size", "size"), ("limit", "limit_value"),
+                            ("wf-history-size", "size"), ("wf-event-count", "size")):
+            if parsed[column] is None and str(fields.get(key, "")).isdigit():
+                parsed[column] = int(fields[key])  # sdk-core logs them as fields
         rows.append({
             "found_in": "log", "source": _clean(record.get("source")), "history": None,
             "event_id": None, "event_type": None, "line": _clean(record.get("line")),

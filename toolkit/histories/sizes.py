@@ -438,15 +438,17 @@ def json_payload_size(payload: Any) -> tuple[int, bool]:
 
 
 def payload_texts(cell: Any) -> list[bytes] | None:
-    """The data of each payload of a payload cell, as bytes, where every payload holds JSON
-    (``json/plain``); None otherwise (encrypted, protobuf, decoded by an exporter, empty)."""
+    """The data of each ``json/plain`` payload of a payload cell, as bytes (``binary/null``
+    ones, which hold nothing, are left out); None where another payload holds data that is not
+    JSON (encrypted, protobuf, decoded by an exporter) or where nothing is left."""
     raw = _cell_raw(cell)
     if raw is None:
         return None
     if isinstance(raw, Message):
         items = [(p.metadata.get("encoding", b""), p.data) for p in getattr(raw, "payloads", [])]
-        return [data for encoding, data in items] if items and all(
-            encoding == b"json/plain" for encoding, _ in items) else None  # fmt: skip
+        if any(e not in (b"json/plain", b"binary/null") for e, _ in items):
+            return None
+        return [data for e, data in items if e == b"json/plain"] or None
     try:
         typed = _payloads_decoder.decode(raw)
     except msgspec.ValidationError:
@@ -454,13 +456,19 @@ def payload_texts(cell: Any) -> list[bytes] | None:
     texts = []
     for payload in typed.payloads or []:
         encoding = payload.metadata.get("encoding")
-        if encoding != "anNvbi9wbGFpbg==" or payload.data is None:  # base64 of json/plain
+        if encoding == _NULL_B64 and not payload.data:
+            continue
+        if encoding != _JSON_B64 or payload.data is None:
             return None
         try:
             texts.append(binascii.a2b_base64(payload.data, strict_mode=True))
         except binascii.Error:
             return None
     return texts or None
+
+
+_JSON_B64 = "anNvbi9wbGFpbg=="  # base64 of json/plain, as proto-JSON writes metadata
+_NULL_B64 = "YmluYXJ5L251bGw="  # binary/null
 
 
 def _cell_raw(cell: Any) -> Any:

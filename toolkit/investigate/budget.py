@@ -25,7 +25,7 @@ _HISTORY_LIMITS = {"history_bytes": "history size", "history_events": "event cou
                    "mutable_state_bytes": "mutable state size"}  # fmt: skip
 _PAYLOAD_LIMITS = {"payload_bytes": "payload size", "task_completion_bytes":
                    "workflow task completion size", "memo_bytes": "memo size",
-                   "payload_bytes_warn": "payload warning size"}  # fmt: skip
+                   "payload_bytes_warn": "payload size warning"}  # fmt: skip
 
 #: What to do about each kind of size problem, by framework where they differ.
 NEXT_STEPS = {
@@ -131,7 +131,7 @@ def _stopped(
     reach = (f"after {calls.min()} model calls" if calls.min() == calls.max()
              else f"after {calls.min()} to {calls.max()} model calls")  # fmt: skip
     sizes = group["history_bytes"]
-    suggested = group["continue_as_new_at"].dropna()
+    suggested = group.loc[group["continue_as_new_seen"], "continue_as_new_at"].dropna()
     explanation = (
         f"The server terminated {count(len(group), 'run')} with "
         f"\"{group['limit_reason'].iloc[0]}\" at {nbytes(sizes.min())}"
@@ -190,54 +190,115 @@ def _forecast(limit: str, workflow_type: Any, group: pd.DataFrame) -> dict[str, 
 
 
 def payload_size(errors: pd.DataFrame, budget: pd.DataFrame) -> list[dict[str, Any]]:
-    """Payload and message size failures (histories and logs), by limit and what carried them."""
+    """Payload and message size failures: those the histories record, by limit and by what
+    carried the payload (an activity's result, a workflow task's command), and those only the
+    worker logs show, by limit and run, with the sizes the records state."""
     found = errors[errors["limit"].isin(_PAYLOAD_LIMITS)] if len(errors) else errors
     if found.empty:
         return []
-    largest = {}
-    if len(budget):
-        largest = {r: (b, w) for r, b, w in zip(
-            budget["run_id"], budget["largest_payload_bytes"], budget["largest_payload"],
-            strict=True)}  # fmt: skip
-    found = found.assign(_what=[a if isinstance(a, str) else (o if isinstance(o, str) else "")
-                                for a, o in zip(found["activity_type"], found["operation"],
-                                                strict=True)])  # fmt: skip
     # A run terminated for a payload also records the workflow task failure before it: one.
     terminated = set(found.loc[found["event_type"] == "WorkflowExecutionTerminated", "run_id"])
     found = found[~((found["event_type"] == "WorkflowTaskFailed")
                     & found["run_id"].isin(terminated))]  # fmt: skip
+    rows = {r.run_id: r for r in budget.itertuples()} if len(budget) else {}
+    history = found[found["found_in"] == "history"]
+    # An agent that fails the run because an activity's payload failed: one failure, told once.
+    failed_activity = set(history.loc[history["event_type"] == "ActivityTaskFailed", "run_id"])
+    then_failed = set(history.loc[history["event_type"] == "WorkflowExecutionFailed", "run_id"])
+    history = history[~((history["event_type"] == "WorkflowExecutionFailed")
+                        & history["run_id"].isin(failed_activity))]  # fmt: skip
+    logged = found[found["found_in"] == "log"]
+    # Log records of a run the histories already show are that finding's evidence.
+    known = logged["run_id"].isin(set(history["run_id"].dropna()))
+    echoes, logged = logged[known], logged[~known]
     out = []
-    for (limit, what), group in found.groupby(["limit", "_what"], sort=False):
-        run_ids = group["run_id"].dropna().unique().tolist()
-        in_logs = group["found_in"].eq("log")
-        carrier = f" ({what})" if what else ""
-        attributed = [f"{nbytes(largest[r][0])} in {largest[r][1]}" for r in run_ids
-                      if r in largest and largest[r][0] is not None and largest[r][1]]  # fmt: skip
-        seen = ("seen in logs" if in_logs.all() else
-                "recorded in the history" if not in_logs.any() else
-                "recorded in the history and seen in logs")  # fmt: skip
-        warn = limit.endswith("_warn")
-        attempts = group["attempt"].dropna()
-        tried = max(int(attempts.max()) if len(attempts) else 1, len(group))
-        explanation = (
-            f"{group['text'].iloc[0]}: {count(len(group), 'failure')} of the "
-            f"{_PAYLOAD_LIMITS[limit]}{carrier}, {seen}"
-            + (f"; the same work was tried {count(tried, 'time')} and failed each time"
-               if tried > 1 and not warn else "")
-            + (f". Largest payload of the run: {attributed[0]}" if attributed else "")
-            + "."
-        )  # fmt: skip
-        out.append(finding(
-            "payload_size", "medium" if warn else "high",
-            f"{'Payload over the warning size' if warn else 'Payload over the limit'}{carrier}: "
-            f"{count(len(group), 'time')}"
-            + (f" in {count(len(run_ids), 'run')}" if run_ids else ", seen in logs"),
-            runs=run_ids, times=group["ts"],
-            evidence={"table": "size_errors", "sources": group["source"].dropna().unique().tolist(),
-                      "event_ids": group["event_id"].dropna().astype(int).tolist(),
-                      "log_lines": group["line"].dropna().astype(int).tolist(),
-                      "sizes": group["size"].dropna().astype(int).tolist()},
-            explanation=explanation, next_step=NEXT_STEPS["payload"],
-            confidence="certain",
-        ))  # fmt: skip
+    carriers = [_carrier(e, a, rows.get(r)) for e, a, r in zip(
+        history["event_type"], history["activity_type"], history["run_id"], strict=True)]
+    history = history.assign(_carrier=carriers)
+    for (limit, carrier), group in history.groupby(["limit", "_carrier"], sort=False):
+        lines = echoes[echoes["run_id"].isin(set(group["run_id"]))]
+        out.append(_payload_in_history(limit, carrier, group, lines, then_failed))
+    for (limit, _), group in logged.groupby(["limit", logged["run_id"].fillna("")], sort=False):
+        out.append(_payload_in_logs(limit, group))
     return out
+
+
+def _carrier(event_type: str, activity_type: Any, run: Any) -> str:
+    """What carried the oversize payload, in words."""
+    if event_type == "ActivityTaskFailed":
+        return f"the result of {activity_type}" if isinstance(activity_type, str) else (
+            "an activity's result")  # fmt: skip
+    growth = getattr(run, "growth", None)
+    before = getattr(run, "calls_before", None)
+    if isinstance(growth, dict) and isinstance(before, dict) and before.get(
+            "payload_bytes") == run.model_calls:  # fmt: skip
+        call = run.model_calls + 1
+        size = growth["base"] + growth["increment"] * (call - 1)
+        return f"the input of model call {call} (about {nbytes(size)})"
+    return "a command of a workflow task"
+
+
+def _payload_in_history(
+    limit: str, carrier: str, group: pd.DataFrame, lines: pd.DataFrame, then_failed: set[Any]
+) -> dict[str, Any]:
+    run_ids = group["run_id"].dropna().unique().tolist()
+    warn = limit.endswith("_warn")
+    kinds = set(group["event_type"])
+    if kinds == {"WorkflowTaskFailed"}:
+        how = ("the SDK failed the workflow task, which retries the same bytes until the code "
+               "changes: the run is stuck")
+    elif "WorkflowExecutionTerminated" in kinds:
+        how = "the server terminated the run"
+    elif "ActivityTaskFailed" in kinds:
+        how = "the activity failed" + ("; the agent then failed the run"
+                                       if then_failed & set(run_ids) else "")
+    else:
+        how = "the run failed"
+    logged = (f" The workers logged it {count(len(lines), 'time')}." if len(lines) else "")
+    attempts = group["attempt"].dropna()
+    tried = int(attempts.max()) if len(attempts) else 1
+    text = group["text"].iloc[0]
+    explanation = (
+        f"{text.rstrip('.')}. The payload was {carrier}; {how}"
+        + (f" (after {count(tried, 'attempt')})" if tried > 1 else "") + "." + logged
+    )
+    return finding(
+        "payload_size", "medium" if warn else "high",
+        f"{carrier[0].upper()}{carrier[1:]} over the {_PAYLOAD_LIMITS[limit]} limit "
+        f"({count(len(run_ids), 'run')})",
+        runs=run_ids, times=group["ts"],
+        evidence={"table": "size_errors",
+                  "sources": [*group["source"].dropna().unique(),
+                              *lines["source"].dropna().unique()],
+                  "event_ids": group["event_id"].dropna().astype(int).tolist(),
+                  "log_lines": lines["line"].dropna().astype(int).tolist()},
+        explanation=explanation, next_step=NEXT_STEPS["payload"], confidence="certain",
+    )  # fmt: skip
+
+
+def _payload_in_logs(limit: str, group: pd.DataFrame) -> dict[str, Any]:
+    run_ids = group["run_id"].dropna().unique().tolist()
+    warn = limit.endswith("_warn")
+    sizes, limits = group["size"].dropna(), group["limit_value"].dropna()
+    stated = (f" of {nbytes(sizes.max())}" if len(sizes) else "") + (
+        f" (the limit is {nbytes(limits.iloc[0])})" if len(limits) else "")
+    what = "warned about" if warn else "refused"
+    who = "server" if (group["who"] == "server").all() else "worker"
+    explanation = (
+        f"{group['text'].iloc[0].rstrip('.')}: the {who} {what} "
+        f"{count(len(group), 'payload')}{stated}"
+        + ("" if warn or len(group) < 2 else ", the same bytes each time: the work is retried "
+           "and can never succeed")
+        + ". Seen in logs" + (f" of run {', '.join(run_ids)}" if run_ids else
+                              "; the records name no run") + "."
+    )  # fmt: skip
+    return finding(
+        "payload_size", "medium" if warn else "high",
+        f"{'Payloads' if len(group) > 1 else 'A payload'}{stated.split(' (')[0]} over the "
+        f"{_PAYLOAD_LIMITS[limit]} limit, {what} {count(len(group), 'time')}: seen in logs",
+        runs=run_ids, times=group["ts"],
+        evidence={"table": "size_errors", "sources": group["source"].dropna().unique().tolist(),
+                  "log_lines": group["line"].dropna().astype(int).tolist(),
+                  "sizes": sizes.astype(int).tolist()},
+        explanation=explanation, next_step=NEXT_STEPS["payload"], confidence="certain",
+    )  # fmt: skip

@@ -28,8 +28,11 @@ __all__ = ["CORRELATE_COLUMNS", "correlate", "log_identifiers"]
 
 # Canonical identifier -> spellings, in order of preference.
 _SPELLINGS: dict[str, tuple[str, ...]] = {
-    "workflow_id": ("WorkflowID", "workflow_id", "workflowId", "WorkflowId", "workflowID"),
-    "run_id": ("RunID", "run_id", "runId", "RunId", "workflow_run_id", "workflowRunId"),
+    # The server's own log tags are wf-id and wf-run-id (temporalio/temporal common/log/tag).
+    "workflow_id": ("WorkflowID", "workflow_id", "workflowId", "WorkflowId", "workflowID",
+                    "wf-id"),
+    "run_id": ("RunID", "run_id", "runId", "RunId", "workflow_run_id", "workflowRunId",
+               "wf-run-id"),
     "activity_id": ("ActivityID", "activity_id", "activityId", "ActivityId"),
     "attempt": ("Attempt", "attempt"),
 }
@@ -43,7 +46,7 @@ _TEXT_SHAPES = (
     re.compile(rf"[\"'](?P<k>{_NAMES})[\"']\s*:\s*[\"']?{_VALUE}"),
     re.compile(rf"(?<![\w.])(?P<k>WorkflowID|RunID|ActivityID|Attempt) {_VALUE}"),
 )
-_NEEDLES = ("orkflow", "un_id", "unId", "unID", "ctivity", "ttempt")
+_NEEDLES = ("orkflow", "un_id", "unId", "unID", "ctivity", "ttempt", "wf-id", "wf-run-id")
 
 _LOG_COLUMNS = ("line", "ts", "level", "message", "fields", "raw")
 _EVENT_COLUMNS = ("run_id", "workflow_id", "event_id", "event_time", "event_type", "activity_id",
