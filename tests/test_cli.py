@@ -170,6 +170,19 @@ def test_json_output_is_the_library_frame(tmp_path: Path) -> None:
     assert [t["sequence"] for t in turns] == steps["sequence"].tolist()
 
 
+def test_turns_shows_what_each_step_was_offered_and_asked_for() -> None:
+    path = ROOT / "tests/fixtures/agent_histories/customer-service-workflow-history.json"
+    result = run("turns", path, "--width", "220")
+    assert result.returncode == 0, result.stderr
+    header = result.stdout.splitlines()[0].split()
+    assert {"agent", "declared", "requested", "handoff"} <= set(header)
+    assert "transfer_to_seat_booking_agent" in result.stdout and "M H" in result.stdout
+    rows = json_lines(run("turns", path, "--json").stdout)
+    assert [r["declared"] for r in rows] == [2] * 6
+    assert [r["handoff"] for r in rows][1] == "Seat Booking Agent"
+    assert rows[4]["requested"] == "update_seat" and rows[4]["tool_call_kinds"] == ["workflow"]
+
+
 def test_diff_explains_the_divergence_and_exits_1() -> None:
     case = _gallery_case()
     recorded = json.loads((case / "case.json").read_text())["replays"]["v1_on_v2"]["message"]

@@ -89,7 +89,8 @@ def test_explicit_tables_win_and_unused_derivations_are_not_built() -> None:
     out = sql("select * from activities", events=gallery_like, activities=mine)
     assert out["activity_type"].tolist() == ["x"]
     # A history that is no agent: agent_steps would raise, but only when the query names it.
-    plain = gallery_like.assign(activity_type="not_an_agent_activity")
+    # (Renaming an agent's activities is not enough: its results still read as model calls.)
+    plain = tk.read_history(ROOT / "data/gallery/activity-renamed/v1.json")
     assert sql("select count(*) n from events", events=plain)["n"].iloc[0] == len(plain)
     with pytest.raises(ToolkitError):
         sql("select * from agent_steps", events=plain)

@@ -90,7 +90,8 @@ _EXPORTS: dict[str, str] = {
     "model_call_sizes": "toolkit.agents.growth",
     "read_logs": "toolkit.logs.read",
     "correlate": "toolkit.logs.correlate",
-    "duplicate_tools": "toolkit.logs.detectors",
+    # Logs or histories: the histories add duplicate declarations read from model calls.
+    "duplicate_tools": "toolkit.agents.declared",
     "retries": "toolkit.logs.detectors",
     "dead_letters": "toolkit.logs.detectors",
     "mcp_client_failures": "toolkit.logs.detectors",
@@ -140,6 +141,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit import plots
     from toolkit.agents.budget import history_budget
+    from toolkit.agents.declared import duplicate_tools
     from toolkit.agents.growth import model_call_sizes
     from toolkit.agents.mcp import mcp_endpoints
     from toolkit.agents.roles import Roles
@@ -170,7 +172,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from toolkit.investigate.report import Investigation
     from toolkit.logs.correlate import correlate
     from toolkit.logs.deliveries import delivery_timeline
-    from toolkit.logs.detectors import dead_letters, duplicate_tools, mcp_client_failures, retries
+    from toolkit.logs.detectors import dead_letters, mcp_client_failures, retries
     from toolkit.logs.read import read_logs
     from toolkit.replay.commands import commands
     from toolkit.replay.divergence import Divergence, first_divergence

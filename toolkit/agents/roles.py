@@ -31,10 +31,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from toolkit.errors import ToolkitError
 
-__all__ = ["PRESETS", "Roles", "detect_roles", "resolve_roles"]
+__all__ = ["PRESETS", "Roles", "detect_roles", "infer_roles", "resolve_roles"]
 
 
 @dataclass(frozen=True)
@@ -135,24 +136,79 @@ def detect_roles(activity_types: Iterable[str]) -> Roles | None:
     return best
 
 
-def resolve_roles(roles: str | Roles, activity_types: Iterable[str], source: str) -> Roles:
+_NEVER = r"(?!)"  # a pattern that matches no name
+
+
+def infer_roles(events: Any) -> Roles | None:
+    """Roles read from what one history's activities return, for frameworks no preset names.
+
+    A model call is an activity type whose completed results are model responses
+    (:func:`toolkit.agents.model_io.response_shape`: a ``ModelResponse`` of the OpenAI Agents SDK
+    or pydantic-ai, ADK ``LlmResponse`` lists, Gemini responses, ...); a tool call is an activity
+    type equal to the name of a tool those responses requested. None when no result is a model
+    response. How sure: a custom activity returning such a shape for another purpose would be
+    taken for a model call.
+    """
+    from toolkit.agents.model_io import read_model_call, response_shape
+
+    done = events[events["event_type"] == "ActivityTaskCompleted"]
+    scheduled = events[events["event_type"] == "ActivityTaskScheduled"]
+    types = dict(zip(scheduled["event_id"], scheduled["activity_type"], strict=True))
+    inputs = dict(zip(scheduled["event_id"], scheduled["input"], strict=True))
+    models: set[str] = set()
+    requested: set[str] = set()
+    for link, result in zip(done["scheduled_event_id"], done["result"], strict=True):
+        name = types.get(link)
+        value = getattr(result, "value", result)
+        if not isinstance(name, str) or response_shape(value) is None:
+            continue
+        models.add(name)
+        requested.update(read_model_call(inputs.get(link), value).requested_tools or ())
+    if not models:
+        return None
+    tools = sorted(requested & {t for t in types.values() if isinstance(t, str)} - models)
+    return Roles(
+        "inferred",
+        "|".join(re.escape(m) for m in sorted(models)),
+        _NEVER,
+        "|".join(re.escape(t) for t in tools) or _NEVER,
+    )
+
+
+def _looked_for() -> str:
+    from toolkit.agents.model_io import FRAMEWORKS
+
+    presets = ", ".join(f"{key} {roles.model!r}" for key, roles in PRESETS.items())
+    return (f"looked for model activities named as a preset names them ({presets}) and for "
+            f"activity results shaped like a model response ({', '.join(FRAMEWORKS)})")
+
+
+def resolve_roles(
+    roles: str | Roles, activity_types: Iterable[str], source: str, events: Any = None
+) -> Roles:
     """Turn ``"auto"``, a preset name or a :class:`Roles` into a :class:`Roles`.
+
+    ``events`` (the history's events frame) lets ``"auto"`` infer the roles of a framework no
+    preset names (:func:`infer_roles`).
 
     Raises
     ------
     toolkit.errors.ToolkitError
-        For an unknown preset name, ``"auto"`` when no preset recognises any model activity, or a
-        named preset that recognises none of ``activity_types`` (another framework's history).
+        For an unknown preset name, ``"auto"`` when neither a preset nor the results recognise
+        any model activity (the message says what was looked for), or a named preset that
+        recognises none of ``activity_types`` (another framework's history).
     """
     if isinstance(roles, Roles):
         return roles
     if roles == "auto":
         types = sorted({t for t in activity_types if isinstance(t, str)})
         found = detect_roles(types)
+        if found is None and events is not None and types:
+            found = infer_roles(events)
         if found is None:
             raise ToolkitError(
                 f"{source}: no agent framework recognised (activity types {types[:10]}); "
-                f"pass roles= one of {sorted(PRESETS)} or a Roles(...)"
+                f"{_looked_for()}; pass roles= one of {sorted(PRESETS)} or a Roles(...)"
             )
         return found
     if roles in PRESETS:

@@ -4,7 +4,10 @@ A *turn* starts at each user message (the workflow start, a user signal or updat
 :class:`~toolkit.agents.roles.Roles` say; a start followed by no activity before the first user
 signal/update is not a turn); a *model step* starts at each model activity. Per step:
 the tool listings scheduled before it (since the previous step or the turn start), the tool calls
-scheduled after it (until the next step), and, on a turn's last step, the listings after it.
+scheduled after it (until the next step), and, on a turn's last step, the listings after it; and,
+read from the model call's own payloads, the tools it was offered, the tools it asked for and the
+agent making it (:mod:`toolkit.agents.model_io`, matched to what ran by
+:mod:`toolkit.agents.step_tools`).
 
 Examples
 --------
@@ -22,11 +25,25 @@ import orjson
 import pandas as pd
 
 from toolkit.agents.roles import Roles, resolve_roles
+from toolkit.agents.step_tools import (
+    HistoryTools,
+    mark_tool_runs,
+    match_tools,
+    step_tool_columns,
+)
 from toolkit.histories.reading.batch import find_history_files
 from toolkit.histories.versions import apply_versions, version_labels
 from toolkit.replay.commands import events_frame, iter_histories, per_source
 
-__all__ = ["activity_spans", "agent_steps", "listings_per_turn", "turn_starts"]
+__all__ = ["STEP_COLUMNS", "activity_spans", "agent_steps", "listings_per_turn", "turn_starts"]
+
+#: The columns of :func:`agent_steps`, in order.
+STEP_COLUMNS = [
+    "history", "run_id", "turn", "trigger", "step", "model_event_id", "model_activity", "agent",
+    "declared_tools", "requested_tools", "handoff", "listings_before", "tool_calls",
+    "listings_after", "other", "listing_activities", "tool_call_activities", "tool_call_names",
+    "tool_call_kinds", "sequence", "status", "failure",
+]  # fmt: skip
 
 _LETTER = {"model": "M", "listing": "L", "tool_call": "C", "other": "o"}
 _CLOSED = {
@@ -127,8 +144,9 @@ def turn_starts(
 
 def _spans_and_turns(
     events: Any, roles: str | Roles
-) -> tuple[pd.DataFrame, dict[int, list[_Turn]]]:
-    """:func:`activity_spans` and, per history, every turn's user message (turn n = item n-1).
+) -> tuple[pd.DataFrame, dict[int, list[_Turn]], dict[int, Roles]]:
+    """:func:`activity_spans`, per history every turn's user message (turn n = item n-1), and
+    per history the roles resolved.
 
     A turn whose user message got no activity at all (e.g. its workflow task keeps failing for
     nondeterminism) has no span; the turn list keeps it, with whether any workflow task completed
@@ -137,10 +155,12 @@ def _spans_and_turns(
     frame = events_frame(events)
     rows: list[dict[str, Any]] = []
     turns: dict[int, list[_Turn]] = {}
+    every: dict[int, Roles] = {}
     for history, one in iter_histories(frame):
         source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
         scheduled = one[one["event_type"] == "ActivityTaskScheduled"]
-        resolved = resolve_roles(roles, scheduled["activity_type"], source or "<events>")
+        resolved = resolve_roles(roles, scheduled["activity_type"], source or "<events>", one)
+        every[history] = resolved
         # Only the columns read below: a record of every column costs more than the analysis.
         records = one[[c for c in _RECORD_COLUMNS if c in one.columns]].to_dict("records")
         starts = turn_starts(one, resolved, scheduled, records)
@@ -199,7 +219,7 @@ def _spans_and_turns(
     )  # fmt: skip
     for column in ("scheduled", "started", "closed"):
         out[column] = pd.to_datetime(out[column], utc=True)
-    return out, turns
+    return out, turns, every
 
 
 @per_source
@@ -211,49 +231,66 @@ def agent_steps(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     events
         An events frame (one or several histories) or anything ``read_history`` accepts.
     roles
-        ``"auto"`` (detect the framework from activity names), a preset name
+        ``"auto"`` (detect the framework from activity names, else infer the roles from what
+        the activities return: :func:`toolkit.agents.roles.infer_roles`), a preset name
         (:data:`toolkit.agents.roles.PRESETS`) or a :class:`~toolkit.agents.roles.Roles`.
 
     Returns
     -------
     pandas.DataFrame
-        One row per model step: ``history``, ``run_id``, ``turn``, ``trigger``, ``step``
-        (1-based in the turn), ``model_event_id``, ``model_activity``, ``listings_before``
-        (listings scheduled before the model call), ``tool_calls``, ``listings_after``
+        One row per model step, columns :data:`STEP_COLUMNS`: ``history``, ``run_id``,
+        ``turn``, ``trigger``, ``step`` (1-based in the turn), ``model_event_id``,
+        ``model_activity``; read from the model call's payloads
+        (:mod:`toolkit.agents.model_io`): ``agent`` (as the framework records it, or the agent
+        a handoff just before went to; None if neither), ``declared_tools`` (names offered to
+        the model, in the order sent, handoffs included; None where the input does not show
+        them), ``requested_tools`` (names the output asks for; None without a readable result)
+        and ``handoff`` (the agent handed to); ``listings_before`` (listings scheduled before
+        the model call), ``tool_calls`` (tools the model asked for that ran, and MCP calls no
+        readable request names: :mod:`toolkit.agents.step_tools`), ``listings_after``
         (listings after the model call that belong to this step: those before its tool calls,
-        and on a turn's last step all of them), ``other``, ``listing_activities``,
-        ``tool_call_activities`` (lists of names), ``sequence`` (the step's activities as
-        letters in event order, e.g. ``L M L C``), ``status`` (``answered``, or ``stuck`` for a
-        turn after whose user message no workflow task completed) and ``failure`` (a stuck
-        turn's last workflow-task failure, e.g. the ``[TMPRL1100]`` message).
+        and on a turn's last step all of them), ``other``, ``listing_activities``; per tool
+        call ``tool_call_activities`` (what it ran as: an activity, local activity or child
+        workflow type, or ``(handoff)``, ``(agent)``, ``(workflow)``), ``tool_call_names``
+        and ``tool_call_kinds`` (``mcp``, ``activity``, ``local_activity``,
+        ``child_workflow``, ``handoff``, ``agent_as_tool``, ``workflow``); ``sequence`` (the
+        step's activities as letters in event order, e.g. ``L M L C``, with ``H`` / ``A`` /
+        ``W`` after the ``M`` for tools run inside the workflow: a handoff, an agent used as a
+        tool, workflow code), ``status`` (``answered``, or ``stuck`` for a turn after whose
+        user message no workflow task completed) and ``failure`` (a stuck turn's last
+        workflow-task failure, e.g. the ``[TMPRL1100]`` message).
 
         Steps cut the turn's activities without reordering them: what follows a model call up
         to its last tool call stays with it, listings after that go to the next step; the
-        sequences of a turn's steps joined are the turn's sequence. A turn without a model step
-        gets one row with ``step`` 0 so that its activities are not lost; so does a stuck turn
-        that got no activity (its ``status`` says ``stuck`` and ``failure`` says why).
+        sequences of a turn's steps joined are the turn's sequence (plus the ``H`` / ``A`` /
+        ``W`` letters, which have no activity). A turn without a model step gets one row with
+        ``step`` 0 so that its activities are not lost; so does a stuck turn that got no
+        activity (its ``status`` says ``stuck`` and ``failure`` says why).
 
     Raises
     ------
     toolkit.errors.ToolkitError
-        When ``roles="auto"`` recognises no framework, an unknown preset is named, or the named
-        preset recognises none of the history's activities.
+        When ``roles="auto"`` recognises no framework (the message says what was looked for),
+        an unknown preset is named, or the named preset recognises none of the history's
+        activities.
     """
-    spans, turns = _spans_and_turns(events, roles)
+    frame = events_frame(events)
+    spans, turns, resolved = _spans_and_turns(frame, roles)
+    tools = {history: match_tools(one, resolved[history])
+             for history, one in iter_histories(frame) if history in resolved}  # fmt: skip
+    spans = mark_tool_runs(spans, tools, turns)
     rows: list[dict[str, Any]] = []
     for history, turn, trigger, group in _every_turn(spans, turns):
         state = _turn_state(turns, history, turn)
         if group.empty:
             rows.append({**_empty_step(history, turn, trigger, spans), **state})
         else:
-            rows.extend({**step, **state} for step in _turn_steps(history, turn, group))
-    columns = [
-        "history", "run_id", "turn", "trigger", "step", "model_event_id", "model_activity",
-        "listings_before", "tool_calls", "listings_after", "other", "listing_activities",
-        "tool_call_activities", "sequence", "status", "failure",
-    ]  # fmt: skip
-    out = pd.DataFrame(rows, columns=columns)
+            steps = _turn_steps(history, turn, group, tools.get(history))
+            rows.extend({**step, **state} for step in steps)
+    out = pd.DataFrame(rows, columns=STEP_COLUMNS)
     out["model_event_id"] = out["model_event_id"].astype("Int64")
+    for column in ("agent", "handoff"):  # None where unknown, not NaN
+        out[column] = out[column].astype(object).where(out[column].notna(), None)
     return out
 
 
@@ -298,8 +335,8 @@ def _empty_step(history: int, turn: int, trigger: str | None, spans: pd.DataFram
     return {
         "history": history, "run_id": _first_run_id(spans, history), "turn": turn,
         "trigger": trigger, "step": 0, "model_event_id": None, "model_activity": None,
-        "listings_before": 0, "tool_calls": 0, "listings_after": 0, "other": 0,
-        "listing_activities": [], "tool_call_activities": [], "sequence": "",
+        "listings_before": 0, "listings_after": 0, "other": 0, "listing_activities": [],
+        **step_tool_columns([], None, None),
     }  # fmt: skip
 
 
@@ -325,7 +362,9 @@ def _step_cuts(records: list[dict[str, Any]], models: list[int]) -> list[tuple[i
     return cuts
 
 
-def _turn_steps(history: int, turn: int, group: pd.DataFrame) -> list[dict[str, Any]]:
+def _turn_steps(
+    history: int, turn: int, group: pd.DataFrame, tools: HistoryTools | None
+) -> list[dict[str, Any]]:
     records = group.sort_values("event_id").to_dict("records")
     models = [i for i, r in enumerate(records) if r["role"] == "model"]
     cuts = _step_cuts(records, models) if models else [(0, len(records))]
@@ -337,6 +376,7 @@ def _turn_steps(history: int, turn: int, group: pd.DataFrame) -> list[dict[str, 
         after = span[model - start + 1 :] if model is not None else []
         listings_before = [r["activity_type"] for r in before if r["role"] == "listing"]
         listings_after = [r["activity_type"] for r in after if r["role"] == "listing"]
+        model_event_id = records[model]["event_id"] if model is not None else None
         steps.append(
             {
                 "history": history,
@@ -344,17 +384,13 @@ def _turn_steps(history: int, turn: int, group: pd.DataFrame) -> list[dict[str, 
                 "turn": turn,
                 "trigger": records[0]["trigger"],
                 "step": number + 1 if models else 0,
-                "model_event_id": records[model]["event_id"] if model is not None else None,
+                "model_event_id": model_event_id,
                 "model_activity": records[model]["activity_type"] if model is not None else None,
                 "listings_before": len(listings_before),
-                "tool_calls": sum(r["role"] == "tool_call" for r in span),
                 "listings_after": len(listings_after),
                 "other": sum(r["role"] == "other" for r in span),
                 "listing_activities": listings_before + listings_after,
-                "tool_call_activities": [
-                    r["activity_type"] for r in span if r["role"] == "tool_call"
-                ],
-                "sequence": " ".join(r["letter"] for r in span),
+                **step_tool_columns(span, model_event_id, tools),
             }
         )
     return steps
@@ -453,7 +489,7 @@ def listing_rows(
     frame: pd.DataFrame, roles: str | Roles, with_labels: bool = True
 ) -> list[dict[str, Any]]:
     """The :func:`listings_per_turn` rows of one source (labels left out when not wanted)."""
-    spans, turns = _spans_and_turns(frame, roles)
+    spans, turns, _ = _spans_and_turns(frame, roles)
     keys = [c for c in ("source", "run_id", "workflow_type") if c in frame.columns]
     heads = frame.groupby("history", sort=True)[keys].first() if "history" in frame else None
     labels = version_labels(frame).set_index("history") if with_labels else None

@@ -28,8 +28,9 @@ SHOW_COLUMNS = ("event_id", "event_time", "event_type", "workflow_task", "name",
                 "failure_message")  # fmt: skip
 ACTIVITY_COLUMNS = ("activity_type", "activity_id", "attempt", "outcome", "retry_state",
                     "failure_message", "queue_duration", "run_duration")  # fmt: skip
-TURN_COLUMNS = ("turn", "trigger", "step", "model_activity", "listings_before", "tool_calls",
-                "listings_after", "sequence", "status", "failure")  # fmt: skip
+TURN_COLUMNS = ("turn", "trigger", "step", "agent", "model_activity", "declared", "requested",
+                "handoff", "listings_before", "tool_calls", "listings_after", "sequence",
+                "status", "failure")  # fmt: skip
 LOG_COLUMNS = ("line", "ts", "level", "logger", "message")
 #: What ``toolkit logs --detect NAME`` prints by default (``--json`` prints every column).
 DETECT_COLUMNS = {
@@ -116,7 +117,12 @@ def turns(args: argparse.Namespace) -> int:
     """``toolkit turns FILE``: an agent's turns and model steps."""
     import toolkit as tk
 
-    _emit(tk.agent_steps(tk.read_history(args.file), roles=args.roles), TURN_COLUMNS, args)
+    steps = tk.agent_steps(tk.read_history(args.file), roles=args.roles)
+    # What the model was offered (a count: the names are in declared_tools) and asked for.
+    steps["declared"] = [None if d is None else len(d) for d in steps["declared_tools"]]
+    steps["declared"] = steps["declared"].astype("Int64")
+    steps["requested"] = [", ".join(r) if r else None for r in steps["requested_tools"]]
+    _emit(steps, TURN_COLUMNS, args)
     return EXIT_OK
 
 

@@ -29,7 +29,13 @@ from toolkit.investigate import budget as _budget
 from toolkit.investigate import findings as _kinds
 from toolkit.investigate.inputs import gather
 from toolkit.investigate.labels import label_note, runs_table
-from toolkit.investigate.listings import agent_listings, listing_change, listing_summary
+from toolkit.investigate.listings import (
+    agent_listings,
+    declared_change,
+    declared_summary,
+    listing_change,
+    listing_summary,
+)
 from toolkit.investigate.report import Investigation, LazyTables
 from toolkit.logs.duplicates import duplicate_tools_in_history
 
@@ -268,12 +274,16 @@ def investigate(
     rows += _kinds.stuck_runs(runs, failures)
     rows += _kinds.activity_retries(activities, runs)
     rows += _kinds.duplicate_tool(log_tables["duplicate_tools"], endpoints)
-    in_history = duplicate_tools_in_history(events) if len(events) else pd.DataFrame()
+    declared = _declared(events)
+    in_history = _duplicates_in_history(events, declared)
     if len(in_history):
         rows += _kinds.duplicate_tool_in_history(in_history, runs)
+        rows += _kinds.duplicate_declaration(in_history, runs)
     rows += listing_change(compared, summary, note)
     rows += _budget.history_size(sizes["history_budget"], sizes["size_errors"])
     rows += _budget.payload_size(sizes["size_errors"], sizes["history_budget"])
+    declared_by_label = declared_summary(declared, runs)
+    rows += declared_change(declared_by_label, note)
     rows += _kinds.dead_letters(log_tables["dead_letters"])
     shapes = (_kinds.log_error_shapes(log_frame, _explained_lines(rows))
               if log_frame is not None and len(log_frame) else None)  # fmt: skip
@@ -294,6 +304,8 @@ def investigate(
             replay,
         )
         | {"duplicate_tools_in_history": lambda: in_history,
+           "declared_tools": lambda: declared,
+           "declared_summary": lambda: declared_by_label,
            "size_errors": lambda: sizes["size_errors"],
            "history_budget": lambda: _full_budget(events, sizes, limits),
            "model_call_sizes": lambda: _model_call_sizes(events),
@@ -312,6 +324,23 @@ def investigate(
         label_note=note,
         inputs={"history_files": inputs.history_files, "log_lines": log_lines},
     )
+
+
+def _declared(events: pd.DataFrame) -> pd.DataFrame:
+    """The tools each model call was offered (:func:`toolkit.agents.declared.declared_tools`)."""
+    from toolkit.agents.declared import DECLARED_COLUMNS, declared_tools
+
+    return declared_tools(events) if len(events) else pd.DataFrame(columns=DECLARED_COLUMNS)
+
+
+def _duplicates_in_history(events: pd.DataFrame, declared: pd.DataFrame) -> pd.DataFrame:
+    """Duplicate-tool failures the histories record, then the duplicate declarations."""
+    from toolkit.agents.declared import declared_duplicates
+
+    parts = [duplicate_tools_in_history(events)] if len(events) else []
+    parts.append(declared_duplicates(declared))
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def _evidence_builders(

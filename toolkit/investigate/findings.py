@@ -439,7 +439,8 @@ def duplicate_tool_in_history(found: pd.DataFrame, runs: pd.DataFrame) -> list[d
     workflow code), one finding per framework and tool; see
     :func:`toolkit.logs.duplicates.duplicate_tools_in_history`."""
     out = []
-    for (framework, tool), group in found.groupby(["framework", "tool"], sort=False):
+    failures = found[found["kind"] != "declared_twice"]  # declarations: duplicate_declaration
+    for (framework, tool), group in failures.groupby(["framework", "tool"], sort=False):
         run_ids = group["run_id"].dropna().unique().tolist()
         where = {
             "workflow_task": "fails the workflow task, which the server retries: the run is "
@@ -473,6 +474,50 @@ def duplicate_tool_in_history(found: pd.DataFrame, runs: pd.DataFrame) -> list[d
                 ),
                 next_step="Declare each MCP server once (one entry per endpoint), or give the "
                 "toolsets distinct tool prefixes; then reset or restart the affected runs.",
+            )
+        )
+    return out
+
+
+def duplicate_declaration(found: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, Any]]:
+    """Model calls that declared one tool name twice (rows of kind ``declared_twice`` of
+    :func:`toolkit.duplicate_tools` over the histories), one finding per framework and names.
+
+    Read from the model calls' own inputs, so it holds without logs and where nothing failed.
+    """
+    out = []
+    twice = found[found["kind"] == "declared_twice"] if len(found) else found
+    for (framework, tool), group in twice.groupby(["framework", "tool"], sort=False):
+        run_ids = group["run_id"].dropna().unique().tolist()
+        failed = int((group["behaviour"] == "failed").sum())
+        outcome = (f"{count(failed, 'model call')} failed" if failed else
+                   "every one completed: the model was offered both and the framework ran one "
+                   "of them under that name, or failed the tool call on the ambiguous name "
+                   "(see the runs' other findings)")  # fmt: skip
+        out.append(
+            finding(
+                "duplicate_tool",
+                "high" if failed else "medium",
+                f"Tool {tool} declared twice to the model ({framework}): "
+                f"{count(len(group), 'model call')} in {count(len(run_ids), 'run')}",
+                runs=run_ids,
+                times=group["event_time"],
+                versions=_labels_of(runs, run_ids),
+                evidence={
+                    "table": "duplicate_tools_in_history",
+                    "sources": group["source"].unique().tolist(),
+                    "event_ids": group["event_id"].astype(int).tolist(),
+                },
+                explanation=(
+                    f"The model calls' inputs declare {tool} twice in one request: two "
+                    "toolsets serve the same tools (one endpoint configured twice), or one "
+                    "server lists a tool twice. Providers that check reject such a request "
+                    "(Gemini: 'Duplicate function declaration found'); " + outcome
+                    + f". First call: {group['text'].iloc[0]}"
+                ),
+                next_step="Declare each MCP server once (one entry per endpoint), or give the "
+                "toolsets distinct tool prefixes (or filters).",
+                confidence="certain: read from the model calls' inputs",
             )
         )
     return out

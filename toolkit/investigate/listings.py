@@ -19,7 +19,8 @@ from toolkit.errors import ToolkitError
 from toolkit.investigate.findings import finding
 from toolkit.text import count
 
-__all__ = ["WEAK_LABELS", "agent_listings", "listing_change", "listing_summary"]
+__all__ = ["WEAK_LABELS", "agent_listings", "declared_change", "declared_summary", "listing_change",
+           "listing_summary"]
 
 #: Label sources that cannot tell two releases of the application apart.
 WEAK_LABELS = ("sdk", "binary_checksum", "none")
@@ -202,3 +203,112 @@ def _unsure_finding(
         next_step="Label the runs with their release (versions=...) and investigate again.",
         confidence="low: the history cannot tell these runs' versions apart",
     )
+
+
+def declared_summary(declared: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per workflow type, label and declared names (``names``: sorted, repeats kept, so calls
+    offered the same tools compare together): ``runs``, ``model_calls``, ``run_ids``, the
+    ``order`` most of these calls declared them in and every order seen (``orders``, each with
+    its calls), ``first_seen`` (the label's first run). From
+    :func:`toolkit.agents.declared.declared_tools`."""
+    if declared.empty:
+        return pd.DataFrame()
+    labels = runs[["source", "history", "label", "label_source", "start"]]
+    table = declared.merge(labels, on=["source", "history"], how="left")
+    table = table.assign(order=table["declared_tools"].map(tuple),
+                         names=table["declared_tools"].map(lambda d: tuple(sorted(d))))
+    first = table.groupby("label", dropna=False)["start"].min()
+    rows = []
+    keys = ["workflow_type", "label", "names"]
+    for (workflow_type, label, names), group in table.groupby(keys, sort=False, dropna=False):
+        orders = group["order"].value_counts()
+        rows.append({
+            "workflow_type": workflow_type, "label": label,
+            "label_source": group["label_source"].iloc[0], "names": list(names),
+            "runs": group["run_id"].nunique(), "model_calls": len(group),
+            "run_ids": sorted(group["run_id"].dropna().unique().tolist()),
+            "order": list(orders.index[0]),
+            "orders": [(list(order), int(n)) for order, n in orders.items()],
+            "first_seen": first.get(label),
+        })  # fmt: skip
+    out = pd.DataFrame(rows)
+    return out.sort_values(["workflow_type", "first_seen", "label"], ignore_index=True)
+
+
+def _stages(rows: pd.DataFrame, key: str) -> list[tuple[Any, list[str]]]:
+    """Consecutive labels (in order of first run) with the same ``key`` value: one stage each."""
+    stages: list[tuple[Any, list[str]]] = []
+    for value, label in zip(rows[key], rows["label"], strict=True):
+        value = tuple(value) if isinstance(value, list) else value
+        if stages and stages[-1][0] == value:
+            stages[-1][1].append(label)
+        else:
+            stages.append((value, [label]))
+    return stages
+
+
+def _named(labels: list[str]) -> str:
+    return ", ".join(labels) if len(labels) < 4 else f"{labels[0]} ... {labels[-1]}"
+
+
+def declared_change(summary: pd.DataFrame, label_note: str) -> list[dict[str, Any]]:
+    """A ``listing_change`` finding per workflow type whose model calls are offered their tools
+    differently under different labels (in order of first run), from
+    :func:`declared_summary`: the same names in another order (compared among calls offered
+    the same names), or names some labels never offer."""
+    if summary.empty:
+        return []
+    out = []
+    for workflow_type, of_type in summary.groupby("workflow_type", sort=False):
+        changes: list[str] = []
+        labels: list[str] = []
+        for _, group in of_type.groupby(of_type["names"].map(tuple), sort=False):
+            stages = _stages(group, "order")
+            if len(stages) > 1:
+                changes.append(" -> ".join(f"[{', '.join(order)}] ({_named(names)})"
+                                           for order, names in stages))  # fmt: skip
+                labels += [label for _, names in stages for label in names]
+        per_label = of_type.groupby("label", sort=False).agg(
+            first_seen=("first_seen", "first"),
+            offered=("names", lambda values: sorted({n for names in values for n in names})),
+        ).sort_values("first_seen").reset_index()  # fmt: skip
+        every = {n for names in per_label["offered"] for n in names}
+        for name in sorted(every):
+            without = [r.label for r in per_label.itertuples() if name not in r.offered]
+            if without:
+                changes.append(f"{name} never offered under {_named(without)}")
+                labels += list(per_label["label"])
+        if not changes:
+            continue
+        labels = list(dict.fromkeys(labels))
+        explanation = (
+            f"The tools declared to the model in {workflow_type}'s model calls differ between "
+            f"versions: {'; '.join(changes)} (the order most calls used per label, among calls "
+            "offered the same names). The model sees another request: another order also "
+            "changes what a provider's prompt cache matches. The evidence table has every "
+            "order seen per label with its calls."
+        )
+        if label_note:
+            explanation += f" Labels: {label_note}."
+        rows = of_type[of_type["label"].isin(labels)]
+        out.append(
+            finding(
+                "listing_change",
+                "low",
+                f"Tools declared to the model change between versions of {workflow_type}: "
+                f"{changes[0]}",
+                runs=[r for ids in rows["run_ids"] for r in ids],
+                times=rows["first_seen"],
+                versions=labels,
+                evidence={
+                    "table": "declared_summary", "workflow_type": workflow_type, "labels": labels
+                },
+                explanation=explanation,
+                next_step="Check that the new version offers the tools it should (names, "
+                "order, no duplicates) before moving traffic to it.",
+                confidence="certain: read from the model calls' inputs"
+                if "build ids" not in label_note and "SDK version only" not in label_note
+                else "labels from the history; see explanation",
+            )
+        )
+    return out
