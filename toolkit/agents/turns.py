@@ -144,6 +144,15 @@ def turn_starts(
 
 def _spans_and_turns(
     events: Any, roles: str | Roles
+) -> tuple[pd.DataFrame, dict[int, list[_Turn]]]:
+    """:func:`activity_spans` and, per history, every turn's user message (turn n = item n-1);
+    see :func:`_spans_turns_roles`."""
+    spans, turns, _ = _spans_turns_roles(events, roles)
+    return spans, turns
+
+
+def _spans_turns_roles(
+    events: Any, roles: str | Roles
 ) -> tuple[pd.DataFrame, dict[int, list[_Turn]], dict[int, Roles]]:
     """:func:`activity_spans`, per history every turn's user message (turn n = item n-1), and
     per history the roles resolved.
@@ -275,7 +284,7 @@ def agent_steps(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
         activities.
     """
     frame = events_frame(events)
-    spans, turns, resolved = _spans_and_turns(frame, roles)
+    spans, turns, resolved = _spans_turns_roles(frame, roles)
     tools = {history: match_tools(one, resolved[history])
              for history, one in iter_histories(frame) if history in resolved}  # fmt: skip
     spans = mark_tool_runs(spans, tools, turns)
@@ -489,7 +498,7 @@ def listing_rows(
     frame: pd.DataFrame, roles: str | Roles, with_labels: bool = True
 ) -> list[dict[str, Any]]:
     """The :func:`listings_per_turn` rows of one source (labels left out when not wanted)."""
-    spans, turns, _ = _spans_and_turns(frame, roles)
+    spans, turns = _spans_and_turns(frame, roles)
     keys = [c for c in ("source", "run_id", "workflow_type") if c in frame.columns]
     heads = frame.groupby("history", sort=True)[keys].first() if "history" in frame else None
     labels = version_labels(frame).set_index("history") if with_labels else None

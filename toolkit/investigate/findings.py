@@ -462,11 +462,7 @@ def duplicate_tool_in_history(found: pd.DataFrame, runs: pd.DataFrame) -> list[d
                 runs=run_ids,
                 times=group["event_time"],
                 versions=_labels_of(runs, run_ids),
-                evidence={
-                    "table": "duplicate_tools_in_history",
-                    "sources": group["source"].unique().tolist(),
-                    "event_ids": group["event_id"].astype(int).tolist(),
-                },
+                evidence=_history_rows(group),
                 explanation=(
                     f"Two toolsets{' (' + ', '.join(toolsets) + ')' if toolsets else ''} declare "
                     f"the same tool names; {framework} raises in workflow code and "
@@ -477,6 +473,15 @@ def duplicate_tool_in_history(found: pd.DataFrame, runs: pd.DataFrame) -> list[d
             )
         )
     return out
+
+
+def _history_rows(group: pd.DataFrame) -> dict[str, Any]:
+    """The evidence of a finding made of ``duplicate_tools_in_history`` rows."""
+    return {
+        "table": "duplicate_tools_in_history",
+        "sources": group["source"].unique().tolist(),
+        "event_ids": group["event_id"].astype(int).tolist(),
+    }
 
 
 def duplicate_declaration(found: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, Any]]:
@@ -503,11 +508,7 @@ def duplicate_declaration(found: pd.DataFrame, runs: pd.DataFrame) -> list[dict[
                 runs=run_ids,
                 times=group["event_time"],
                 versions=_labels_of(runs, run_ids),
-                evidence={
-                    "table": "duplicate_tools_in_history",
-                    "sources": group["source"].unique().tolist(),
-                    "event_ids": group["event_id"].astype(int).tolist(),
-                },
+                evidence=_history_rows(group),
                 explanation=(
                     f"The model calls' inputs declare {tool} twice in one request: two "
                     "toolsets serve the same tools (one endpoint configured twice), or one "

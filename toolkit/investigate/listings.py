@@ -156,12 +156,17 @@ def listing_change(
                 explanation=explanation,
                 next_step="Compare the versions' agent-framework releases; keep runs started "
                 "on the old version on old workers until they finish, or patch the change.",
-                confidence="certain"
-                if "build ids" not in label_note and "SDK version only" not in label_note
-                else "labels from the history; see explanation",
+                confidence=_confidence(label_note, "certain"),
             )
         )
     return out
+
+
+def _confidence(label_note: str, certain: str) -> str:
+    """``certain`` unless the labels come from build ids or the SDK alone."""
+    if "build ids" not in label_note and "SDK version only" not in label_note:
+        return certain
+    return "labels from the history; see explanation"
 
 
 def _hidden_changes(group: pd.DataFrame, shape: str) -> list[tuple[str, str]]:
@@ -306,9 +311,7 @@ def declared_change(summary: pd.DataFrame, label_note: str) -> list[dict[str, An
                 explanation=explanation,
                 next_step="Check that the new version offers the tools it should (names, "
                 "order, no duplicates) before moving traffic to it.",
-                confidence="certain: read from the model calls' inputs"
-                if "build ids" not in label_note and "SDK version only" not in label_note
-                else "labels from the history; see explanation",
+                confidence=_confidence(label_note, "certain: read from the model calls' inputs"),
             )
         )
     return out
