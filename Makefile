@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_datasets.py
 	$(PY) benchmarks/bench_detectors.py
 	$(PY) benchmarks/bench_investigate.py
+	$(PY) benchmarks/bench_replay_check.py
 
 clean:
 	rm -rf build .pytest_cache

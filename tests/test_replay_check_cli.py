@@ -67,3 +67,22 @@ def test_bad_input_exits_2_with_the_reason() -> None:
     assert "not checked (" in nothing.stderr and "unknown workflow type" in nothing.stderr
     unreachable = run("--address", "127.0.0.1:1", "--query", "WorkflowType = 'x'", *FIXED)
     assert unreachable.returncode == 2 and "cannot connect" in unreachable.stderr
+
+
+def test_the_readme_ci_recipe_is_valid_yaml_whose_commands_parse() -> None:
+    import shlex
+
+    import yaml
+
+    from toolkit.cli import build_parser
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Check a deploy before it ships", 1)[1].split("\n## ", 1)[0]
+    recipe = yaml.safe_load(section.split("```yaml", 1)[1].split("```", 1)[0])
+    steps = recipe["jobs"]["replay-check"]["steps"]
+    commands = [s["run"] for s in steps if "toolkit replay-check" in s.get("run", "")]
+    assert len(commands) == 2
+    for command in commands:
+        words = shlex.split(command.replace('"$TEMPORAL_ADDRESS"', "staging:7233"))
+        args = build_parser().parse_args(words[1:])
+        assert args.command == "replay-check" and args.workflows and args.junit

@@ -34,6 +34,7 @@ __all__ = [
     "identity_label",
     "iter_histories",
     "marker_identity",
+    "records",
 ]
 
 #: Command event type -> the command type that produces it (short names, as the API spells them).
@@ -262,9 +263,27 @@ def _value(row: Any, column: str) -> Any:
     return value
 
 
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """``frame.to_dict("records")``, twice as fast on an events frame: the cells as they are,
+    a missing value of a nullable integer or boolean column as None (as ``to_dict`` gives)."""
+    columns = list(frame.columns)
+    arrays = []
+    for column in columns:
+        values = frame[column]
+        cells = values.to_numpy(dtype=object)
+        nullable = isinstance(values.dtype, pd.api.extensions.ExtensionDtype)
+        if nullable and values.dtype.kind in "iufb":
+            missing = values.isna().to_numpy()
+            if missing.any():
+                cells = cells.copy()
+                cells[missing] = None
+        arrays.append(cells)
+    return [dict(zip(columns, row, strict=True)) for row in zip(*arrays, strict=True)]
+
+
 def history_commands(history: int, frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Command rows of one history (events sorted by id); see :func:`commands` for columns."""
-    return commands_of_records(history, frame.to_dict("records"))
+    return commands_of_records(history, records(frame))
 
 
 def commands_of_records(history: int, events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from toolkit.replay.commands import COMMAND_KIND, TASK_COMPLETED, commands_of_records
+from toolkit.replay.commands import COMMAND_KIND, TASK_COMPLETED, commands_of_records, records
 
 __all__ = ["CodeFailure", "SplitHistory", "Task", "split_history"]
 
@@ -204,7 +204,7 @@ def split_history(history: int, frame: pd.DataFrame) -> SplitHistory:
     SplitHistory
         The tasks, plus code failures, final deliveries and the run id.
     """
-    events = frame.to_dict("records")
+    events = records(frame)
     command_rows = {row["event_id"]: row for row in commands_of_records(history, events)}
     # A result is named by its command's kind and ordinal among commands of that kind (sdk-core
     # numbers commands per kind), so patch markers or upserts before it do not rename it.

@@ -128,6 +128,7 @@ def _divergence(
     failure: CoreFailure,
     recorded: list[Task],
     replayed: list[Task],
+    aligned: pd.DataFrame | None = None,
     **fields: Any,
 ) -> Divergence:
     return Divergence(
@@ -143,7 +144,7 @@ def _divergence(
         java_message=java_message(failure),
         task=failure.task,
         id_type_checks=failure.checks_on,
-        aligned=aligned_commands(recorded, replayed),
+        aligned=aligned_commands(recorded, replayed) if aligned is None else aligned,
         **fields,
     )
 
@@ -191,7 +192,7 @@ def _history_verdict(recorded: Any, replayed: Any) -> ReplayVerdict:
         return ReplayVerdict("ok", None, not assumptions, confidence, assumptions,
                              tuple(notes), None, aligned)  # fmt: skip
     exact = not assumptions and run.failure.exact
-    found = _divergence(run.failure, old.tasks, new.tasks, exact=exact, **common)
+    found = _divergence(run.failure, old.tasks, new.tasks, aligned, exact=exact, **common)
     return ReplayVerdict("nondeterminism", found, exact, confidence, assumptions,
                          tuple(notes), None, aligned)  # fmt: skip
 
@@ -248,7 +249,7 @@ def code_replay_verdict(old: SplitHistory, result: Any) -> ReplayVerdict:
     if agrees:
         assert run.failure is not None
         exact_failure = dataclasses.replace(run.failure, message=result.message, exact=True)
-        found = _divergence(exact_failure, old.tasks, tasks, notes=notes, **common)
+        found = _divergence(exact_failure, old.tasks, tasks, aligned, notes=notes, **common)
     else:
         found = _parsed_divergence(result.message, old.tasks, aligned, notes=notes, **common)
     return ReplayVerdict("nondeterminism", found, True, "replayer", (), notes, agrees, aligned)

@@ -57,26 +57,33 @@ def _options(options: Any, codec: Any, replayer_options: dict[str, Any]) -> Any:
 
 
 def _metadata(items: list[Item], versions: Any) -> pd.DataFrame:
-    """One row per readable item: the runs table (ids, status, label) and its chain."""
+    """One row per readable item, indexed by its position in the check: the runs table (ids,
+    status, label; the lab's sidecars are found next to the files) and its chain. Items read
+    together share their frame, which is labelled in one pass."""
     from toolkit.investigate.labels import runs_table
 
-    # ``history`` becomes the item's position (unique), ``source`` stays the file: the lab's
-    # sidecars are found next to it.
-    frames = [item.frame.assign(history=index) for index, item in enumerate(items)
-              if item.frame is not None]  # fmt: skip
-    if not frames:
+    batches: dict[int, pd.DataFrame] = {}
+    for item in items:
+        if item.batch is not None:
+            batches.setdefault(id(item.batch), item.batch)
+    if not batches:
         return pd.DataFrame()
-    events = pd.concat(frames, ignore_index=True)
-    runs = runs_table(events, versions).set_index("history")
-    started = events[events["event_type"] == "WorkflowExecutionStarted"]
-    links = {
-        index: (dict(attributes or {}).get("firstExecutionRunId"),
-                dict(attributes or {}).get("continuedExecutionRunId"))
-        for index, attributes in zip(started["history"], started["attributes"], strict=True)
-    }  # fmt: skip
-    runs["chain"] = [links.get(s, (None, None))[0] for s in runs.index]
-    runs["continued_from"] = [links.get(s, (None, None))[1] for s in runs.index]
-    return runs
+    frames = list(batches.values())
+    events = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    if events["source"].isna().any():
+        events = events.assign(source=events["source"].fillna("<frame>"))
+    runs = runs_table(events, versions)
+    by_key = {key: row for key, row in zip(zip(runs["source"], runs["history"], strict=True),
+                                           runs.to_dict("records"), strict=True)}  # fmt: skip
+    rows = []
+    for index, item in enumerate(items):
+        row = by_key.get((item.source, item.position))
+        if row is None or item.history is None:
+            continue
+        started = item.history.events[0].workflow_execution_started_event_attributes
+        rows.append({**row, "history": index, "chain": started.first_execution_run_id or None,
+                     "continued_from": started.continued_execution_run_id or None})
+    return pd.DataFrame(rows).set_index("history") if rows else pd.DataFrame()
 
 
 def _chain_positions(rows: list[dict[str, Any]], continued: dict[int, Any]) -> None:
@@ -315,5 +322,5 @@ def _check(items: list[Item], runner: InProcess | WorkerPool, classes: Sequence[
             "python": getattr(runner, "python", None),
             "temporalio": getattr(runner, "temporalio", None),
             "workers": getattr(runner, "size", 1)}  # fmt: skip
-    runs = meta.reset_index().drop(columns=["chain", "continued_from"]) if len(meta) else meta
+    runs = meta.drop(columns=["chain", "continued_from"]).reset_index() if len(meta) else meta
     return ReplayCheck(results, table, chains(results), runs, code)

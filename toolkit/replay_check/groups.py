@@ -121,18 +121,23 @@ def chains(results: pd.DataFrame) -> pd.DataFrame:
     """One row per continue-as-new chain (runs sharing a first execution run id), each run's
     outcome folded into the chain's worst (:data:`CHAIN_COLUMNS`); ``first_failed_run`` is the
     earliest run of the chain that fails."""
+    members: dict[Any, list[dict[str, Any]]] = {}
+    for record in results.to_dict("records"):
+        if record["chain"] is not None and not (
+                isinstance(record["chain"], float) and pd.isna(record["chain"])):
+            members.setdefault(record["chain"], []).append(record)
     rows = []
-    known = results[results["chain"].notna()]
-    for chain, members in known.groupby("chain", sort=False):
-        members = members.sort_values("chain_position", kind="stable")
-        worst = min(members["outcome"], key=lambda o: _RANK.get(o, 9))
-        failing = members[members["outcome"].isin(["nondeterminism", "failed"])]
+    for chain, runs in members.items():
+        runs = sorted(runs, key=lambda r: (pd.isna(r["chain_position"]), r["chain_position"]
+                                           if pd.notna(r["chain_position"]) else 0))  # fmt: skip
+        failing = [r for r in runs if r["outcome"] in ("nondeterminism", "failed")]
         rows.append({
-            "chain": chain, "workflow_id": members["workflow_id"].iloc[0],
-            "workflow_type": members["workflow_type"].iloc[0], "runs": len(members),
-            "open": bool(members["open"].any()), "outcome": worst,
+            "chain": chain, "workflow_id": runs[0]["workflow_id"],
+            "workflow_type": runs[0]["workflow_type"], "runs": len(runs),
+            "open": any(bool(r["open"]) for r in runs if pd.notna(r["open"])),
+            "outcome": min((r["outcome"] for r in runs), key=lambda o: _RANK.get(o, 9)),
             "failed_runs": len(failing),
-            "first_failed_run": failing["run_id"].iloc[0] if len(failing) else None,
-            "labels": _unique(members["label"]),
+            "first_failed_run": failing[0]["run_id"] if failing else None,
+            "labels": _unique(r["label"] for r in runs),
         })  # fmt: skip
     return pd.DataFrame(rows, columns=CHAIN_COLUMNS)

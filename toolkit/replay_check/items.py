@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from toolkit.errors import ToolkitError
@@ -36,8 +37,11 @@ class Item:
     history : temporalio.client.WorkflowHistory or None
         The history as recorded, under the workflow id the check replays it with; None when it
         could not be read.
-    frame : pandas.DataFrame or None
-        Its events frame (``source`` and ``history`` as above).
+    batch : pandas.DataFrame or None
+        The events frame it was read in (shared by every history read with it: the check
+        labels them in one pass); :attr:`frame` is its own rows.
+    rows : numpy.ndarray or None
+        Its rows' positions in ``batch``, in event order.
     error : str or None
         Why it could not be read (the item is then ``skipped`` and counts as not checked).
     workflow_id_from : str
@@ -50,10 +54,19 @@ class Item:
     source: str
     position: int
     history: Any = None
-    frame: pd.DataFrame | None = None
+    batch: pd.DataFrame | None = None
+    rows: Any = None
     error: str | None = None
     workflow_id_from: str = "history"
     namespace: str | None = None
+    _frame: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def frame(self) -> pd.DataFrame | None:
+        """Its events frame (built from :attr:`batch` on first use)."""
+        if self._frame is None and self.batch is not None:
+            self._frame = self.batch.take(self.rows)
+        return self._frame
 
 
 def load_failure(source: str, error: str) -> Item:
@@ -61,53 +74,63 @@ def load_failure(source: str, error: str) -> Item:
     return Item(source, 0, error=error)
 
 
-def _started_attributes(frame: pd.DataFrame) -> dict[str, Any]:
-    first = frame[frame["event_type"] == "WorkflowExecutionStarted"]
-    value = first["attributes"].iloc[0] if len(first) else None
-    return dict(value) if value is not None else {}
+def _first(values: np.ndarray) -> Any:
+    """The first value that is not missing, else None."""
+    for value in values:
+        if value is not None and not (isinstance(value, float) and value != value):
+            return value
+    return None
 
 
-def _resolved_id(frame: pd.DataFrame, fallback: str) -> tuple[str, str]:
-    """The workflow id the check replays under, and where it came from."""
-    if _started_attributes(frame).get("workflowId"):
-        return str(_started_attributes(frame)["workflowId"]), "history"
-    known = frame["workflow_id"].dropna()
-    if len(known):
-        return str(known.iloc[0]), "source"
-    return fallback, "file name"
+def _recorded_id(history: Any, attributes: Any) -> str | None:
+    """The started event's ``workflowId``, from the protobuf where at hand (no JSON decoded)."""
+    if history is not None and history.events:
+        first = history.events[0]
+        if first.HasField("workflow_execution_started_event_attributes"):
+            return first.workflow_execution_started_event_attributes.workflow_id or None
+        return None
+    value = dict(attributes).get("workflowId") if attributes is not None else None
+    return str(value) if value else None
 
 
 def items_from_frame(
-    frame: pd.DataFrame, histories: list[Any] | None = None, *, fallback_id: str = "replayed"
+    frame: pd.DataFrame, histories: Any = None, *, fallback_id: str = "replayed"
 ) -> list[Item]:
     """Items for every history of an events frame, in (``source``, ``history``) order of first
-    appearance; ``histories`` are their ``WorkflowHistory`` objects where already at hand (one
-    per history, same order), else they are built from the frame."""
+    appearance. ``histories`` are their ``WorkflowHistory`` objects where already at hand: a
+    list (one per history, in that order) or a mapping from (``source``, ``history``); the
+    others are built from the frame."""
     if frame.empty:
         return []
-    keyed = frame.assign(source=frame["source"].fillna("<frame>"))
-    groups = list(keyed.groupby(["source", "history"], sort=False))
-    if histories is not None and len(histories) != len(groups):
-        histories = None  # the fast parse saw another number of histories: trust the frame
+    if frame["source"].isna().any():
+        frame = frame.assign(source=frame["source"].fillna("<frame>"))
+    groups = frame.groupby(["source", "history"], sort=False).indices
+    if isinstance(histories, list):
+        keyed = dict(zip(groups, histories, strict=True)) if len(histories) == len(groups) else {}
+    else:
+        keyed = dict(histories or {})
+    event_ids = frame["event_id"].to_numpy()
+    types, attributes = frame["event_type"].to_numpy(), frame["attributes"].to_numpy()
+    ids, namespaces = frame["workflow_id"].to_numpy(), frame["namespace"].to_numpy()
     out = []
-    for index, ((source, position), one) in enumerate(groups):
-        one = one.sort_values("event_id")
+    for (source, position), rows in groups.items():
+        if len(rows) > 1 and (np.diff(event_ids[rows]) < 0).any():
+            rows = rows[np.argsort(event_ids[rows], kind="stable")]
+        given = keyed.get((source, position))
+        started = attributes[rows[0]] if types[rows[0]] == "WorkflowExecutionStarted" else None
+        recorded = _recorded_id(given, started)
+        known = _first(ids[rows])
         stem = Path(str(source)).name.split(".")[0] or fallback_id
-        workflow_id, where = _resolved_id(one, stem)
-        namespace = one["namespace"].dropna()
+        workflow_id = recorded or (str(known) if known is not None else stem)
+        where = "history" if recorded else ("source" if known is not None else "file name")
+        item = Item(str(source), int(position), None, frame, rows, None, where, _first(
+            namespaces[rows]))  # fmt: skip
         try:
-            history = (
-                replace(histories[index], workflow_id=workflow_id)
-                if histories is not None
-                else to_workflow_history(one, workflow_id=workflow_id)
-            )
+            item.history = (replace(given, workflow_id=workflow_id) if given is not None
+                            else to_workflow_history(item.frame, workflow_id=workflow_id))
         except ToolkitError as error:
-            out.append(Item(str(source), int(position), error=str(error)))
-            continue
-        out.append(Item(
-            str(source), int(position), history, one, None, where,
-            str(namespace.iloc[0]) if len(namespace) else None,
-        ))  # fmt: skip
+            item = Item(str(source), int(position), error=str(error))
+        out.append(item)
     return out
 
 
@@ -137,7 +160,6 @@ def items_from_histories(histories: Iterable[tuple[str, Any]]) -> list[Item]:
             out.append(load_failure(name, str(error)))
             continue
         out += items_from_frame(frame, [history], fallback_id=history.workflow_id)
-        out[-1].workflow_id_from = (
-            "history" if _started_attributes(frame).get("workflowId") else "source"
-        )
+        if out[-1].workflow_id_from == "file name":  # named by whoever handed it over
+            out[-1].workflow_id_from = "source"
     return out

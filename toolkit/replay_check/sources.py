@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,20 +46,32 @@ def _file_items(paths: list[Path], read_options: dict[str, Any]) -> list[Item]:
         paths, errors="collect", dedupe=False, progress=False, workers=1, **read_options
     )
     failed = {str(row.source): str(row.message) for row in errors.itertuples()}
-    by_source = (
-        {str(s): f for s, f in events.groupby("source", sort=False)} if len(events) else {}
-    )
+    read = set(events["source"].unique()) if len(events) else set()
+    parsed: dict[tuple[str, int], Any] = {}
+    for path in paths:
+        name = str(path)
+        histories = fast_histories(path) if name in read else None
+        for position, history in enumerate(histories or ()):
+            parsed[(name, position)] = history
+    # Histories the fast parse did not read (other dialects) are built from the frame; a file
+    # whose count differs is read from the frame whole.
+    counts = events.groupby("source", sort=False)["history"].nunique().to_dict() if read else {}
+    fast = Counter(name for name, _ in parsed)
+    wrong = {name for name, count in counts.items() if fast.get(name, 0) not in (0, count)}
+    if wrong:
+        parsed = {key: value for key, value in parsed.items() if key[0] not in wrong}
+    by_source: dict[str, list[Item]] = {}
+    for item in items_from_frame(events, parsed) if read else []:
+        by_source.setdefault(item.source, []).append(item)
     out: list[Item] = []
     for path in paths:
         name = str(path)
         if name in failed:
             out.append(load_failure(name, failed[name]))
-            continue
-        frame = by_source.get(name)
-        if frame is None:
+        elif name in by_source:
+            out += by_source[name]
+        else:
             out.append(load_failure(name, f"{name}: no history read"))
-            continue
-        out += items_from_frame(frame, fast_histories(path))
     return out
 
 
