@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -196,3 +197,62 @@ def test_the_chart_draws_each_run_against_its_limit(recorded: list[dict], tmp_pa
     assert {"history size limit", "stopped by the server"} <= drawn
     assert all("stopped by the server" in ax.get_title(loc="left") for ax in panels)
     assert tk.plots.overlapping_texts(figure) == []
+
+
+# The lab's recordings: three agent frameworks' long tool loops, stopped by servers whose limits
+# were lowered (data/history_budget/README.md).
+BUDGET_DATA = Path(__file__).resolve().parents[1] / "data" / "history_budget"
+
+
+def _server_limits(history: Path) -> dict[str, Any]:
+    meta = Path(str(history).replace(".json.gz", ".meta.json"))
+    return json.loads(meta.read_text())["budget"]["dynamic_config"]
+
+
+def _terminated_for_size() -> list[Path]:
+    out = []
+    for meta in sorted(BUDGET_DATA.glob("*/*.meta.json")):
+        reason = json.loads(meta.read_text())["budget"]["end"]["reason"] or ""
+        if "history size" in reason or "history count" in reason:
+            out.append(Path(str(meta).replace(".meta.json", ".json.gz")))
+    return out
+
+
+def test_every_lab_run_stopped_for_size_is_forecast_from_its_first_quarter() -> None:
+    stopped = _terminated_for_size()
+    assert len(stopped) >= 20  # the loops, the event-count runs, the continue-as-new controls
+    for path in stopped:
+        limits = _server_limits(path)
+        whole = tk.history_budget(path, limits=limits).iloc[0]
+        early = tk.history_budget(path, limits=limits, fit=0.25).iloc[0]
+        assert whole["limit_hit"] in ("history_bytes", "history_events"), path
+        assert early["first_limit"] == whole["limit_hit"], path
+        assert abs(early["forecast_model_calls"] - whole["model_calls"]) <= 1, path.name
+        assert early["fit_calls"] == max(1, whole["model_calls"] // 4)
+
+
+def test_lab_sizes_are_the_servers() -> None:
+    for meta in sorted(BUDGET_DATA.glob("*/*.meta.json")):
+        budget = json.loads(meta.read_text())["budget"]
+        # A stack trace naming the recording machine's paths was cut from the committed file:
+        # the server counted those bytes too.
+        server = budget["server"]["history_size_bytes"] - budget["scrubbed_bytes"]
+        path = Path(str(meta).replace(".meta.json", ".json.gz"))
+        assert tk.event_sizes(path)["cumulative_bytes"].iloc[-1] == server, path.name
+        assert abs(tk.history_budget(path)["history_bytes"].iloc[0] - server) <= 64, path.name
+
+
+def test_investigate_reports_the_terminated_runs_and_no_completed_one() -> None:
+    folder = BUDGET_DATA / "oa-0.22.3"
+    limits = {**_server_limits(folder / "loop_c8k_t256.json.gz"), "limit.historyCount.error": 300,
+              "limit.blobSize.error": 65536}
+    found = tk.investigate(folder, logs=folder / "logs", limits=limits)
+    sized = {r for runs in found.findings.loc[found.findings["kind"] == "history_size", "runs"]
+             for r in runs}  # fmt: skip
+    stopped = {json.loads(m.read_text())["run_id"] for m in folder.glob("*.meta.json")
+               if str(m).replace(".meta.json", ".json.gz") in map(str, _terminated_for_size())}
+    finished = set(found.runs.loc[found.runs["status"].isin(["completed", "continued_as_new"]),
+                                  "run_id"])  # fmt: skip
+    assert stopped <= sized and not sized & finished
+    payload = found.findings[found.findings["kind"] == "payload_size"]
+    assert len(payload) and payload["title"].str.contains("input of model call").any()

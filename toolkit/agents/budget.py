@@ -69,7 +69,8 @@ def history_budget(
     events
         An events frame (:func:`toolkit.read_histories`) or paths, folders and globs of
         exports (read with :func:`toolkit.read_histories`; unreadable files are listed in
-        ``result.attrs["errors"]``).
+        ``result.attrs["errors"]``, one dict per file: ``source``, ``error_type``, ``message``,
+        ``position``).
     limits
         The server's limits (see :mod:`toolkit.histories.server_limits`): None for the
         self-hosted defaults, ``"cloud"``, or a mapping overriding some of them, by name
@@ -145,8 +146,9 @@ def history_budget(
     for column in ("label", "limit_hit", "limit_reason", "first_limit", "confidence", "note",
                    "largest_payload", "workflow_id", "run_id", "workflow_type"):  # fmt: skip
         out[column] = out[column].astype(object).where(out[column].notna(), None)
-    if errors is not None:
-        out.attrs["errors"] = errors
+    if errors is not None and len(errors):
+        # Plain records, not a frame: pandas compares attrs when it concatenates budgets.
+        out.attrs["errors"] = errors.to_dict("records")
     return out
 
 

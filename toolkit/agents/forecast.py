@@ -9,7 +9,11 @@ public reports show (temporalio/sdk-python#1890: model inputs were 99.8% of a 50
 
 A size limit is checked when the next change after the one that crossed it is written, so call
 ``k`` completes if the history is within the limit once ``k`` is scheduled; calls complete while
-that holds. The same rule gives the event count limit (events per call about constant), the
+that holds. The event count is checked with the change's own events included (the server counts
+the next event id, the size only what it has written), so call ``k`` completes if the count once
+it is scheduled, plus the events of its completion (started, completed and the next workflow
+task's scheduling: ``COMPLETION_EVENTS``), is within the limit; events per call are about
+constant. The same rule as for the size gives the
 payload limit (the input itself, once it exceeds ``payload_bytes``, cannot be scheduled) and the
 task-completion limit (the scheduling task's request carries the input).
 
@@ -31,6 +35,9 @@ import numpy as np
 __all__ = ["Forecast", "Growth", "continue_as_new_calls", "fit_growth", "forecast_limits",
            "projected_history"]
 
+#: Events the completion of a model call writes in one change: its activity started and
+#: completed events and the workflow task scheduled for the code to see the result.
+COMPLETION_EVENTS = 3
 #: How far ahead a forecast looks, in model calls; a limit further away is "not reached".
 HORIZON = 100_000
 MIN_CALLS = 2
@@ -157,7 +164,7 @@ def _quadratics(growth: Growth, limits: dict[str, int], base: Any, increment: An
         "history_bytes": (g / 2, base + other + g * n - g / 2,
                           growth.history_bytes - limits["history_bytes"]),
         "history_events": (0.0, growth.events_per_call,
-                           growth.events - limits["history_events"]),
+                           growth.events + COMPLETION_EVENTS - limits["history_events"]),
         "payload_bytes": (0.0, g, base + g * (n - 1) - limits["payload_bytes"]),
         # The task that schedules a call carries its input, and a little more for the command.
         "task_completion_bytes": (0.0, g,
@@ -168,7 +175,8 @@ def _quadratics(growth: Growth, limits: dict[str, int], base: Any, increment: An
 def _seen_over(growth: Growth, limits: dict[str, int]) -> dict[str, int | None]:
     """Per limit, the calls completed before the first call seen over it (None: none was)."""
     history, events, inputs = growth._observed
-    values = {"history_bytes": history, "history_events": events, "payload_bytes": inputs,
+    values = {"history_bytes": history, "history_events": [v + COMPLETION_EVENTS for v in events],
+              "payload_bytes": inputs,
               "task_completion_bytes": [v + 512 for v in inputs]}  # fmt: skip
     out: dict[str, int | None] = {}
     for name, observed in values.items():

@@ -394,7 +394,7 @@ def budget(args: argparse.Namespace) -> int:
             raise ToolkitError(f"budget: --fit {args.fit!r} is not a number of calls or a "
                                "fraction") from None  # fmt: skip
     table = tk.history_budget(args.paths, limits=_limits(args), roles=args.roles, fit=fit)
-    errors = table.attrs.get("errors")
+    errors = pd.DataFrame(table.attrs.get("errors", []), columns=["source", "message"])
     if args.json:
         print_json(table)
     else:
@@ -409,10 +409,9 @@ def budget(args: argparse.Namespace) -> int:
         notes = table[table["note"].notna()]
         for row in notes.itertuples():
             print(f"note: run {row.run_id}: {row.note}", file=sys.stderr)
-    if errors is not None:
-        for row in errors.itertuples():
-            print(f"unreadable: {row.message}", file=sys.stderr)
-    if table.empty and errors is not None and len(errors):
+    for row in errors.itertuples():
+        print(f"unreadable: {row.message}", file=sys.stderr)
+    if table.empty and len(errors):
         return EXIT_USAGE
     return EXIT_FINDINGS if table["limit_hit"].notna().any() else EXIT_OK
 

@@ -83,7 +83,10 @@ def budget_series(
                        events=int(fitted["events"].iloc[-1]),
                        input_bytes=int(fitted["input_bytes"].iloc[-1]), input_sd=0,
                        other_sd=0)  # fmt: skip
-        end = min(int(row.forecast_model_calls) + 1, max(_REACH * growth["calls"], 12))
+        # The line runs to the forecast, or past every call seen, whichever comes first (a far
+        # forecast is named at the line's end instead of stretching the axis).
+        end = min(int(row.forecast_model_calls) + 1,
+                  max(_REACH * growth["calls"], 12, int(seen["call"].max()) + 1))
         ahead = np.arange(growth["calls"] + 1, max(end, growth["calls"] + 1) + 1)
         rows.append((row.run_id, row.label, growth["calls"], "forecast", model.history_bytes))
         for number, size in zip(ahead, projected_history(model, ahead), strict=True):
