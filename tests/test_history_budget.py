@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from temporalio import activity, workflow
 from temporalio.api.history.v1 import History
@@ -256,3 +257,16 @@ def test_investigate_reports_the_terminated_runs_and_no_completed_one() -> None:
     assert stopped <= sized and not sized & finished
     payload = found.findings[found.findings["kind"] == "payload_size"]
     assert len(payload) and payload["title"].str.contains("input of model call").any()
+
+
+def test_a_folder_measured_in_worker_processes_gives_the_same_budget(monkeypatch) -> None:
+    import toolkit.agents.budget as budget_module
+
+    monkeypatch.setattr(budget_module, "_POOL_FROM", 2)  # a pool even for a small folder
+    folder = BUDGET_DATA / "adk-2.13.0"
+    alone = tk.history_budget(folder, workers=1).sort_values("source", ignore_index=True)
+    pooled = tk.history_budget(folder, workers=2).sort_values("source", ignore_index=True)
+    assert len(alone) == len(pooled) == len(list(folder.glob("*.json.gz")))
+    columns = ["run_id", "history_bytes", "model_calls", "limit_hit", "forecast_model_calls",
+               "resent_share", "label"]
+    pd.testing.assert_frame_equal(alone[columns], pooled[columns])

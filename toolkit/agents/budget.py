@@ -61,6 +61,7 @@ def history_budget(
     limits: Mapping[str, Any] | str | None = None,
     roles: str | Roles = "auto",
     fit: int | float | None = None,
+    workers: int | None = None,
 ) -> pd.DataFrame:
     """One row per run: its history size, where the bytes go, and when it meets a limit.
 
@@ -84,6 +85,10 @@ def history_budget(
         them (a fraction such as ``0.25``), as if the run had been looked at then; the rest of
         the row still describes the whole run, so ``forecast_model_calls`` can be compared with
         ``model_calls``. None: every call.
+    workers
+        For paths: processes that read and measure chunks of files in parallel (None: one per
+        core, from a few hundred files on; 1: in this process). Only the budget rows come
+        back from them, so this costs little beyond the work itself.
 
     Returns
     -------
@@ -132,6 +137,10 @@ def history_budget(
         =====================  ==========================================================
     """
     resolved = resolve_limits(limits)
+    if not isinstance(events, pd.DataFrame):
+        table = _budget_of_paths(events, limits, roles, fit, workers)
+        if table is not None:
+            return table
     events, errors = as_events(events)
     sdk_of_build: dict[str, str] = {}
     rows = [_run_row(run, resolved, fit, sdk_of_build) for run in runs_of(events, roles)]
@@ -150,6 +159,46 @@ def history_budget(
         # Plain records, not a frame: pandas compares attrs when it concatenates budgets.
         out.attrs["errors"] = errors.to_dict("records")
     return out
+
+
+#: From how many files a folder's budget is worth worker processes (their start costs ~1 s).
+_POOL_FROM = 400
+
+
+def _budget_of_paths(paths: Any, limits: Any, roles: Any, fit: Any,
+                     workers: int | None) -> pd.DataFrame | None:  # fmt: skip
+    """The budget of many files, chunks of them read and measured in worker processes; None
+    when this process should do it (few files, one worker)."""
+    from toolkit.histories.reading.batch import error_frame, find_history_files
+    from toolkit.histories.reading.pool import resolve_workers, run_chunks
+
+    count = resolve_workers(workers)
+    files = find_history_files(paths) if count > 1 else []
+    if count <= 1 or len(files) < _POOL_FROM:
+        return None
+    size = max(50, -(-len(files) // (count * 4)))
+    chunks = [files[i : i + size] for i in range(0, len(files), size)]
+    tables, failures = [], []
+    for table, failed in run_chunks(_budget_of_files, chunks, (limits, roles, fit), count):
+        tables.append(table)
+        failures.extend(failed)
+    out = pd.concat(tables, ignore_index=True)
+    # A run delivered twice (Cloud exports are at least once) is counted once, as reading does.
+    out = out.drop_duplicates(subset=["run_id", "events", "history_bytes"], ignore_index=True)
+    if failures:
+        out.attrs["errors"] = error_frame(failures).to_dict("records")
+    return out
+
+
+def _budget_of_files(files: list[Any], limits: Any, roles: Any,
+                     fit: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:  # fmt: skip
+    """One chunk's budget (in a worker process): its files read, its runs measured."""
+    from toolkit.histories.reading.batch import decode_files
+
+    events, failures = decode_files(files, False, {})
+    table = history_budget(events, limits=limits, roles=roles, fit=fit)
+    table.attrs.clear()
+    return table, failures
 
 
 def _run_row(
@@ -306,8 +355,15 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
 _parts = msgspec.json.Decoder(list[msgspec.Raw] | dict[str, msgspec.Raw])
 
 
-def _matched(text: bytes, seen: set[bytes], found: set[bytes]) -> int:
+#: How deep into a new part of an input the comparison looks (a conversation's items sit one or
+#: two levels down; deeper, new parts are the new content itself).
+_RESENT_DEPTH = 3
+
+
+def _matched(text: bytes, seen: set[bytes], found: set[bytes], depth: int = 0) -> int:
     """Bytes of ``text``'s parts already in ``seen``; new parts' texts go into ``found``."""
+    if depth >= _RESENT_DEPTH:
+        return 0
     try:
         parts = _parts.decode(text)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -322,7 +378,7 @@ def _matched(text: bytes, seen: set[bytes], found: set[bytes]) -> int:
         else:
             found.add(raw)
             if raw[:1] in (b"[", b"{"):
-                total += _matched(raw, seen, found)
+                total += _matched(raw, seen, found, depth + 1)
     return total
 
 

@@ -38,7 +38,7 @@ from toolkit.histories.reading.dialects import RawHistory
 __all__ = ["decode_chunks", "resolve_workers", "run_chunks", "start_early"]
 
 #: What the worker processes' server imports once, before it forks any worker.
-_PRELOAD = ["toolkit.histories.reading.batch", "toolkit.datasets.writer"]
+_PRELOAD = ["toolkit.histories.reading.batch", "toolkit.datasets.writer", "toolkit.agents.budget"]
 
 
 def resolve_workers(workers: int | None) -> int:
