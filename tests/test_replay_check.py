@@ -207,7 +207,7 @@ def test_the_page_is_the_investigation_report_with_a_finding_per_group(twin_chec
 
     _, check = twin_checks[FIX_260]
     report = investigation(check)
-    assert report.findings["kind"].tolist() == ["nondeterminism"] * len(check.groups)
+    assert report.findings["kind"].tolist() == ["replay_nondeterminism"] * len(check.groups)
     first = report.findings.iloc[0]
     assert first["severity"] == "high"  # closed runs only: nothing open would break
     assert first["title"].startswith(f"{check.groups['histories'].iloc[0]} closed runs would")
@@ -215,7 +215,10 @@ def test_the_page_is_the_investigation_report_with_a_finding_per_group(twin_chec
                                    "history, 'InvokeModel' from the new code "
                                    "(ActivityTaskScheduled)")
     assert sorted(first["runs"]) == sorted(check.groups["runs"].iloc[0])
-    assert set(report.evidence) == {"replay_check", "replay_groups", "replay_chains", "runs"}
+    assert set(report.evidence) == {"replay_check", "replay_groups", "replay_chains", "runs",
+                                    "replay_divergences"}
     page = check.to_html(tmp_path / "check.html")
     assert (tmp_path / "check.html").read_text(encoding="utf-8") == page
     assert first["title"] in page.replace("&#x27;", "'")
+    # Each card shows the commands the code issued in the replay, beside the recorded ones.
+    assert page.count("the commands the new code issued replaying it") == len(check.groups)

@@ -131,21 +131,24 @@ def _skip_reason(row: dict[str, Any], item: Item, types: list[str], dynamic: boo
 
 
 def _fill(row: dict[str, Any], replayed: Replayed, frame: pd.DataFrame | None, explain: bool,
-          kept_last: int) -> None:  # fmt: skip
+          kept_last: int) -> Any:  # fmt: skip
+    """Put the replay's outcome (and its explanation) in ``row``; return the divergence."""
     from toolkit.replay.code_replay import rust_debug_field
 
     row.update(outcome=replayed.outcome, error_type=replayed.error_type,
                message=replayed.message, seconds=replayed.seconds)  # fmt: skip
     if replayed.outcome == "ok":
-        return
+        return None
     row["core_message"] = rust_debug_field(replayed.message or "", "message") or replayed.message
     if not explain or frame is None:
-        return
+        return None
     found = explain_failure(frame[frame["event_id"] <= kept_last], replayed)
-    if found is not None:
-        row.update(event_id=found.event_id, event_type=found.event_type, check=found.check,
-                   expected=_plain(found.expected), actual=_plain(found.actual),
-                   explanation=found.text)  # fmt: skip
+    if found is None:
+        return None
+    row.update(event_id=found.event_id, event_type=found.event_type, check=found.check,
+               expected=_plain(found.expected), actual=_plain(found.actual),
+               explanation=found.text)  # fmt: skip
+    return found.divergence
 
 
 def _plain(value: Any) -> Any:
@@ -308,10 +311,14 @@ def _check(items: list[Item], runner: InProcess | WorkerPool, classes: Sequence[
         kept_last[row["history"]] = events[keep - 1].event_id if keep else 0
         jobs.append(Job(row["history"], item.history.workflow_id, events[:keep]))
     replayed = runner.run(jobs, timeout)
+    divergences = {}
     for row in rows:
         if row["history"] in replayed:
             item = items[row["history"]]
-            _fill(row, replayed[row["history"]], item.frame, explain, kept_last[row["history"]])
+            found = _fill(row, replayed[row["history"]], item.frame, explain,
+                          kept_last[row["history"]])  # fmt: skip
+            if found is not None:
+                divergences[row["history"]] = found
     continued = meta["continued_from"].to_dict() if len(meta) else {}
     _chain_positions(rows, continued)
     results = _results(rows)
@@ -323,4 +330,4 @@ def _check(items: list[Item], runner: InProcess | WorkerPool, classes: Sequence[
             "temporalio": getattr(runner, "temporalio", None),
             "workers": getattr(runner, "size", 1)}  # fmt: skip
     runs = meta.drop(columns=["chain", "continued_from"]).reset_index() if len(meta) else meta
-    return ReplayCheck(results, table, chains(results), runs, code)
+    return ReplayCheck(results, table, chains(results), runs, code, divergences)

@@ -9,7 +9,9 @@ from typing import Any
 
 import pandas as pd
 
+from toolkit.investigate.cards import EVIDENCE_RENDERERS, TABLE_COLUMNS
 from toolkit.investigate.findings import finding, rank
+from toolkit.investigate.html import escape, table_html
 from toolkit.investigate.labels import RUN_COLUMNS, label_note
 from toolkit.investigate.report import Investigation, LazyTables
 from toolkit.text import count, listing
@@ -40,18 +42,19 @@ def _title(group: Any) -> str:
 
 def replay_check_findings(check: Any) -> list[dict[str, Any]]:
     """Finding rows (:data:`toolkit.investigate.findings.FINDING_COLUMNS`) of a check: one per
-    group of failures (kind ``nondeterminism`` or ``replay_failure``; critical when it breaks
-    open runs), and one for the histories it could not read (``not_checked``)."""
+    group of failures (kind ``replay_nondeterminism`` or ``replay_failure``; critical when it
+    breaks open runs), and one for the histories it could not read (``not_checked``)."""
     results = check.results
     rows = []
     for group in check.groups.itertuples():
         members = results[results["group"] == group.group]
         rows.append(finding(
-            "nondeterminism" if group.outcome == "nondeterminism" else "replay_failure",
+            "replay_nondeterminism" if group.outcome == "nondeterminism" else "replay_failure",
             "critical" if group.open else "high", _title(group),
             runs=group.runs, times=members["start"], versions=group.labels,
             evidence={"table": "replay_check", "sources": members["source"].tolist(),
-                      "event_ids": group.event_ids, "open_runs": group.open_runs},
+                      "event_ids": group.event_ids, "open_runs": group.open_runs,
+                      "example": int(members["history"].iloc[0])},
             explanation=f"{group.explanation or ''} The Replayer: {group.message}".strip(),
             next_step=_NEXT_STEP, confidence="replayer",
         ))  # fmt: skip
@@ -84,6 +87,34 @@ def _errors(check: Any) -> pd.DataFrame:
     }).reset_index(drop=True)  # fmt: skip
 
 
+def _replayed_commands(inv: Investigation, row: pd.Series) -> str:
+    """A replay finding's two command sequences, from the replay itself: the group's first
+    history, and the commands the new code issued when the Replayer ran it."""
+    evidence = row["evidence"] if isinstance(row["evidence"], dict) else {}
+    found = inv.evidence.get("replay_divergences", {}).get(evidence.get("example"))
+    if found is None or not len(found.aligned):
+        return ""
+    aligned = found.aligned
+    hit = (aligned["recorded_event_id"].eq(found.event_id) if found.event_id else
+           ~aligned["same"].astype(bool)).fillna(False).astype(bool)  # fmt: skip
+    if hit.any():
+        at = int(hit.to_numpy().nonzero()[0][0])
+        aligned, hit = aligned.iloc[max(0, at - 6): at + 4], hit.iloc[max(0, at - 6): at + 4]
+    results = inv.evidence["replay_check"]
+    name = results.loc[results["history"] == evidence["example"], "workflow_id"].iloc[0]
+    return (f"<h4>The recorded history of {escape(name)} and the commands the new code "
+            "issued replaying it</h4>"
+            + table_html(aligned, ["position", "recorded", "recorded_event_id", "replayed"],
+                         headers={"recorded": "recorded history", "recorded_event_id": "event",
+                                  "replayed": "new code"}, limit=12, highlight=hit))  # fmt: skip
+
+
+# The report's registries (additive): how a replay check's cards show their evidence.
+EVIDENCE_RENDERERS.setdefault("replay_nondeterminism", _replayed_commands)
+TABLE_COLUMNS.setdefault("replay_check", ["workflow_id", "run_id", "open", "label", "outcome",
+                                          "event_id", "check", "expected", "actual"])
+
+
 def investigation(check: Any) -> Investigation:
     """The :class:`~toolkit.investigate.report.Investigation` of a check (its report is the
     check's page): runs, findings, evidence ``replay_check`` (the results), ``replay_groups``,
@@ -91,7 +122,8 @@ def investigation(check: Any) -> Investigation:
     runs = _runs(check)
     evidence = LazyTables({"replay_check": lambda: check.results, "replay_groups": lambda:
                            check.groups, "replay_chains": lambda: check.chains,
-                           "runs": lambda: runs})  # fmt: skip
+                           "runs": lambda: runs,
+                           "replay_divergences": lambda: check.divergences})  # fmt: skip
     return Investigation(
         runs=runs, findings=rank(replay_check_findings(check)), evidence=evidence,
         figures=LazyTables({}), errors=_errors(check),

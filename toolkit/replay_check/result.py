@@ -80,6 +80,10 @@ class ReplayCheck:
     code : dict
         What replayed: ``workflows`` (specs), ``types`` (workflow types they define),
         ``python`` (the interpreter), ``temporalio`` (its release), ``workers``.
+    divergences : dict
+        Result row (``history``) -> the :class:`toolkit.Divergence` of each explained failure:
+        the recorded commands beside those the code issued (``aligned``), Go's and Java's
+        wording.
     """
 
     results: pd.DataFrame
@@ -87,6 +91,7 @@ class ReplayCheck:
     chains: pd.DataFrame
     runs: pd.DataFrame = field(default_factory=pd.DataFrame)
     code: dict[str, Any] = field(default_factory=dict)
+    divergences: dict[int, Any] = field(default_factory=dict, repr=False)
 
     # -- the verdict -----------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
