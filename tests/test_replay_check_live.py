@@ -32,17 +32,10 @@ from temporalio.worker import Worker
 
 import toolkit as tk
 from toolkit.errors import ServerError, ToolkitError
+from toolkit.lab.server import wait_listed
 from toolkit.replay_check.report import investigation
 
 pytestmark = pytest.mark.server
-
-
-async def _wait_listed(client: Client, query: str, count: int) -> None:
-    for _ in range(200):
-        if len([e async for e in client.list_workflows(query)]) >= count:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"visibility never listed {count} runs for {query}")
 
 
 async def _record(address: str, folder: Path) -> dict[str, Any]:
@@ -86,7 +79,7 @@ async def _record(address: str, folder: Path) -> dict[str, Any]:
     held_file = folder / "held-export.json"  # a file name that is not the workflow id
     held_file.write_text(json.dumps(history.to_json_dict()))
     query = f"WorkflowType = '{ORDER}' AND TaskQueue = '{queue}'"
-    await _wait_listed(client, query, 8)  # 3 completed, 2 open, 2 chained runs, 1 held
+    await wait_listed(client, query, 8)  # 3 completed, 2 open, 2 chained runs, 1 held
     return {"query": query, "held": held_file, "held_id": held.id, "chain_id": chained.id,
             "held_events": len(history.events), **ids}
 

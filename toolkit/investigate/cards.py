@@ -29,7 +29,9 @@ from toolkit.text import count, is_missing, listing, span
 if TYPE_CHECKING:
     from toolkit.investigate.report import Investigation
 
-__all__ = ["EVIDENCE_RENDERERS", "TABLE_COLUMNS", "card", "run_anchor", "run_name"]
+__all__ = [
+    "EVIDENCE_RENDERERS", "TABLE_COLUMNS", "card", "divergence_window", "run_anchor", "run_name",
+]  # fmt: skip
 
 #: Columns shown of each evidence table (others: every column with a value, wide ones left out).
 TABLE_COLUMNS: dict[str, list[str]] = {
@@ -354,13 +356,19 @@ def _same_signals(inv: Investigation, recorded: pd.DataFrame, labels: list[str])
             if signals(events[events["run_id"] == run_id])[: len(wanted)] == wanted]
 
 
-def _aligned(found: Any, inv: Investigation, twin: str) -> str:
+def divergence_window(found: Any) -> tuple[pd.DataFrame, pd.Series]:
+    """A divergence's aligned commands around where they part, and which row that is."""
     aligned = found.aligned
     hit = (aligned["recorded_event_id"].eq(found.event_id) if found.event_id else
            ~aligned["same"].astype(bool)).fillna(False).astype(bool)  # fmt: skip
     if hit.any():
         at = int(hit.to_numpy().nonzero()[0][0])
         aligned, hit = aligned.iloc[max(0, at - 6): at + 4], hit.iloc[max(0, at - 6): at + 4]
+    return aligned, hit
+
+
+def _aligned(found: Any, inv: Investigation, twin: str) -> str:
+    aligned, hit = divergence_window(found)
     label = inv.runs.loc[inv.runs["run_id"] == twin, "label"]
     workflow = inv.runs.loc[inv.runs["run_id"] == twin, "workflow_id"]
     who = f"{workflow.iloc[0]} ({label.iloc[0]})" if len(label) else twin

@@ -30,7 +30,7 @@ from typing import Any
 from toolkit.errors import ServerError
 from toolkit.lab.processes import stop_process_group
 
-__all__ = ["DevServer", "find_temporal_binary", "free_port"]
+__all__ = ["DevServer", "find_temporal_binary", "free_port", "wait_listed"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -244,3 +244,21 @@ class DevServer:
         state = f"pid={self.pid}" if self._process else "stopped"
         return f"DevServer({self.address}, {state})"
 
+
+async def wait_listed(client: Any, query: str, count: int, *, seconds: float = 30.0) -> None:
+    """Until the server's visibility lists ``count`` runs for ``query`` (it lags behind the
+    runs by a moment).
+
+    Raises
+    ------
+    ServerError
+        When it does not within ``seconds``.
+    """
+    import asyncio
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if len([e async for e in client.list_workflows(query)]) >= count:
+            return
+        await asyncio.sleep(0.1)
+    raise ServerError(f"visibility never listed {count} runs for {query} in {seconds:g} s")

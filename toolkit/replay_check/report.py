@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from toolkit.investigate.cards import EVIDENCE_RENDERERS, TABLE_COLUMNS
+from toolkit.investigate.cards import EVIDENCE_RENDERERS, TABLE_COLUMNS, divergence_window
 from toolkit.investigate.findings import finding, rank
 from toolkit.investigate.html import escape, table_html
 from toolkit.investigate.labels import RUN_COLUMNS, label_note
@@ -94,12 +94,7 @@ def _replayed_commands(inv: Investigation, row: pd.Series) -> str:
     found = inv.evidence.get("replay_divergences", {}).get(evidence.get("example"))
     if found is None or not len(found.aligned):
         return ""
-    aligned = found.aligned
-    hit = (aligned["recorded_event_id"].eq(found.event_id) if found.event_id else
-           ~aligned["same"].astype(bool)).fillna(False).astype(bool)  # fmt: skip
-    if hit.any():
-        at = int(hit.to_numpy().nonzero()[0][0])
-        aligned, hit = aligned.iloc[max(0, at - 6): at + 4], hit.iloc[max(0, at - 6): at + 4]
+    aligned, hit = divergence_window(found)
     results = inv.evidence["replay_check"]
     name = results.loc[results["history"] == evidence["example"], "workflow_id"].iloc[0]
     return (f"<h4>The recorded history of {escape(name)} and the commands the new code "

@@ -25,6 +25,7 @@ from toolkit.errors import LabError
 from toolkit.lab.go_twin.spec import SessionInput
 from toolkit.lab.go_twin.variants import TASK_QUEUE, VARIANTS, WORKFLOW_NAME
 from toolkit.lab.go_twin.workflows import TwinProgress, _TwinSessionWorkflow
+from toolkit.lab.server import wait_listed
 
 __all__ = ["ADK_UPGRADE_PATCH", "GuardedUpgrade", "GuardedUpgradeAdk260", "Production",
            "record_production"]  # fmt: skip
@@ -130,14 +131,5 @@ async def record_production(
                     await handle.result()
                 ids["closed" if finish else "open"].append(handle.id)
     query = f"WorkflowType = '{WORKFLOW_NAME}' AND WorkflowId STARTS_WITH 'support-chat-{tag}'"
-    await _listed(client, query, closed + open_runs)
+    await wait_listed(client, query, closed + open_runs)
     return Production(query, ids["closed"], ids["open"])
-
-
-async def _listed(client: Any, query: str, count: int) -> None:
-    """Until visibility lists every run (it lags behind the runs by a moment)."""
-    for _ in range(300):
-        if len([e async for e in client.list_workflows(query)]) >= count:
-            return
-        await asyncio.sleep(0.1)
-    raise LabError(f"visibility never listed {count} runs for {query}")
