@@ -158,3 +158,7 @@ def test_a_stripped_payload_is_unknown_not_zero() -> None:
                         & (payloads["kind"] == "input")]  # fmt: skip
     assert len(stripped) and not stripped["known"].any()
     assert stripped["note"].str.contains("stripped").all()
+    # The budget still sizes every event, and says which payload bytes it does not know.
+    budget = tk.history_budget(tk.read_history(document.SerializeToString()))
+    assert budget["history_bytes"].iloc[0] > 0 and budget["events"].iloc[0] == len(events)
+    assert not budget["exact"].iloc[0] and "stripped" in budget["note"].iloc[0]

@@ -31,6 +31,7 @@ from toolkit.histories.server_limits import resolve_limits
 from toolkit.histories.size_errors import first_limit_hit
 from toolkit.histories.sizes import payload_texts
 from toolkit.histories.versions import run_label
+from toolkit.text import count
 
 __all__ = ["BUDGET_COLUMNS", "history_budget"]
 
@@ -249,6 +250,14 @@ def _run_row(
             notes.append(f"the server enforced {hit.limit} after {len(completed)} model calls, "
                          "earlier than the limits given allow: pass the server's limits "
                          "(limits=) for a forecast that matches it")  # fmt: skip
+    if run.inexact_payloads:
+        notes.append(f"{count(run.inexact_payloads, 'payload')} decoded or stripped by the "
+                     "exporter: their bytes are estimated or unknown (the events' sizes and "
+                     "the server's recorded sizes are not)")  # fmt: skip
+        row["exact"] = False
+    elif calls and row["resent_bytes"] is None:
+        notes.append("the model inputs are not JSON text (encrypted or binary): what they "
+                     "re-send is unknown without the payload codec")  # fmt: skip
     row["note"] = "; ".join(notes) or None
     return row
 

@@ -84,6 +84,8 @@ class RunSizes:
     _frame: pd.DataFrame | None = None
     _offset: int = 0
     _measured: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    #: Payload cells whose bytes are not the server's (decoded or stripped by an exporter).
+    inexact_payloads: int = 0
     _payloads: dict[int, int] = field(default_factory=dict)
     _checkpoints: list[tuple[int, int]] | None = None
     exact: bool = True
@@ -108,6 +110,8 @@ class RunSizes:
         if found is None:
             measured = payloads_field_size(cell)
             found = self._payloads[key] = measured[0] if measured else 0
+            if measured and not measured[1]:
+                self.inexact_payloads += 1
         return found
 
     def event_bytes(self, position: int, *, estimate: bool = False) -> int:

@@ -371,7 +371,8 @@ def _walk_value(
 def payloads_field_size(cell: Any) -> tuple[int, bool] | None:
     """The encoded size of one payload cell of the events frame (``input``, ``result``,
     ``details``): a ``Payloads`` as the payload limit compares it (for marker details, a map of
-    them: their sum), and whether it is exact. None for an empty cell.
+    them: their sum), and whether it is exact (not where an exporter decoded a payload or
+    stripped its data). None for an empty cell.
 
     Works on the raw proto-JSON or the message the cell keeps: no payload's data is decoded.
     """
@@ -387,15 +388,17 @@ def payloads_field_size(cell: Any) -> tuple[int, bool] | None:
     except msgspec.ValidationError:
         typed = None
     if typed is not None and typed.payloads is not None:
-        total = 0
+        total, known = 0, True
         for payload in typed.payloads:
             metadata = _metadata_size(tuple(payload.metadata.items()))
             data = _raw_b64_size(payload.data)
             if metadata is None or data is None:
                 break  # decoded by an exporter: measured the general way
+            if not data and payload.metadata.get("encoding") in _ALWAYS_DATA_B64:
+                known = False  # stripped by the exporter: the server stored more
             total += framed(metadata + (framed(data) if data else 0))
         else:
-            return total, True
+            return total, known
     value = msgspec.json.decode(bytes(raw))
     if isinstance(value, Mapping) and ("metadata" in value or "data" in value):
         return json_payload_size(value)  # a single Payload (a Nexus operation's input)
@@ -468,6 +471,9 @@ def payload_texts(cell: Any) -> list[bytes] | None:
 
 
 _JSON_B64 = "anNvbi9wbGFpbg=="  # base64 of json/plain, as proto-JSON writes metadata
+#: The base64 metadata of the encodings whose payloads always hold data.
+_ALWAYS_DATA_B64 = frozenset(binascii.b2a_base64(e.encode(), newline=False).decode()
+                             for e in _DATA_ALWAYS)
 _NULL_B64 = "YmluYXJ5L251bGw="  # binary/null
 
 
