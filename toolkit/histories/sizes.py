@@ -380,7 +380,9 @@ def payloads_field_size(cell: Any) -> tuple[int, bool] | None:
     if raw is None:
         return None
     if isinstance(raw, Message):
-        return int(raw.ByteSize()), True
+        stripped = any(not p.data and p.metadata.get("encoding", b"").decode("utf-8", "replace")
+                       in _DATA_ALWAYS for p in getattr(raw, "payloads", ()))  # fmt: skip
+        return int(raw.ByteSize()), not stripped
     if not isinstance(raw, (bytes, bytearray, memoryview, msgspec.Raw)):  # a map of Payloads
         return sum(int(v.ByteSize()) for v in raw.values()), True
     try:  # the common shape, in slim structs; data stays raw text (its length is enough)
