@@ -17,13 +17,11 @@ Usage: ``python benchmarks/bench_history_budget.py [--runs N] [--repeat R]``
 from __future__ import annotations
 
 import argparse
-import gc
 import tempfile
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from timing import best
 
 import toolkit as tk
 
@@ -49,16 +47,6 @@ def _templates() -> list[tuple[str, str]]:
     return found
 
 
-def _best(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return min(times), result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=1000)
@@ -73,10 +61,10 @@ def main() -> None:
         size = sum(p.stat().st_size for p in out.iterdir())
         print(f"{args.runs} runs from {len(templates)} recorded agent histories, "
               f"{size / 1e6:.1f} MB of proto-JSON")  # fmt: skip
-        read, (events, _) = _best(lambda: tk.read_histories(folder), args.repeat)
-        budget_time, budget = _best(lambda: tk.history_budget(folder), args.repeat)
-        analysis, _ = _best(lambda: tk.history_budget(events), args.repeat)
-        sizes, _ = _best(lambda: tk.event_sizes(events), 1)
+        read, (events, _) = best(lambda: tk.read_histories(folder), args.repeat)
+        budget_time, budget = best(lambda: tk.history_budget(folder), args.repeat)
+        analysis, _ = best(lambda: tk.history_budget(events), args.repeat)
+        sizes, _ = best(lambda: tk.event_sizes(events), 1)
     print(f"read_histories               {read:7.2f} s  ({len(events):,} events)")
     print(f"history_budget(folder)       {budget_time:7.2f} s  ratio {budget_time / read:.2f}x "
           f"(target <= 1.5)")  # fmt: skip

@@ -16,13 +16,11 @@ Usage: ``python benchmarks/bench_investigate.py [--runs N] [--log-lines L] [--re
 from __future__ import annotations
 
 import argparse
-import gc
 import tempfile
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from timing import best
 
 import toolkit as tk
 
@@ -65,16 +63,6 @@ def _write_log(path: Path, lines: int) -> None:
             out.write(pool[index % len(pool)] + "\n")
 
 
-def _best(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - start)
-    return min(times), result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=1000)
@@ -87,11 +75,11 @@ def main() -> None:
         _write_runs(folder, args.runs)
         log = Path(tmp) / "worker.log"
         _write_log(log, args.log_lines)
-        read, batch = _best(lambda: tk.read_histories(folder, progress=False), args.repeat)
+        read, batch = best(lambda: tk.read_histories(folder, progress=False), args.repeat)
         runs = batch.events.groupby(["source", "history"]).ngroups
-        alone, found = _best(lambda: tk.investigate(folder), args.repeat)
-        logs_only, _ = _best(lambda: tk.read_logs(log), args.repeat)
-        both, found_all = _best(lambda: tk.investigate(folder, logs=log), args.repeat)
+        alone, found = best(lambda: tk.investigate(folder), args.repeat)
+        logs_only, _ = best(lambda: tk.read_logs(log), args.repeat)
+        both, found_all = best(lambda: tk.investigate(folder, logs=log), args.repeat)
     print(f"{runs} runs, {len(batch.events)} events; {args.log_lines} log lines")
     print(f"read_histories             {read:7.2f} s  {1000 * read / runs:6.2f} ms/run")
     print(f"investigate (histories)    {alone:7.2f} s  {1000 * alone / runs:6.2f} ms/run  "

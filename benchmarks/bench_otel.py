@@ -17,13 +17,11 @@ Usage: ``python benchmarks/bench_otel.py [--runs N] [--repeat R]``
 from __future__ import annotations
 
 import argparse
-import gc
 import tempfile
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from timing import best
 
 import toolkit as tk
 from toolkit.agents.tokens import genai_attributes, model_calls
@@ -46,16 +44,6 @@ def _write_runs(out: Path, count: int) -> None:
         (out / f"run-{index:05d}.json").write_text(text.replace(run_id, str(uuid.uuid4())))
 
 
-def _best(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, value = float("inf"), None
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        value = function()
-        best = min(best, time.perf_counter() - start)
-    return best, value
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=500)
@@ -65,16 +53,16 @@ def main() -> None:
         folder = Path(tmp) / "runs"
         folder.mkdir()
         _write_runs(folder, args.runs)
-        read, batch = _best(lambda: tk.read_histories(folder, progress=False), args.repeat)
+        read, batch = best(lambda: tk.read_histories(folder, progress=False), args.repeat)
         events = batch.events
         out = Path(tmp) / "traces.json"
-        export, done = _best(lambda: tk.to_otel(folder, path=out), args.repeat)
-        ledger, calls = _best(lambda: model_calls(events), args.repeat)
-        spans_time, spans = _best(
+        export, done = best(lambda: tk.to_otel(folder, path=out), args.repeat)
+        ledger, calls = best(lambda: model_calls(events), args.repeat)
+        spans_time, spans = best(
             lambda: trace_spans(events, model_attributes=genai_attributes(calls)), args.repeat)
         resource = {"service.name": "bench"}
-        as_json, _ = _best(lambda: otlp_document(spans, resource), args.repeat)
-        as_proto, _ = _best(lambda: otlp_protobuf(spans, resource), args.repeat)
+        as_json, _ = best(lambda: otlp_document(spans, resource), args.repeat)
+        as_proto, _ = best(lambda: otlp_protobuf(spans, resource), args.repeat)
     count = len(done.spans)
     print(f"{args.runs} runs, {len(events):,} events, {count:,} spans, "
           f"{len(calls):,} model calls")

@@ -27,6 +27,7 @@ from toolkit.agents.forecast import continue_as_new_calls, fit_growth, forecast_
 from toolkit.agents.growth import Call, RunSizes, as_events, calls_of, runs_of, user_turns
 from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
+from toolkit.histories.enums import CLOSE_STATUS
 from toolkit.histories.server_limits import resolve_limits
 from toolkit.histories.size_errors import first_limit_hit
 from toolkit.histories.sizes import payload_texts
@@ -43,14 +44,6 @@ BUDGET_COLUMNS = [
     "confidence", "calls_before", "continue_as_new_at", "continue_as_new_seen", "note",
 ]  # fmt: skip
 
-_STATUS = {
-    "WorkflowExecutionCompleted": "completed",
-    "WorkflowExecutionFailed": "failed",
-    "WorkflowExecutionTimedOut": "timed_out",
-    "WorkflowExecutionTerminated": "terminated",
-    "WorkflowExecutionCanceled": "canceled",
-    "WorkflowExecutionContinuedAsNew": "continued_as_new",
-}
 _PAYLOAD_COLUMNS = ("input", "result")
 #: Nodes of a model input smaller than this are not compared (ids, flags, short strings).
 _RESENT_MIN = 64
@@ -222,7 +215,7 @@ def _run_row(
         "run_id": c.get("run_id", [None])[0],
         "workflow_type": c.get("workflow_type", [None])[0],
         "label": _label(run, sdk_of_build),
-        "status": _STATUS.get(last_type, "running"),
+        "status": CLOSE_STATUS.get(last_type, "running"),
         "events": len(run),
         "history_bytes": total,
         "exact": run.exact,

@@ -17,6 +17,7 @@ from temporalio.api.history.v1 import HistoryEvent
 
 __all__ = [
     "ATTRIBUTE_KEYS",
+    "CLOSE_STATUS",
     "COMMAND_EVENT_TYPES",
     "EVENT_TYPES",
     "attributes_key",
@@ -205,3 +206,14 @@ def canonical_enum(enum: EnumDescriptor, value: str | int | None) -> str | None:
         # Zero-padded numbers; camelCase and other casings of the names above.
         found = lookup.get(int(value)) if value.isdigit() else lookup.get(_screaming(value))
     return found if found is not None else str(value)
+
+
+#: How a run ended, by its closing event type (a run without one is ``running``).
+CLOSE_STATUS: dict[str, str] = {
+    "WorkflowExecutionCompleted": "completed",
+    "WorkflowExecutionFailed": "failed",
+    "WorkflowExecutionTimedOut": "timed_out",
+    "WorkflowExecutionTerminated": "terminated",
+    "WorkflowExecutionCanceled": "canceled",
+    "WorkflowExecutionContinuedAsNew": "continued_as_new",
+}

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from toolkit.agents.turns import sidecar_fields, sidecar_label
+from toolkit.histories.enums import CLOSE_STATUS
 from toolkit.histories.versions import apply_versions, version_labels
 
 __all__ = ["RUN_COLUMNS", "label_note", "runs_table"]
@@ -38,14 +39,7 @@ RUN_COLUMNS = [
     "stuck_reason",
 ]
 
-_CLOSED = {
-    "WorkflowExecutionCompleted": "completed",
-    "WorkflowExecutionFailed": "failed",
-    "WorkflowExecutionTimedOut": "timed_out",
-    "WorkflowExecutionTerminated": "terminated",
-    "WorkflowExecutionCanceled": "canceled",
-    "WorkflowExecutionContinuedAsNew": "continued_as_new",
-}
+_CLOSED = CLOSE_STATUS
 _TASK_EVENTS = {"WorkflowTaskCompleted", "WorkflowTaskFailed", "WorkflowTaskTimedOut"}
 _MESSAGES = {
     "WorkflowExecutionSignaled",
