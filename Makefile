@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test record record-flag-pairs lint bench clean
+.PHONY: demo test record record-flag-pairs record-history-budget lint bench clean
 
 # The environment is rebuilt whenever pyproject.toml or the C reader of binary histories changes
 # (setup.py builds it with the machine's C compiler; without one the package reads them with numpy).
@@ -33,6 +33,10 @@ record: $(STAMP)
 # Only data/flag_pairs: one virtual environment per temporalio release (about 4 min the first time).
 record-flag-pairs: $(STAMP)
 	$(PY) -m toolkit.lab.record --data data --only flag_pairs
+
+# Only data/history_budget: long agent loops on dev servers with lowered limits (about 23 min).
+record-history-budget: $(STAMP)
+	$(PY) -m toolkit.lab.record --data data --only history_budget
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check toolkit tests benchmarks

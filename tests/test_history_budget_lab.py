@@ -16,6 +16,7 @@ import base64
 import csv
 import gzip
 import json
+import re
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -188,8 +189,14 @@ def test_the_servers_log_says_where_it_warned_and_where_it_stopped(row: dict[str
                                                                         COUNT_REASON)],
                          ids=lambda r: r["history"])
 def test_the_worker_log_says_the_server_refused_a_completion(row: dict[str, str]) -> None:
+    history, _ = _load(row["history"])
     refused = [line for line in _log_lines(row["history"], "worker")
                if "temporalio_sdk_core" in line and row["end_reason"] in line]
+    if not refused:  # the server took the last completion, then terminated the run
+        before = [e["eventType"] for e in history["events"][-3:-1]]
+        assert before == ["EVENT_TYPE_ACTIVITY_TASK_COMPLETED",
+                          "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED"]
+        return
     assert len(refused) == 1
     assert ("Network error while completing activity" in refused[0]
             or "Error while completing workflow activation" in refused[0])
@@ -245,3 +252,67 @@ def test_the_adk_histories_replay_with_the_installed_workflow_code(tmp_path: Pat
         paths.append(path)
     assert [(p.name, r["outcome"], r["message"]) for p, r in zip(
         paths, replay_files(paths), strict=True)] == [(p.name, "ok", "") for p in paths]
+
+
+TMPRL1103 = "[TMPRL1103] Attempted to upload payloads with size that exceeded the error limit."
+
+
+def _refused_uploads(row: dict[str, str]) -> list[tuple[int, int]]:
+    """``(size, limit)`` of each payload sdk-core refused to upload, from the worker log."""
+    plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in _log_lines(row["history"], "worker")]
+    return [(int(m[1]), int(m[2])) for m in (re.search(r"size=(\d+) limit=(\d+)", line)
+                                             for line in plain if TMPRL1103 in line) if m]
+
+
+@pytest.mark.parametrize("framework", [fw.name for fw in FRAMEWORKS])
+def test_a_tool_result_over_the_payload_limit_never_reaches_the_server(framework: str) -> None:
+    row = _row(framework, "tool_result_over_payload_limit")
+    history, meta = _load(row["history"])
+    limit = int(row["payload_limit_bytes"])
+    # sdk-core knows the server's limit and refuses the upload itself.
+    refused = _refused_uploads(row)
+    assert refused and all(size > limit == refused_limit for size, refused_limit in refused)
+    types = [e["eventType"] for e in history["events"]]
+    if framework == "pydantic_ai":  # fails the workflow at once, naming the tool
+        assert len(refused) == 1 and row["status"] == "FAILED"
+        assert row["end_reason"].startswith(
+            f"Tool 'read_page' returned a result too large for Temporal. {TMPRL1103}")
+        assert [f["message"] for f in meta["budget"]["failures"]] == [TMPRL1103]
+        return
+    # ADK and OpenAI Agents retry it forever: nothing in the history but the scheduled call,
+    # the attempts are in the server's pending activity.
+    assert row["stopped_by_lab"] == "True" and meta["budget"]["failures"] == []
+    assert "EVENT_TYPE_ACTIVITY_TASK_FAILED" not in types
+    assert types.count("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED") == types.count(
+        "EVENT_TYPE_ACTIVITY_TASK_COMPLETED") + 1
+    (pending,) = meta["budget"]["pending_activities"]
+    assert pending["attempt"] >= 3 and pending["last_failure"]["message"] == TMPRL1103
+    assert len(refused) >= pending["attempt"] - 1
+
+
+@pytest.mark.parametrize("framework", [fw.name for fw in FRAMEWORKS])
+def test_a_model_input_over_the_payload_limit_fails_the_workflow_task_again_and_again(
+        framework: str) -> None:
+    row = _row(framework, "model_input_over_payload_limit")
+    _, meta = _load(row["history"])
+    assert row["stopped_by_lab"] == "True"
+    assert {(f["event"], f["cause"], f["message"]) for f in meta["budget"]["failures"]} == {
+        ("WorkflowTaskFailed", "WORKFLOW_TASK_FAILED_CAUSE_PAYLOADS_TOO_LARGE", TMPRL1103)}
+    refused = _refused_uploads(row)
+    assert len(refused) >= 3 and all(size > limit for size, limit in refused)
+
+
+@pytest.mark.parametrize("framework", [fw.name for fw in FRAMEWORKS])
+def test_how_many_bytes_a_tool_result_costs_in_the_history(framework: str) -> None:
+    """ADK and OpenAI Agents keep an MCP result's text twice (``content`` and
+    ``structuredContent``); pydantic-ai once."""
+    row = _row(framework, "loop_c1k_t2k")
+    history, _ = _load(row["history"])
+    types = {e["eventId"]: _attributes(e)["activityType"]["name"] for e in history["events"]
+             if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"}
+    results = [_payload_bytes(_attributes(e).get("result")) for e in history["events"]
+               if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_COMPLETED"
+               and "call" in types[_attributes(e)["scheduledEventId"]]]
+    copies = 1 if framework == "pydantic_ai" else 2
+    page = int(row["tool_output_bytes"])
+    assert results and all(copies * page < r < copies * page + 512 for r in results)

@@ -18,6 +18,7 @@ import asyncio
 import csv
 import gzip
 import json
+import subprocess
 import time
 import uuid
 from collections import Counter
@@ -37,7 +38,7 @@ from toolkit.lab.history_budget.frameworks import FRAMEWORKS, BudgetFramework
 from toolkit.lab.history_budget.scenarios import BUDGETS, Budget
 from toolkit.lab.mcp_server import McpServer
 from toolkit.lab.record import scrub_text
-from toolkit.lab.server import DevServer
+from toolkit.lab.server import DevServer, find_temporal_binary
 
 __all__ = ["COLUMNS", "end_of", "events_bytes", "model_calls", "record_all", "record_group",
            "record_run", "write_table"]
@@ -160,6 +161,13 @@ async def _chain_runs(client: Client, address: str, workflow_id: str,
     return runs
 
 
+def _server_version() -> str:
+    """``temporal --version`` of the dev server's binary (the CLI's and the server's versions)."""
+    done = subprocess.run([str(find_temporal_binary()), "--version"], capture_output=True,
+                          text=True, timeout=30, check=False)
+    return done.stdout.strip()
+
+
 def _write_history(path: Path, history: dict[str, Any]) -> int:
     """Write the history gzipped, this machine's paths (in failures' stack traces) made
     relative; returns the protobuf bytes that took away from the server's count."""
@@ -219,6 +227,7 @@ async def record_run(fw: BudgetFramework, budget: Budget, address: str, out_dir:
         (log_dir / f"{budget.name}.server.log").write_text("".join(lines), encoding="utf-8")
     seconds = time.monotonic() - began
     versions = {key: worker.info.get(key) for key in fw.version_keys}
+    server_version = _server_version()
     names = [budget.name] if len(runs) == 1 else [
         f"{budget.name}_run{i}" for i in range(1, len(runs) + 1)]
     for stale in [*env_dir.glob(f"{budget.name}.*"), *env_dir.glob(f"{budget.name}_run*.*")]:
@@ -231,7 +240,8 @@ async def record_run(fw: BudgetFramework, budget: Budget, address: str, out_dir:
         calls = model_calls(history, fw.model_activity)
         meta = {
             "scenario": budget.name, "description": budget.description, "env": env.name,
-            "framework": fw.name, **versions, "workflow_id": workflow_id, "run_id": run_id,
+            "framework": fw.name, **versions, "temporal": server_version,
+            "workflow_id": workflow_id, "run_id": run_id,
             "task_queue": task_queue, "status": server["status"],
             "chain": {"index": index + 1, "runs": [r[0] for r in runs]} if len(runs) > 1
             else None,
