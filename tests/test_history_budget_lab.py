@@ -12,6 +12,7 @@ A run recorded live is tests/test_history_budget_live.py.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import csv
 import gzip
@@ -243,15 +244,21 @@ def test_continuing_as_new_at_turn_boundaries_survives(
 def test_the_adk_histories_replay_with_the_installed_workflow_code(tmp_path: Path) -> None:
     """Terminated mid-turn, refused payloads, continue-as-new: every ADK run replays cleanly."""
     pytest.importorskip("google.adk")
-    from toolkit.lab.adk_python.replay import replay_files
+    from temporalio.worker import Replayer
 
+    from toolkit.lab.adk_python.replay import replay_with, replayer_options
+    from toolkit.lab.adk_python.workflow import LabAdkAgentWorkflow
+
+    # debug_mode: no deadlock timer; importing ADK in a fresh sandbox takes seconds under load.
+    replayer = Replayer(workflows=[LabAdkAgentWorkflow], debug_mode=True, **replayer_options())
     paths = []
     for row in (r for r in ROWS if r["framework"] == "adk"):
         path = tmp_path / Path(row["history"]).name.removesuffix(".gz")
         path.write_bytes(gzip.decompress((DATA / row["history"]).read_bytes()))
         paths.append(path)
     assert [(p.name, r["outcome"], r["message"]) for p, r in zip(
-        paths, replay_files(paths), strict=True)] == [(p.name, "ok", "") for p in paths]
+        paths, asyncio.run(replay_with(replayer, paths)), strict=True)] == [
+        (p.name, "ok", "") for p in paths]
 
 
 TMPRL1103 = "[TMPRL1103] Attempted to upload payloads with size that exceeded the error limit."
