@@ -140,6 +140,11 @@ def test_investigate_reports_declarations_from_the_histories_alone() -> None:
     text = change["explanation"].iloc[0]
     assert "[get_weather, add, lookup_order] (adk-1.27.5 ... adk-2.2.0)" in text
     assert "[add, get_weather, lookup_order] (adk-2.5.0, adk-2.9.2, adk-2.13.0)" in text
+    rows = found.evidence["declared_duplicates"]
+    counted = f": {len(rows)} model calls in {twice['run_count'].iloc[0]} runs"
+    assert counted in twice["title"].iloc[0]
+    assert set(rows["kind"]) == {"declared_twice"}
+    assert "declared_twice" not in set(found.evidence["duplicate_tools_in_history"]["kind"])
     summary = found.evidence["declared_summary"]
     assert set(summary["label"]) == set(found.runs["label"])
     assert len(found.evidence["declared_tools"]) == sum(

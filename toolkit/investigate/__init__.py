@@ -275,10 +275,12 @@ def investigate(
     rows += _kinds.activity_retries(activities, runs)
     rows += _kinds.duplicate_tool(log_tables["duplicate_tools"], endpoints)
     declared = _declared(events)
-    in_history = _duplicates_in_history(events, declared)
+    in_history = duplicate_tools_in_history(events) if len(events) else pd.DataFrame()
     if len(in_history):
         rows += _kinds.duplicate_tool_in_history(in_history, runs)
-        rows += _kinds.duplicate_declaration(in_history, runs)
+    twice = _declared_twice(declared)
+    if len(twice):
+        rows += _kinds.duplicate_declaration(twice, runs)
     rows += listing_change(compared, summary, note)
     rows += _budget.history_size(sizes["history_budget"], sizes["size_errors"])
     rows += _budget.payload_size(sizes["size_errors"], sizes["history_budget"])
@@ -304,6 +306,7 @@ def investigate(
             replay,
         )
         | {"duplicate_tools_in_history": lambda: in_history,
+           "declared_duplicates": lambda: twice,
            "declared_tools": lambda: declared,
            "declared_summary": lambda: declared_by_label,
            "size_errors": lambda: sizes["size_errors"],
@@ -333,14 +336,11 @@ def _declared(events: pd.DataFrame) -> pd.DataFrame:
     return declared_tools(events) if len(events) else pd.DataFrame(columns=DECLARED_COLUMNS)
 
 
-def _duplicates_in_history(events: pd.DataFrame, declared: pd.DataFrame) -> pd.DataFrame:
-    """Duplicate-tool failures the histories record, then the duplicate declarations."""
+def _declared_twice(declared: pd.DataFrame) -> pd.DataFrame:
+    """The model calls that declared a tool name twice (``declared_twice`` rows)."""
     from toolkit.agents.declared import declared_duplicates
 
-    parts = [duplicate_tools_in_history(events)] if len(events) else []
-    parts.append(declared_duplicates(declared))
-    parts = [p for p in parts if len(p)]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return declared_duplicates(declared)
 
 
 def _evidence_builders(

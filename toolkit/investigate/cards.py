@@ -47,6 +47,9 @@ TABLE_COLUMNS: dict[str, list[str]] = {
     "duplicate_tools_in_history": ["run_id", "event_id", "event_time", "framework", "behaviour",
                                    "retried_by", "tool", "toolset", "existing"],
     "log_errors": ["records", "shape", "first_seen", "last_seen", "lines", "example"],
+    "declared_duplicates": ["run_id", "event_id", "event_time", "framework", "behaviour", "tool"],
+    "declared_summary": ["label", "runs", "model_calls", "declared", "other_orders",
+                         "first_seen"],
     "replay": ["run_id", "outcome", "message"],
 }  # fmt: skip
 #: Columns never worth a reader's line in an evidence table.

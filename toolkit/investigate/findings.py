@@ -475,10 +475,10 @@ def duplicate_tool_in_history(found: pd.DataFrame, runs: pd.DataFrame) -> list[d
     return out
 
 
-def _history_rows(group: pd.DataFrame) -> dict[str, Any]:
-    """The evidence of a finding made of ``duplicate_tools_in_history`` rows."""
+def _history_rows(group: pd.DataFrame, table: str = "duplicate_tools_in_history") -> dict[str, Any]:
+    """The evidence of a finding made of rows of ``table``."""
     return {
-        "table": "duplicate_tools_in_history",
+        "table": table,
         "sources": group["source"].unique().tolist(),
         "event_ids": group["event_id"].astype(int).tolist(),
     }
@@ -486,7 +486,8 @@ def _history_rows(group: pd.DataFrame) -> dict[str, Any]:
 
 def duplicate_declaration(found: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, Any]]:
     """Model calls that declared one tool name twice (rows of kind ``declared_twice`` of
-    :func:`toolkit.duplicate_tools` over the histories), one finding per framework and names.
+    :func:`toolkit.duplicate_tools` over the histories, the evidence table
+    ``declared_duplicates``), one finding per framework and names.
 
     Read from the model calls' own inputs, so it holds without logs and where nothing failed.
     """
@@ -508,7 +509,7 @@ def duplicate_declaration(found: pd.DataFrame, runs: pd.DataFrame) -> list[dict[
                 runs=run_ids,
                 times=group["event_time"],
                 versions=_labels_of(runs, run_ids),
-                evidence=_history_rows(group),
+                evidence=_history_rows(group, "declared_duplicates"),
                 explanation=(
                     f"The model calls' inputs declare {tool} twice in one request: two "
                     "toolsets serve the same tools (one endpoint configured twice), or one "

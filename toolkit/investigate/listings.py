@@ -9,6 +9,7 @@ not mixed), each with its count of runs and spread: never averaged into one valu
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import pandas as pd
@@ -213,8 +214,9 @@ def _unsure_finding(
 def declared_summary(declared: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Per workflow type, label and declared names (``names``: sorted, repeats kept, so calls
     offered the same tools compare together): ``runs``, ``model_calls``, ``run_ids``, the
-    ``order`` most of these calls declared them in and every order seen (``orders``, each with
-    its calls), ``first_seen`` (the label's first run). From
+    ``order`` most of these calls declared them in (``declared``: as text) and every order seen
+    (``orders``, each with its calls; ``other_orders``: how many others), ``first_seen`` (the
+    label's first run). From
     :func:`toolkit.agents.declared.declared_tools`."""
     if declared.empty:
         return pd.DataFrame()
@@ -232,7 +234,8 @@ def declared_summary(declared: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame
             "label_source": group["label_source"].iloc[0], "names": list(names),
             "runs": group["run_id"].nunique(), "model_calls": len(group),
             "run_ids": sorted(group["run_id"].dropna().unique().tolist()),
-            "order": list(orders.index[0]),
+            "order": list(orders.index[0]), "declared": ", ".join(orders.index[0]),
+            "other_orders": len(orders) - 1,
             "orders": [(list(order), int(n)) for order, n in orders.items()],
             "first_seen": first.get(label),
         })  # fmt: skip
@@ -267,12 +270,15 @@ def declared_change(summary: pd.DataFrame, label_note: str) -> list[dict[str, An
     for workflow_type, of_type in summary.groupby("workflow_type", sort=False):
         changes: list[str] = []
         labels: list[str] = []
+        boundary: list[str] = []  # the labels on either side of a change: the evidence rows
         for _, group in of_type.groupby(of_type["names"].map(tuple), sort=False):
             stages = _stages(group, "order")
             if len(stages) > 1:
                 changes.append(" -> ".join(f"[{', '.join(order)}] ({_named(names)})"
                                            for order, names in stages))  # fmt: skip
                 labels += [label for _, names in stages for label in names]
+                boundary += [label for (_, old), (_, new) in pairwise(stages)
+                             for label in (old[-1], new[0])]  # fmt: skip
         per_label = of_type.groupby("label", sort=False).agg(
             first_seen=("first_seen", "first"),
             offered=("names", lambda values: sorted({n for names in values for n in names})),
@@ -283,6 +289,7 @@ def declared_change(summary: pd.DataFrame, label_note: str) -> list[dict[str, An
             if without:
                 changes.append(f"{name} never offered under {_named(without)}")
                 labels += list(per_label["label"])
+                boundary += list(per_label["label"])
         if not changes:
             continue
         labels = list(dict.fromkeys(labels))
@@ -306,7 +313,8 @@ def declared_change(summary: pd.DataFrame, label_note: str) -> list[dict[str, An
                 times=rows["first_seen"],
                 versions=labels,
                 evidence={
-                    "table": "declared_summary", "workflow_type": workflow_type, "labels": labels
+                    "table": "declared_summary", "workflow_type": workflow_type,
+                    "labels": list(dict.fromkeys(boundary)),
                 },
                 explanation=explanation,
                 next_step="Check that the new version offers the tools it should (names, "
