@@ -256,6 +256,9 @@ async def run_version(client: Client, case: Case, label: str, workflow_class: ty
             task_queue=task_queue,
             # A run left open by an interrupted earlier recording must not block this one.
             id_conflict_policy=WorkflowIDConflictPolicy.TERMINATE_EXISTING,
+            # On a loaded machine a first task (the sandbox importing the workflow's modules)
+            # took longer than the default 10 s, and its timeout changed the history's shape.
+            task_timeout=timedelta(minutes=1),
         )
         steps = []
         for step in case.drive:
