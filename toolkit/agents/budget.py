@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+import binascii
 import itertools
 import math
 from collections.abc import Mapping
@@ -30,7 +31,7 @@ from toolkit.errors import ToolkitError
 from toolkit.histories.enums import CLOSE_STATUS
 from toolkit.histories.server_limits import resolve_limits
 from toolkit.histories.size_errors import first_limit_hit
-from toolkit.histories.sizes import payload_texts
+from toolkit.histories.sizes import _b64_size, payload_json, payload_texts
 from toolkit.histories.versions import run_label
 from toolkit.text import count
 
@@ -105,9 +106,9 @@ def history_budget(
         bytes_by_role          ``{model_input, model_output, tool_input, tool_result,
                                listing, other}``: payload bytes per role, ``other`` the
                                rest of the history (event envelopes, other payloads)
-        resent_bytes           bytes of model inputs already sent in an earlier model
-                               input of the run (the re-sent conversation, system prompt
-                               and tool declarations), measured on their JSON text
+        resent_bytes           bytes of model inputs the previous model call had already
+                               sent (the re-sent conversation, system prompt and tool
+                               declarations: the inputs' common beginning and end)
         resent_share           ``resent_bytes`` over all model input bytes
         growth                 the fit: ``base`` (first input bytes), ``increment`` (what
                                each call's input adds), ``other`` (what else a call adds),
@@ -331,15 +332,98 @@ def _largest_payload(run: RunSizes, calls: list[Call]) -> tuple[int | None, str 
 
 
 def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]:
-    """Bytes of the model inputs' data already sent in an earlier input, and their share.
+    """Bytes of the model inputs' data the previous model call had already sent, and their
+    share of all model-input bytes.
 
-    Each input's JSON is split into its parts (object values, list items) as raw text, never
-    decoded into Python values: a part of 64 bytes or more whose text an earlier input held is
-    re-sent; one that is new is looked into. A message the SDK serialized again is the same
-    text, so the conversation so far, the system prompt and the tool declarations all count.
+    A model input is the conversation so far with the system prompt and the tool declarations
+    around it, so what it shares with the previous input is a common beginning (the messages
+    already sent) and a common end (what follows the messages, counters that grow by one at
+    every call stepped over). Both are found on the
+    payloads' text by halving (memory comparisons), and only the part after the common
+    beginning is decoded from base64: reading the re-sent share costs about the new content,
+    not the whole conversation at every call. Inputs of several JSON payloads are split into
+    their JSON parts instead (:func:`_resent_by_parts`).
     """
     if not calls:
         return None, None
+    inputs = [payload_json(run.columns["input"][call.position]) for call in calls]
+    if any(text is None for text in inputs):
+        return _resent_by_parts(run, calls)
+    resent = total = 0
+    previous = None
+    for text in inputs:
+        total += _b64_size(text) if isinstance(text, str) else len(text)
+        if previous is not None and type(previous) is type(text):
+            head = _common_prefix(previous, text)
+            if isinstance(text, str):  # whole base64 quanta only, away from the padding
+                head = min(head, len(text) - 4, len(previous) - 4)
+                head = max(head - head % 4, 0)
+                shared = head * 3 // 4
+                tail, before = _decoded(text[head:]), _decoded(previous[head:])
+            else:
+                shared, tail, before = head, text[head:], previous[head:]
+            resent += shared + _common_end(tail, before)
+        previous = text
+    return resent, (resent / total if total else None)
+
+
+def _decoded(text: str) -> bytes:
+    try:
+        return binascii.a2b_base64(text)
+    except binascii.Error:
+        return b""
+
+
+def _common_prefix(a: Any, b: Any) -> int:
+    """Length of the common beginning of two strings (or byte strings), by halving."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _common_suffix(a: bytes, b: bytes) -> int:
+    """Length of the common end of two byte strings, by halving."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[len(a) - middle:] == b[len(b) - middle:]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+_DIGITS = frozenset(b"0123456789.")
+
+
+def _common_end(a: bytes, b: bytes, rounds: int = 8) -> int:
+    """Bytes of the common end of two texts, stepping over numbers that differ (a request or
+    token counter a framework sends at the end of each input) up to ``rounds`` times."""
+    total = 0
+    for _ in range(rounds):
+        same = _common_suffix(a, b)
+        total += same
+        a, b = a[: len(a) - same], b[: len(b) - same]
+        i, j = len(a), len(b)
+        while i and a[i - 1] in _DIGITS:
+            i -= 1
+        while j and b[j - 1] in _DIGITS:
+            j -= 1
+        if i == len(a) or j == len(b):
+            break  # what differs is not a number: the new content
+        a, b = a[:i], b[:j]
+    return total
+
+
+def _resent_by_parts(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]:
+    """The re-sent share of inputs made of several JSON payloads: each input's JSON is split
+    into its parts (object values, list items) as raw text; a part of 64 bytes or more that an
+    earlier input held is re-sent, a new one is looked into."""
     seen: set[bytes] = set()
     resent = total = 0
     for call in calls:

@@ -50,6 +50,7 @@ __all__ = [
     "event_sizes",
     "framed",
     "json_payload_size",
+    "payload_json",
     "payload_sizes",
     "payload_texts",
     "payloads_field_size",
@@ -470,6 +471,33 @@ def payload_texts(cell: Any) -> list[bytes] | None:
         except binascii.Error:
             return None
     return texts or None
+
+
+def payload_json(cell: Any) -> str | bytes | None:
+    """The data of a payload cell holding one ``json/plain`` payload (``binary/null`` ones
+    aside), undecoded: its base64 text from a JSON history, its bytes from a binary one; None
+    for any other cell (several JSON payloads, encrypted, protobuf, decoded by an exporter)."""
+    raw = _cell_raw(cell)
+    if raw is None:
+        return None
+    if isinstance(raw, Message):
+        items = [(p.metadata.get("encoding", b""), p.data) for p in getattr(raw, "payloads", [])]
+        found = [data for e, data in items if e == b"json/plain"]
+        others = [e for e, _ in items if e not in (b"json/plain", b"binary/null")]
+        return found[0] if len(found) == 1 and not others else None
+    try:
+        typed = _payloads_decoder.decode(raw)
+    except msgspec.ValidationError:
+        return None
+    found = []
+    for payload in typed.payloads or []:
+        encoding = payload.metadata.get("encoding")
+        if encoding == _NULL_B64 and not payload.data:
+            continue
+        if encoding != _JSON_B64 or payload.data is None:
+            return None
+        found.append(payload.data)
+    return found[0] if len(found) == 1 else None
 
 
 _JSON_B64 = "anNvbi9wbGFpbg=="  # base64 of json/plain, as proto-JSON writes metadata
