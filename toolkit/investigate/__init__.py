@@ -181,6 +181,9 @@ def _explained_lines(rows: list[dict[str, Any]]) -> set[tuple[Any, int]]:
     out = set()
     for row in rows:
         evidence = row["evidence"]
+        if evidence.get("log_records"):
+            out.update((source, int(line)) for source, line in evidence["log_records"])
+            continue
         for source in evidence.get("sources", []):
             out.update((source, int(line)) for line in evidence.get("log_lines", []))
     return out

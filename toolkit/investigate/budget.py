@@ -86,6 +86,13 @@ def history_size(budget: pd.DataFrame, errors: pd.DataFrame) -> list[dict[str, A
     return out
 
 
+def _records(rows: pd.DataFrame) -> list[list[Any]]:
+    """``[source, line]`` of each log record: which file each cited line is in."""
+    found = rows[rows["line"].notna()]
+    return [[source, int(line)] for source, line in zip(found["source"], found["line"],
+                                                        strict=True)]  # fmt: skip
+
+
 def _soon(row: Any) -> bool:
     remaining = row.forecast_model_calls - row.model_calls
     per_turn = row.model_calls / row.turns if row.turns else row.model_calls
@@ -115,7 +122,8 @@ def _seen_in_logs(limit: str, group: pd.DataFrame) -> dict[str, Any]:
         f"({count(len(group), 'record')})",
         runs=run_ids, times=group["ts"],
         evidence={"table": "size_errors", "sources": group["source"].dropna().unique().tolist(),
-                  "log_lines": group["line"].dropna().astype(int).tolist()},
+                  "log_lines": group["line"].dropna().astype(int).tolist(),
+                  "log_records": _records(group)},
         explanation=(f"{group['text'].iloc[0]}: the server refused further changes to "
                      f"{'the runs ' + ', '.join(run_ids) if run_ids else 'a run'} and terminates "
                      "it; its history was not among the files given (add it for its budget)."),
@@ -152,7 +160,8 @@ def _stopped(
                   + logged["source"].dropna().unique().tolist(),
                   "history_bytes": sizes.astype(int).tolist(),
                   "model_calls": calls.astype(int).tolist(),
-                  "log_lines": logged["line"].dropna().astype(int).tolist()},
+                  "log_lines": logged["line"].dropna().astype(int).tolist(),
+                  "log_records": _records(logged)},
         explanation=explanation
         + (f" The workers logged it {count(len(logged), 'time')}." if len(logged) else ""),
         next_step=NEXT_STEPS["history"], confidence="certain",
@@ -271,7 +280,8 @@ def _payload_in_history(
                   "sources": [*group["source"].dropna().unique(),
                               *lines["source"].dropna().unique()],
                   "event_ids": group["event_id"].dropna().astype(int).tolist(),
-                  "log_lines": lines["line"].dropna().astype(int).tolist()},
+                  "log_lines": lines["line"].dropna().astype(int).tolist(),
+                  "log_records": _records(lines)},
         explanation=explanation, next_step=NEXT_STEPS["payload"], confidence="certain",
     )  # fmt: skip
 
@@ -299,6 +309,7 @@ def _payload_in_logs(limit: str, group: pd.DataFrame) -> dict[str, Any]:
         runs=run_ids, times=group["ts"],
         evidence={"table": "size_errors", "sources": group["source"].dropna().unique().tolist(),
                   "log_lines": group["line"].dropna().astype(int).tolist(),
+                  "log_records": _records(group),
                   "sizes": sizes.astype(int).tolist()},
         explanation=explanation, next_step=NEXT_STEPS["payload"], confidence="certain",
     )  # fmt: skip

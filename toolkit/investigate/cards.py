@@ -17,6 +17,7 @@ A kind whose evidence needs more (a divergence's two command sequences) register
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,11 @@ TABLE_COLUMNS: dict[str, list[str]] = {
     "declared_summary": ["label", "runs", "model_calls", "declared", "other_orders",
                          "first_seen"],
     "replay": ["run_id", "outcome", "message"],
+    "history_budget": ["run_id", "status", "model_calls", "history_bytes",
+                       "largest_payload_bytes", "resent_share", "limit_hit",
+                       "forecast_model_calls"],
+    "size_errors": ["found_in", "run_id", "event_id", "line", "limit", "who", "activity_type",
+                    "attempt", "size", "limit_value", "text"],
 }  # fmt: skip
 #: Columns never worth a reader's line in an evidence table.
 _WIDE = {"source", "history", "attributes", "extra", "input", "result", "details", "fields",
@@ -222,9 +228,15 @@ def _log_lines(inv: Investigation, evidence: dict[str, Any]) -> str:
     logs = inv.evidence.get("logs") if "logs" in inv.evidence else None
     if not lines or logs is None or logs.empty:
         return ""
-    sources = evidence.get("sources") or list(logs["source"].unique())
-    cited = logs[logs["source"].isin(sources) & logs["line"].isin(lines)].sort_values(
-        ["source", "line"])
+    pairs = evidence.get("log_records")
+    if pairs:  # (source, line) of each record: exact where a finding spans several files
+        keys = set(map(tuple, pairs))
+        cited = logs[[(s, int(n)) in keys for s, n in zip(logs["source"], logs["line"],
+                                                           strict=True)]]  # fmt: skip
+    else:
+        sources = evidence.get("sources") or list(logs["source"].unique())
+        cited = logs[logs["source"].isin(sources) & logs["line"].isin(lines)]
+    cited = cited.sort_values(["source", "line"])
     if cited.empty:
         return ""
     out = []
@@ -239,8 +251,11 @@ def _log_lines(inv: Investigation, evidence: dict[str, Any]) -> str:
     return "".join(out)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _one_line(raw: Any) -> str:
-    text = str(raw) if not is_missing(raw) else ""
+    text = _ANSI.sub("", str(raw)) if not is_missing(raw) else ""  # a terminal's colours
     return text if len(text) <= 600 else text[:599] + "…"
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from toolkit.text import duration, is_missing, shown, when
+from toolkit.text import duration, is_missing, nbytes, shown, when
 
 __all__ = ["badge", "css", "escape", "figure_html", "page", "table_html", "value_html"]
 
@@ -59,6 +59,12 @@ def value_html(value: Any, column: str = "") -> str:
         value = value.value
     if is_missing(value):
         return "<span class='more'>—</span>"
+    number = isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+        value, bool | np.bool_)
+    if number and column.endswith("_bytes"):  # sizes as people say them
+        return escape(nbytes(value))
+    if number and column.endswith("_share"):
+        return escape(f"{float(value):.0%}")
     if isinstance(value, pd.Timestamp | np.datetime64):
         return escape(when(value))
     if isinstance(value, pd.Timedelta | np.timedelta64):
