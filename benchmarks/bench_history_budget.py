@@ -7,7 +7,8 @@ duplicate-tool runs and the history-budget runs that grew until the server stopp
 copy with a new run id. Then, in the same run, best of ``--repeat``:
 
 - baseline: ``tk.read_histories(folder)``;
-- ``tk.history_budget(folder)``: reading, sizes, roles, growth fits and forecasts;
+- ``tk.history_budget(folder)``: reading, sizes, roles, growth fits and forecasts (and the
+  same in two worker processes);
 - ``tk.history_budget(events)`` on the frame already read: the analysis alone;
 - ``tk.event_sizes(events)``: every event measured, for comparison.
 
@@ -63,11 +64,14 @@ def main() -> None:
               f"{size / 1e6:.1f} MB of proto-JSON")  # fmt: skip
         read, (events, _) = best(lambda: tk.read_histories(folder), args.repeat)
         budget_time, budget = best(lambda: tk.history_budget(folder), args.repeat)
+        pooled, _ = best(lambda: tk.history_budget(folder, workers=2), args.repeat)
         analysis, _ = best(lambda: tk.history_budget(events), args.repeat)
         sizes, _ = best(lambda: tk.event_sizes(events), 1)
     print(f"read_histories               {read:7.2f} s  ({len(events):,} events)")
     print(f"history_budget(folder)       {budget_time:7.2f} s  ratio {budget_time / read:.2f}x "
           f"(target <= 1.5)")  # fmt: skip
+    print(f"history_budget(folder, workers=2) {pooled:7.2f} s  ratio {pooled / read:.2f}x "
+          f"(two worker processes)")  # fmt: skip
     print(f"history_budget(events) alone {analysis:7.2f} s  ratio {analysis / read:.2f}x")
     print(f"event_sizes(events)          {sizes:7.2f} s  ratio {sizes / read:.2f}x (every event)")
     forecast = budget["forecast_model_calls"].notna().sum()

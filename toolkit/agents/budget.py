@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
+import numpy as np
 import pandas as pd
 
 from toolkit.agents.forecast import continue_as_new_calls, fit_growth, forecast_limits
@@ -31,7 +32,7 @@ from toolkit.errors import ToolkitError
 from toolkit.histories.enums import CLOSE_STATUS
 from toolkit.histories.server_limits import resolve_limits
 from toolkit.histories.size_errors import first_limit_hit
-from toolkit.histories.sizes import _b64_size, payload_json, payload_texts
+from toolkit.histories.sizes import payload_texts
 from toolkit.histories.versions import run_label
 from toolkit.text import count
 
@@ -81,9 +82,11 @@ def history_budget(
         the row still describes the whole run, so ``forecast_model_calls`` can be compared with
         ``model_calls``. None: every call.
     workers
-        For paths: processes that read and measure chunks of files in parallel (None: one per
-        core, from a few hundred files on; 1: in this process). Only the budget rows come
-        back from them, so this costs little beyond the work itself.
+        For paths: processes that read and measure chunks of files in parallel, from a few
+        hundred files on (None or 1: in this process). Only the budget rows come back from
+        them, but each must import the toolkit first: on a 2-core machine that other work
+        keeps busy, two workers took more than twice as long as this process alone
+        (``benchmarks/bench_history_budget.py``), so they are never the default.
 
     Returns
     -------
@@ -167,7 +170,7 @@ def _budget_of_paths(paths: Any, limits: Any, roles: Any, fit: Any,
     from toolkit.histories.reading.batch import error_frame, find_history_files
     from toolkit.histories.reading.pool import resolve_workers, run_chunks
 
-    count = resolve_workers(workers)
+    count = resolve_workers(workers) if workers is not None else 1
     files = find_history_files(paths) if count > 1 else []
     if count <= 1 or len(files) < _POOL_FROM:
         return None
@@ -339,35 +342,44 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
     around it, so what it shares with the previous input is a common beginning (the messages
     already sent) and a common end (what follows the messages, counters that grow by one at
     every call stepped over). Both are found on the
-    payloads' text by halving (memory comparisons), and only the part after the common
+    payloads' text (compared as buffers, without copies), and only the part after the common
     beginning is decoded from base64: reading the re-sent share costs about the new content,
     not the whole conversation at every call. Inputs of several JSON payloads are split into
     their JSON parts instead (:func:`_resent_by_parts`).
     """
     if not calls:
         return None, None
-    inputs = [payload_json(run.columns["input"][call.position]) for call in calls]
-    if any(text is None for text in inputs):
+    inputs = [run.payload_json(call.position, "input") for call in calls]
+    if any(found is None for found in inputs):
         return _resent_by_parts(run, calls)
     resent = total = 0
-    previous = None
-    for text in inputs:
-        total += _b64_size(text) if isinstance(text, str) else len(text)
-        if previous is not None and type(previous) is type(text):
-            head = _common_prefix(previous, text)
-            if isinstance(text, str):  # whole base64 quanta only, away from the padding
-                head = min(head, len(text) - 4, len(previous) - 4)
+    previous: tuple[Any, bool] | None = None
+    for text, b64 in inputs:  # type: ignore[misc]
+        total += _b64_size(text) if b64 else len(text)
+        if previous is not None and previous[1] == b64:
+            before = previous[0]
+            head = _common_prefix(before, text)
+            if b64:  # whole base64 quanta only, away from the padding
+                head = min(head, len(text) - 4, len(before) - 4)
                 head = max(head - head % 4, 0)
                 shared = head * 3 // 4
-                tail, before = _decoded(text[head:]), _decoded(previous[head:])
+                tail, before = _decoded(text[head:]), _decoded(before[head:])
             else:
-                shared, tail, before = head, text[head:], previous[head:]
+                shared, tail, before = head, text[head:], before[head:]
             resent += shared + _common_end(tail, before)
-        previous = text
+        previous = (text, b64)
     return resent, (resent / total if total else None)
 
 
-def _decoded(text: str) -> bytes:
+def _b64_size(text: Any) -> int:
+    """Decoded size of base64 text (a buffer, padded or not), without decoding it."""
+    end = len(text)
+    while end and text[end - 1] == 0x3D:  # "=" padding
+        end -= 1
+    return end * 3 // 4
+
+
+def _decoded(text: Any) -> bytes:
     try:
         return binascii.a2b_base64(text)
     except binascii.Error:
@@ -375,27 +387,25 @@ def _decoded(text: str) -> bytes:
 
 
 def _common_prefix(a: Any, b: Any) -> int:
-    """Length of the common beginning of two strings (or byte strings), by halving."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+    """Length of the common beginning of two buffers (compared in C, not by slicing)."""
+    n = min(len(a), len(b))
+    if not n:
+        return 0
+    differ = np.frombuffer(a, np.uint8, n) != np.frombuffer(b, np.uint8, n)
+    first = int(differ.argmax())
+    return first if differ[first] else n
 
 
-def _common_suffix(a: bytes, b: bytes) -> int:
-    """Length of the common end of two byte strings, by halving."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[len(a) - middle:] == b[len(b) - middle:]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+def _common_suffix(a: Any, b: Any) -> int:
+    """Length of the common end of two buffers."""
+    n = min(len(a), len(b))
+    if not n:
+        return 0
+    x = np.frombuffer(a, np.uint8)[len(a) - n :][::-1]
+    y = np.frombuffer(b, np.uint8)[len(b) - n :][::-1]
+    differ = x != y
+    first = int(differ.argmax())
+    return first if differ[first] else n
 
 
 _DIGITS = frozenset(b"0123456789.")

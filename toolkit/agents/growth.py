@@ -29,7 +29,7 @@ from toolkit.agents.roles import Roles, detect_roles, resolve_roles
 from toolkit.errors import ToolkitError
 from toolkit.histories.columns.lazy import LazyProto
 from toolkit.histories.proto_size import NotCanonical, message_size
-from toolkit.histories.sizes import framed, payloads_field_size
+from toolkit.histories.sizes import framed, measure_payload_cell
 from toolkit.histories.write import event_message
 from toolkit.replay.commands import events_frame
 
@@ -87,6 +87,7 @@ class RunSizes:
     #: Payload cells whose bytes are not the server's (decoded or stripped by an exporter).
     inexact_payloads: int = 0
     _payloads: dict[int, int] = field(default_factory=dict)
+    _json: dict[int, tuple[Any, bool] | None] = field(default_factory=dict)
     _checkpoints: list[tuple[int, int]] | None = None
     exact: bool = True
 
@@ -108,11 +109,17 @@ class RunSizes:
         key = position * 4 + _PAYLOAD_CELLS.index(column)
         found = self._payloads.get(key)
         if found is None:
-            measured = payloads_field_size(cell)
+            measured, self._json[key] = measure_payload_cell(cell)
             found = self._payloads[key] = measured[0] if measured else 0
             if measured and not measured[1]:
                 self.inexact_payloads += 1
         return found
+
+    def payload_json(self, position: int, column: str) -> tuple[Any, bool] | None:
+        """:func:`~toolkit.histories.sizes.payload_json` of the event's cell, from the decoding
+        that measured it."""
+        self.payload_bytes(position, column)
+        return self._json.get(position * 4 + _PAYLOAD_CELLS.index(column))
 
     def event_bytes(self, position: int, *, estimate: bool = False) -> int:
         """The event's size framed in a ``History``: measured (once), or with ``estimate``

@@ -50,6 +50,7 @@ __all__ = [
     "event_sizes",
     "framed",
     "json_payload_size",
+    "measure_payload_cell",
     "payload_json",
     "payload_sizes",
     "payload_texts",
@@ -377,40 +378,81 @@ def payloads_field_size(cell: Any) -> tuple[int, bool] | None:
 
     Works on the raw proto-JSON or the message the cell keeps: no payload's data is decoded.
     """
+    return measure_payload_cell(cell)[0]
+
+
+def payload_json(cell: Any) -> tuple[Any, bool] | None:
+    """The data of a payload cell holding one ``json/plain`` payload (``binary/null`` ones
+    aside), undecoded, and whether it is base64 text: its base64 text (a buffer, quotes left
+    out) from a JSON history, its bytes from a binary one; None for any other cell (several
+    JSON payloads, encrypted, protobuf, decoded by an exporter)."""
+    return measure_payload_cell(cell)[1]
+
+
+def measure_payload_cell(cell: Any) -> tuple[tuple[int, bool] | None, tuple[Any, bool] | None]:
+    """:func:`payloads_field_size` and :func:`payload_json` of a cell, from one decoding of its
+    raw text (the slow part of both, for a cell of megabytes)."""
     raw = _cell_raw(cell)
     if raw is None:
-        return None
+        return None, None
     if isinstance(raw, Message):
-        stripped = any(not p.data and p.metadata.get("encoding", b"").decode("utf-8", "replace")
-                       in _DATA_ALWAYS for p in getattr(raw, "payloads", ()))  # fmt: skip
-        return int(raw.ByteSize()), not stripped
+        items = [(p.metadata.get("encoding", b""), p.data) for p in getattr(raw, "payloads", [])]
+        stripped = any(not data and e.decode("utf-8", "replace") in _DATA_ALWAYS
+                       for e, data in items)  # fmt: skip
+        found = [data for e, data in items if e == b"json/plain"]
+        others = [e for e, _ in items if e not in (b"json/plain", b"binary/null")]
+        one = (found[0], False) if len(found) == 1 and not others else None
+        return (int(raw.ByteSize()), not stripped), one
     if not isinstance(raw, (bytes, bytearray, memoryview, msgspec.Raw)):  # a map of Payloads
-        return sum(int(v.ByteSize()) for v in raw.values()), True
+        return (sum(int(v.ByteSize()) for v in raw.values()), True), None
     try:  # the common shape, in slim structs; data stays raw text (its length is enough)
         typed = _sizes_decoder.decode(raw)
     except msgspec.ValidationError:
         typed = None
     if typed is not None and typed.payloads is not None:
-        total, known = 0, True
-        for payload in typed.payloads:
-            metadata = _metadata_size(tuple(payload.metadata.items()))
-            data = _raw_b64_size(payload.data)
-            if metadata is None or data is None:
-                break  # decoded by an exporter: measured the general way
-            if not data and payload.metadata.get("encoding") in _ALWAYS_DATA_B64:
-                known = False  # stripped by the exporter: the server stored more
-            total += framed(metadata + (framed(data) if data else 0))
-        else:
-            return total, known
+        size = _typed_size(typed.payloads)
+        if size is not None:
+            return size, _typed_json(typed.payloads)
     value = msgspec.json.decode(bytes(raw))
     if isinstance(value, Mapping) and ("metadata" in value or "data" in value):
-        return json_payload_size(value)  # a single Payload (a Nexus operation's input)
+        return json_payload_size(value), None  # a single Payload (a Nexus operation's input)
     if isinstance(value, Mapping) and "payloads" not in value and all(
         isinstance(v, Mapping) for v in value.values()
     ):  # marker details: name -> Payloads
         sizes = [_json_payloads_size(v) for v in value.values()]
-        return sum(size for size, _ in sizes), all(exact for _, exact in sizes)
-    return _json_payloads_size(value)
+        return (sum(size for size, _ in sizes), all(exact for _, exact in sizes)), None
+    return _json_payloads_size(value), None
+
+
+def _typed_size(payloads: list[_PayloadSizeView]) -> tuple[int, bool] | None:
+    """Encoded size of slim-decoded payloads and whether exact; None where an exporter decoded
+    one (it is measured the general way)."""
+    total, known = 0, True
+    for payload in payloads:
+        metadata = _metadata_size(tuple(payload.metadata.items()))
+        data = _raw_b64_size(payload.data)
+        if metadata is None or data is None:
+            return None
+        if not data and payload.metadata.get("encoding") in _ALWAYS_DATA_B64:
+            known = False  # stripped by the exporter: the server stored more
+        total += framed(metadata + (framed(data) if data else 0))
+    return total, known
+
+
+def _typed_json(payloads: list[_PayloadSizeView]) -> tuple[memoryview, bool] | None:
+    """The base64 text of the one ``json/plain`` payload among slim-decoded payloads
+    (``binary/null`` ones aside), as a buffer without its quotes; None otherwise."""
+    found = None
+    for payload in payloads:
+        encoding = payload.metadata.get("encoding")
+        data = memoryview(payload.data)
+        absent = len(data) == 0 or data == b"null"
+        if encoding == _NULL_B64 and (absent or data == b'""'):
+            continue
+        if encoding != _JSON_B64 or absent or found is not None:
+            return None
+        found = data[1:-1]  # the sizes' decoding has checked it is a plain string
+    return None if found is None else (found, True)
 
 
 def _json_payloads_size(value: Any) -> tuple[int, bool]:
@@ -471,33 +513,6 @@ def payload_texts(cell: Any) -> list[bytes] | None:
         except binascii.Error:
             return None
     return texts or None
-
-
-def payload_json(cell: Any) -> str | bytes | None:
-    """The data of a payload cell holding one ``json/plain`` payload (``binary/null`` ones
-    aside), undecoded: its base64 text from a JSON history, its bytes from a binary one; None
-    for any other cell (several JSON payloads, encrypted, protobuf, decoded by an exporter)."""
-    raw = _cell_raw(cell)
-    if raw is None:
-        return None
-    if isinstance(raw, Message):
-        items = [(p.metadata.get("encoding", b""), p.data) for p in getattr(raw, "payloads", [])]
-        found = [data for e, data in items if e == b"json/plain"]
-        others = [e for e, _ in items if e not in (b"json/plain", b"binary/null")]
-        return found[0] if len(found) == 1 and not others else None
-    try:
-        typed = _payloads_decoder.decode(raw)
-    except msgspec.ValidationError:
-        return None
-    found = []
-    for payload in typed.payloads or []:
-        encoding = payload.metadata.get("encoding")
-        if encoding == _NULL_B64 and not payload.data:
-            continue
-        if encoding != _JSON_B64 or payload.data is None:
-            return None
-        found.append(payload.data)
-    return found[0] if len(found) == 1 else None
 
 
 _JSON_B64 = "anNvbi9wbGFpbg=="  # base64 of json/plain, as proto-JSON writes metadata
