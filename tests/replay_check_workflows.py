@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from temporalio import workflow
@@ -19,9 +20,39 @@ class Spinning:
             pass
 
 
+@workflow.defn(name="FlagPairsPatched")
+class Blocking:
+    """The same type, whose code blocks its thread: in debug mode temporalio runs it on the
+    replaying event loop's own thread, so no timer on that loop fires again."""
+
+    @workflow.run
+    async def run(self, spec: dict[str, Any]) -> str:
+        time.sleep(3600)
+        return "never"
+
+
+@workflow.defn(name="FlagPairsPatched")
+class SwallowsEviction:
+    """The same type, whose code catches everything, its eviction too, and blocks: temporalio
+    retries the eviction forever and swallows the cancellation of the replay with it."""
+
+    @workflow.run
+    async def run(self, spec: dict[str, Any]) -> str:
+        try:
+            await workflow.wait_condition(lambda: False)
+        except BaseException:
+            time.sleep(3600)
+        return "never"
+
+
 def debug_options() -> dict[str, Any]:
     """Unsandboxed, in debug mode (no deadlock detection)."""
     return {"workflow_runner": UnsandboxedWorkflowRunner(), "debug_mode": True}
+
+
+def unsandboxed_options() -> dict[str, Any]:
+    """Unsandboxed, with the deadlock detector."""
+    return {"workflow_runner": UnsandboxedWorkflowRunner()}
 
 
 def not_options() -> list[int]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -165,6 +167,42 @@ def test_a_history_over_its_time_limit_fails_and_the_rest_go_on() -> None:
     assert first.outcome == "failed" and first.error_type == "TimeoutError"
     assert "did not finish within 3 s" in first.message
     assert second.outcome == "ok"
+
+
+# Both kinds of code that never let go of a replay, checked in this process (workers=1): debug
+# mode's held loop, and an eviction that never ends (the first history of each check).
+_NEVER_ENDING = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import toolkit as tk
+out = {}
+for code, options in (("Blocking", "debug_options"), ("SwallowsEviction", "unsandboxed_options")):
+    check = tk.replay_check(sys.argv[3:], ["replay_check_workflows:" + code, sys.argv[2]],
+                            options="replay_check_workflows:" + options, timeout=3)
+    out[code] = check.results[["outcome", "error_type", "message"]].to_dict("records")
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_in_this_process_a_replay_that_never_ends_times_out_and_the_check_returns() -> None:
+    # In a process of its own, stopped if it hangs (as the check did, in Runner.close, before
+    # its replays had a loop of their own): the threads the code holds are let go at its exit.
+    other = TWIN / FIX_260 / "plain_turns.json"
+    spec = f"toolkit.lab.go_twin.workflows:{WORKFLOW_CLASSES[FIX_260].__name__}"
+    tests = str(Path(__file__).resolve().parent)
+    try:
+        command = [sys.executable, "-c", _NEVER_ENDING, tests, spec, str(PATCHED), str(other)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired as hung:
+        raise AssertionError(f"the check hung: {hung.stderr!s:.3000}") from None
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    for code, (first, second) in out.items():
+        assert first["outcome"] == "failed" and first["error_type"] == "TimeoutError", code
+        assert "did not finish within 3 s" in first["message"], code
+        assert second["outcome"] == "ok", (code, second)
+    assert "held the thread" in out["Blocking"][0]["message"]
 
 
 def test_frames_workflow_histories_and_datasets_are_sources(tmp_path: Path) -> None:

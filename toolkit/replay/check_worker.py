@@ -34,7 +34,9 @@ import inspect
 import json
 import logging
 import os
+import queue
 import sys
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +44,7 @@ from typing import Any
 
 __all__ = [
     "Activation",
+    "DaemonThreads",
     "Replayed",
     "Session",
     "load_object",
@@ -212,6 +215,49 @@ def _wrapping(base: type, own: dict[str, Any]) -> type:
     return type(f"Recording{base.__name__}", (base,), namespace)
 
 
+class DaemonThreads(concurrent.futures.Executor):
+    """Workflow activations run on daemon threads, a new one only when none is idle.
+
+    ``ThreadPoolExecutor`` threads are joined when the interpreter exits, so workflow code that
+    never gives its thread back (it blocks, or swallows its eviction and waits again) would keep
+    the process from ending after the check has reported it; these threads end with it.
+    """
+
+    def __init__(self, prefix: str) -> None:
+        self._prefix = prefix
+        self._work: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = self._started = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            start = self._idle == 0
+            if start:
+                self._started += 1
+            else:
+                self._idle -= 1
+        self._work.put((future, fn, args, kwargs))
+        if start:
+            threading.Thread(target=self._serve, name=f"{self._prefix}_{self._started - 1}",
+                             daemon=True).start()  # fmt: skip
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, fn, args, kwargs = self._work.get()
+            try:
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(fn(*args, **kwargs))
+                    except BaseException as error:  # the activation's, for its awaiter
+                        future.set_exception(error)
+            except BaseException:  # an interruption arriving late: keep serving
+                pass
+            with self._lock:
+                self._idle += 1
+
+
 def _activate(self: Any, act: Any) -> Any:
     completion = self._inner.activate(act)
     jobs = [str(job.WhichOneof("variant")) for job in act.jobs]
@@ -227,19 +273,30 @@ def _activate(self: Any, act: Any) -> Any:
     return completion
 
 
-def _recording_runner(inner: Any, sink: list[Activation]) -> Any:
+class _Recording:
+    """Where the activations of the replay under way go: a new list for each replay, taken by
+    each workflow instance when it is created, so that an abandoned replay still running
+    cannot write into the next one's."""
+
+    activations: list[Activation]
+
+    def __init__(self) -> None:
+        self.activations = []
+
+
+def _recording_runner(inner: Any, recording: _Recording) -> Any:
     from temporalio.worker import WorkflowInstance, WorkflowRunner
 
-    def init(self: Any, inner: Any, sink: list[Activation]) -> None:
+    def init(self: Any, inner: Any, sink: Any) -> None:
         self._inner, self._sink = inner, sink
 
     instance_class = _wrapping(WorkflowInstance, {"__init__": init, "activate": _activate})
 
     def create_instance(self: Any, det: Any) -> Any:
-        return instance_class(self._inner.create_instance(det), self._sink)
+        return instance_class(self._inner.create_instance(det), self._sink.activations)
 
     runner_class = _wrapping(WorkflowRunner, {"__init__": init, "create_instance": create_instance})
-    return runner_class(inner, sink)
+    return runner_class(inner, recording)
 
 
 #: Threads that run workflow code for a check: their SDK warnings (``Failed activation on
@@ -284,13 +341,12 @@ class Session:
             raise TypeError(f"{options!r} returned {type(given).__name__}; expected a dict of "
                             "Replayer keyword arguments")
         accepted = inspect.signature(Replayer).parameters
-        self._sink: list[Activation] = []
+        self._recording = _Recording()
         kwargs = dict(given)
         if "runtime" in accepted and "runtime" not in given and quiet_runtime() is not None:
             kwargs["runtime"] = quiet_runtime()
         if "workflow_task_executor" in accepted and "workflow_task_executor" not in given:
-            kwargs["workflow_task_executor"] = concurrent.futures.ThreadPoolExecutor(
-                thread_name_prefix=THREAD_PREFIX)
+            kwargs["workflow_task_executor"] = DaemonThreads(THREAD_PREFIX)
             for name in _SDK_LOGGERS:
                 logging.getLogger(name).addFilter(_QUIET_THREADS)  # a filter is added once
         unknown = sorted(set(kwargs) - set(accepted))
@@ -302,18 +358,18 @@ class Session:
         config = getattr(replayer, "_config", None)
         if isinstance(config, dict) and "workflow_runner" in config:
             config["workflow_runner"] = _recording_runner(
-                config.get("workflow_runner") or SandboxedWorkflowRunner(), self._sink)
+                config.get("workflow_runner") or SandboxedWorkflowRunner(), self._recording)
             if "unsandboxed_workflow_runner" in config:
                 config["unsandboxed_workflow_runner"] = _recording_runner(
                     config["unsandboxed_workflow_runner"] or UnsandboxedWorkflowRunner(),
-                    self._sink)
+                    self._recording)
         else:  # a release that keeps its options elsewhere (and has no plugins)
             kwargs["workflow_runner"] = _recording_runner(
-                given.get("workflow_runner") or SandboxedWorkflowRunner(), self._sink)
+                given.get("workflow_runner") or SandboxedWorkflowRunner(), self._recording)
             if "unsandboxed_workflow_runner" in accepted:
                 kwargs["unsandboxed_workflow_runner"] = _recording_runner(
                     given.get("unsandboxed_workflow_runner") or UnsandboxedWorkflowRunner(),
-                    self._sink)
+                    self._recording)
             replayer = Replayer(workflows=self.classes, **kwargs)
         self._replayer = replayer
 
@@ -324,11 +380,13 @@ class Session:
 
         A replay that takes longer than ``timeout`` seconds is ``failed`` with a message saying
         so; it is abandoned, not stopped (only a worker process can be stopped: see
-        :mod:`toolkit.replay_check.pool`).
+        :mod:`toolkit.replay_check.pool`): its task is cancelled, which workflow code that
+        swallows its eviction can keep from ever finishing, so the caller must not wait for
+        its loop's tasks (see :mod:`toolkit.replay_check.in_process`).
         """
         from temporalio.client import WorkflowHistory
 
-        self._sink.clear()
+        activations = self._recording.activations = []
         history = WorkflowHistory(workflow_id, list(events))
         started = time.perf_counter()
         task = asyncio.ensure_future(self._one(history))
@@ -337,9 +395,9 @@ class Session:
         if not done:
             task.cancel()
             message = f"replay did not finish within {timeout:g} s (timeout)"
-            return Replayed("failed", "TimeoutError", message, list(self._sink), seconds)
+            return Replayed("failed", "TimeoutError", message, list(activations), seconds)
         outcome, error_type, message = _classify(task.result())
-        return Replayed(outcome, error_type, message, list(self._sink), seconds)
+        return Replayed(outcome, error_type, message, list(activations), seconds)
 
     async def _one(self, history: Any) -> BaseException | None:
         try:

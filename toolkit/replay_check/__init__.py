@@ -2,10 +2,10 @@
 :mod:`toolkit.replay_check.check`), with the :class:`ReplayCheck` it returns.
 
 Modules: :mod:`.sources` and :mod:`.server` (where histories come from), :mod:`.items` (one
-history each), :mod:`.sampling`, :mod:`.pool` (replaying here or in worker processes),
-:mod:`.explain`, :mod:`.groups`, :mod:`.result` (the :class:`ReplayCheck`), :mod:`.report`
-(its page, through the investigation report), :mod:`.pytest_plugin` (the check in a project's
-own test suite).
+history each), :mod:`.sampling`, :mod:`.in_process` and :mod:`.pool` (replaying here, or in
+worker processes), :mod:`.explain`, :mod:`.groups`, :mod:`.result` (the :class:`ReplayCheck`),
+:mod:`.report` (its page, through the investigation report), :mod:`.pytest_plugin` (the check
+in a project's own test suite).
 
 The package is callable (``toolkit.replay_check(...)`` runs :func:`replay_check`): importing it
 binds the package onto ``toolkit`` (the pytest plugin does at startup), which would otherwise

@@ -3,9 +3,9 @@ it ships, and say what would break.
 
 Steps: gather the histories (:mod:`.sources`, :mod:`.server`), label and sample them, cut open
 runs to their last completed workflow task (:mod:`toolkit.replay.trim`), skip the workflow types
-the code does not define, replay the rest under their own workflow ids (:mod:`.pool`), explain
-each failure from the commands the code issued (:mod:`.explain`), and group the failures
-(:mod:`.groups`).
+the code does not define, replay the rest under their own workflow ids (:mod:`.in_process`,
+:mod:`.pool`), explain each failure from the commands the code issued (:mod:`.explain`), and
+group the failures (:mod:`.groups`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from toolkit.replay.check_worker import Replayed
 from toolkit.replay.trim import completed_prefix
 from toolkit.replay_check.explain import explain as explain_failure
 from toolkit.replay_check.groups import chains, groups
+from toolkit.replay_check.in_process import InProcess
 from toolkit.replay_check.items import Item
-from toolkit.replay_check.pool import InProcess, Job, WorkerPool
+from toolkit.replay_check.pool import Job, WorkerPool
 from toolkit.replay_check.result import RESULT_COLUMNS, ReplayCheck
 from toolkit.replay_check.sampling import sample_items
 

@@ -1,12 +1,12 @@
-"""Running the replays: in this process, or in worker processes of any Python interpreter.
+"""Running the replays in worker processes of any Python interpreter (in this process:
+:mod:`toolkit.replay_check.in_process`).
 
-In this process one :class:`toolkit.replay.check_worker.Session` replays the histories in turn,
-with the workflow classes and ``Replayer`` options as given (objects). Worker processes
-(``workers`` > 1, or ``python=`` another interpreter: the replaying version's virtual environment)
-each run ``python -m toolkit.replay.check_worker``; they import the workflow classes and the
-options from ``"module:attribute"`` specs, take one history at a time from a shared queue, and a
-history that exceeds its time limit costs its process (killed by its PID, replaced) rather than
-the check. Results come back by position, so they are in input order whatever finished first.
+Worker processes (``workers`` > 1, or ``python=`` another interpreter: the replaying version's
+virtual environment) each run ``python -m toolkit.replay.check_worker``; they import the
+workflow classes and the options from ``"module:attribute"`` specs, take one history at a time
+from a shared queue, and a history that exceeds its time limit costs its process (killed by its
+PID, replaced) rather than the check. Results come back by position, so they are in input
+order whatever finished first.
 """
 
 from __future__ import annotations
@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.errors import ToolkitError
-from toolkit.event_loop import run_sync
-from toolkit.replay.check_worker import Activation, Replayed, Session
+from toolkit.replay.check_worker import Activation, Replayed
 
-__all__ = ["InProcess", "Job", "WorkerPool", "spec_of"]
+__all__ = ["Job", "WorkerPool", "nothing", "spec_of"]
 
 #: Seconds a worker may take to import the workflow code and build its Replayer.
 SETUP_SECONDS = 300.0
@@ -69,34 +68,8 @@ def spec_of(item: Any) -> str:
     return f"{module}:{name}"
 
 
-def _nothing(index: int) -> None:
+def nothing(index: int) -> None:
     """No progress callback."""
-
-
-class InProcess:
-    """Replays in this process with one :class:`Session`."""
-
-    def __init__(self, workflows: Sequence[Any], options: Any) -> None:
-        try:
-            self.session = Session(workflows, options)
-        except (ImportError, TypeError) as error:
-            raise ToolkitError(f"cannot replay with the given code: {error}") from None
-        self.types, self.dynamic = self.session.types, self.session.dynamic
-
-    def run(
-        self, jobs: Iterable[Job], timeout: float | None, done: Callable[[int], None] = _nothing
-    ) -> dict[int, Replayed]:
-        async def replay_all() -> dict[int, Replayed]:
-            out = {}
-            for job in jobs:
-                out[job.index] = await self.session.replay(job.workflow_id, job.events, timeout)
-                done(job.index)
-            return out
-
-        return run_sync(replay_all())
-
-    def close(self) -> None:
-        """Nothing to stop."""
 
 
 def _worker_env(python: str) -> dict[str, str]:
@@ -275,7 +248,7 @@ class WorkerPool:
             done(job.index)
 
     def run(
-        self, jobs: Iterable[Job], timeout: float | None, done: Callable[[int], None] = _nothing
+        self, jobs: Iterable[Job], timeout: float | None, done: Callable[[int], None] = nothing
     ) -> dict[int, Replayed]:
         """Replay every job; the results by job index.
 
