@@ -78,6 +78,9 @@ def _look(browser: Any, report: Path, name: str) -> dict[int, dict[str, Any]]:
                 .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1
                              && !e.closest('.scroll'))
                 .slice(0, 5).map(e => e.tagName + '.' + e.className),
+            scrolled: Array.from(document.querySelectorAll('main .scroll'))
+                .filter(e => e.scrollWidth > e.clientWidth + 1)
+                .map(e => (e.previousElementSibling || e).textContent.slice(0, 60)),
         })""")
         page.screenshot(path=str(ARTEFACTS / f"{name}-{width}px.png"), full_page=True)
         seen[width] = {**measured, "problems": problems}
@@ -95,6 +98,8 @@ def _look(browser: Any, report: Path, name: str) -> dict[int, dict[str, Any]]:
 def _check(seen: dict[int, dict[str, Any]], charts: int) -> None:
     for width, measured in seen.items():
         assert measured["scroll"] <= measured["client"], (width, measured["wide"])
+        if width >= 1280:  # on a desktop screen no evidence table is cut at the card's edge
+            assert measured["scrolled"] == [], (width, measured["scrolled"])
         assert len(measured["images"]) >= charts, width
         unloaded = [alt for alt, complete, natural in measured["images"]
                     if not complete or natural == 0]  # fmt: skip

@@ -53,6 +53,10 @@ def badge(text: str, tone: str | None = None) -> str:
     return f"<span class='badge {escape(tone)}'>{escape(text.replace('_', ' '))}</span>"
 
 
+#: Columns of protobuf enum names, shown without their enum's prefix.
+_ENUM_PREFIXES = {"retry_state": "RETRY_STATE_", "cause": "WORKFLOW_TASK_FAILED_CAUSE_"}
+
+
 def value_html(value: Any, column: str = "") -> str:
     """One cell as HTML text: times and durations in words, lists joined, unknowns said."""
     if type(value).__module__ == "toolkit.histories.columns.lazy":
@@ -65,6 +69,9 @@ def value_html(value: Any, column: str = "") -> str:
         return escape(nbytes(value))
     if number and column.endswith("_share"):
         return escape(f"{float(value):.0%}")
+    if isinstance(value, str) and value.startswith(_ENUM_PREFIXES.get(column, "\0")):
+        # RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED -> maximum attempts reached: a narrower column
+        return escape(value[len(_ENUM_PREFIXES[column]):].lower().replace("_", " "))
     if isinstance(value, pd.Timestamp | np.datetime64):
         return escape(when(value))
     if isinstance(value, pd.Timedelta | np.timedelta64):
