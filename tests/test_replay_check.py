@@ -21,7 +21,7 @@ import pytest
 import toolkit as tk
 from toolkit.errors import ToolkitError
 from toolkit.lab.go_twin.workflows import WORKFLOW_CLASSES
-from toolkit.lab.replay_matrices import replayings, reproduce, run_check
+from toolkit.lab.replay_matrices import explained_off_the_replayer, replayings, reproduce, run_check
 from toolkit.lab.sandbox import toolkit_sandbox_runner
 from toolkit.replay_check.result import RESULT_COLUMNS
 
@@ -55,6 +55,8 @@ def test_each_variant_reproduces_its_column_of_the_twin_matrix(twin_checks, vari
     assert {_masked(m) for m in check.groups["message"]} == {
         _masked(m) for m in failing["core_message"]}
     assert check.groups["histories"].sum() == len(failing)
+    # Each failure explained by the model of the commands the code issued, in the Replayer's words.
+    assert set(failing.index) <= set(check.divergences) and not explained_off_the_replayer(check)
 
 
 def test_results_one_row_per_history_in_input_order(twin_checks) -> None:

@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.lab.replay_matrices import MATRICES, replayings, reproduce, run_check
+from toolkit.lab.replay_matrices import (
+    MATRICES,
+    explained_off_the_replayer,
+    replayings,
+    reproduce,
+    run_check,
+)
 from toolkit.replay_check.groups import own_ids_masked
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -43,3 +49,7 @@ def test_the_check_reproduces_every_cell_and_names_the_divergences(replaying) ->
         _masked(own_ids_masked(rows[i], cells.at[i, "core_message"])) for i in failing}
     nondeterministic = check.results[check.results["outcome"] == "nondeterminism"]
     assert nondeterministic["explanation"].notna().all()
+    # Every explanation the model gives is in the Replayer's own words (HistoryEvent debug texts
+    # and sdk-core flag 3 included), and every nondeterministic failure gets one.
+    assert not explained_off_the_replayer(check)
+    assert set(nondeterministic.index) <= set(check.divergences)

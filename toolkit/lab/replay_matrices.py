@@ -27,7 +27,10 @@ from toolkit.errors import LabError
 from toolkit.lab.adk_python.envs import VENVS_DIR
 from toolkit.replay.code_replay import rust_debug_field
 
-__all__ = ["MATRICES", "Replaying", "matrix_rows", "replayings", "reproduce"]
+__all__ = [
+    "MATRICES", "Replaying", "explained_off_the_replayer", "matrix_rows", "replayings",
+    "reproduce", "run_check",
+]  # fmt: skip
 
 #: The matrices :func:`replayings` knows, by their folder under ``data/``.
 MATRICES = ("go_twin", "adk", "openai_agents", "pydantic_ai", "flag_pairs", "gallery")
@@ -237,3 +240,21 @@ def run_check(
     return replay_check([root / h for h in rows["history"]], list(replaying.workflows),
                         options=replaying.options, python=replaying.python(venvs_dir),
                         workers=workers, timeout=300.0)  # fmt: skip
+
+
+def explained_off_the_replayer(check: Any) -> list[dict[str, Any]]:
+    """The failures of ``check`` that the model explains in other words than the Replayer's.
+
+    An explanation comes from the model of sdk-core matching the commands the code issued in that
+    very replay; its ``core_message`` must be the one the Replayer printed (``[TMPRL1100] ...``,
+    with the whole ``HistoryEvent { ... }`` where sdk-core prints it). Each row: ``history``, the
+    Replayer's ``core_message`` and the model's ``model_message``. Failures the model does not
+    explain at all are not listed (the check's explanation is read off the message there).
+    """
+    rows = check.results
+    return [
+        {"history": int(i), "core_message": rows.at[i, "core_message"],
+         "model_message": found.core_message}
+        for i, found in sorted(check.divergences.items())
+        if found.core_message != rows.at[i, "core_message"]
+    ]  # fmt: skip
