@@ -48,12 +48,18 @@ and files already written (same sha256) are skipped without being read.
 one atomic commit (:mod:`toolkit.datasets.compact`).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from toolkit.datasets.arrow import json_text, to_arrow
 from toolkit.datasets.check import DatasetCheck, DatasetRepair, check_dataset, repair_dataset
 from toolkit.datasets.compact import DatasetCompaction, compact_dataset
 from toolkit.datasets.layout import PARTITIONS, TABLES, is_dataset, table_files
-from toolkit.datasets.query import DERIVED_FROM_EVENTS, sql
 from toolkit.datasets.writer import DatasetWrite, write_dataset
+
+if TYPE_CHECKING:
+    from toolkit.datasets.query import DERIVED_FROM_EVENTS, sql
 
 __all__ = [
     "DERIVED_FROM_EVENTS",
@@ -73,3 +79,13 @@ __all__ = [
     "to_arrow",
     "write_dataset",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The query side on first use (PEP 562): DuckDB takes a sixth of a second to import, and
+    # the writer's worker processes, which import this package, never query.
+    if name in ("DERIVED_FROM_EVENTS", "sql"):
+        from toolkit.datasets import query
+
+        return getattr(query, name)
+    raise AttributeError(f"module 'toolkit.datasets' has no attribute {name!r}")

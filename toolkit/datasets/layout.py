@@ -32,14 +32,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
 from toolkit.datasets.arrow import schema_of
 from toolkit.histories.events import COLUMNS
 from toolkit.histories.tables.activity import ACTIVITY_COLUMNS
 from toolkit.histories.tables.workflow_task import WORKFLOW_TASK_COLUMNS
+
+if TYPE_CHECKING:  # DuckDB takes a sixth of a second to import; the writer's workers never query
+    import duckdb
 
 __all__ = [
     "FORMAT",

@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm.auto import tqdm
 
 from toolkit.datasets.arrow import to_arrow
 from toolkit.datasets.check import check_dataset, drop_batches
@@ -183,6 +182,8 @@ def write_dataset(
         manifest = Manifest(root)
         manifest.refresh()  # files already written are skipped without being read
         show = len(files) > 100 if progress is None else progress
+        from tqdm.auto import tqdm  # (a twentieth of a second; workers never show a bar)
+
         with tqdm(total=len(files), disable=not show, desc="export", unit="file") as bar:
             chunks = _prepared(files, batch_files, manifest, report, bar)
             args = (namespace, read_options, True)  # tables come back as Parquet bytes

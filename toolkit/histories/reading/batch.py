@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from toolkit.errors import HistoryFormatError, ToolkitError
 from toolkit.gc_pause import paused_gc
@@ -200,6 +199,8 @@ def _batches(
 ) -> Iterator[HistoryBatch]:
     seen: set[tuple[Any, int, int]] = set()
     decoded = decode_chunks(chunks, errors == "raise", read_options, workers)
+    from tqdm.auto import tqdm  # (a twentieth of a second; pool workers never show a bar)
+
     with tqdm(total=sum(map(len, chunks)), disable=not show, desc="histories", unit="file") as bar:
         for chunk, (events, failures) in zip(chunks, decoded, strict=True):
             if dedupe and not events.empty:
