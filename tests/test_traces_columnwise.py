@@ -1,0 +1,74 @@
+"""The token ledger and the spans, computed column-wise over a whole frame, equal the row-wise
+implementation they replaced (tests/rowwise_reference.py) on every lab recording and the public
+agent histories: every column, every dtype, every row in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from rowwise_reference import model_calls as rowwise_model_calls
+from rowwise_reference import spans_turns_roles as rowwise_spans_turns_roles
+from rowwise_reference import trace_spans as rowwise_trace_spans
+
+import toolkit as tk
+from toolkit.agents.tokens import genai_attributes, model_calls
+from toolkit.agents.turns import _spans_turns_roles
+from toolkit.errors import ToolkitError
+from toolkit.traces.spans import trace_spans
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = sorted(p for p in (ROOT / "data").iterdir() if p.is_dir() and p.name != "venvs")
+FIXTURES = ROOT / "tests" / "fixtures" / "agent_histories"
+
+
+@pytest.fixture(scope="module", params=[*FOLDERS, FIXTURES], ids=lambda p: p.name)
+def recorded(request: pytest.FixtureRequest) -> pd.DataFrame:
+    events, errors = tk.read_histories(request.param, progress=False)
+    # the folders' other JSON files (cases, registries) are no histories: named, not read
+    assert len(events) and errors["message"].str.contains("is not a history").all()
+    return events
+
+
+def test_model_calls_equal_the_rowwise_ledger(recorded: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(model_calls(recorded), rowwise_model_calls(recorded))
+
+
+def test_trace_spans_equal_the_rowwise_spans(recorded: pd.DataFrame) -> None:
+    attributes = genai_attributes(rowwise_model_calls(recorded))
+    expected = rowwise_trace_spans(recorded, model_attributes=attributes)
+    pd.testing.assert_frame_equal(trace_spans(recorded, model_attributes=attributes), expected)
+    pd.testing.assert_frame_equal(
+        trace_spans(recorded, model_attributes=attributes, content=True, namespace="prod"),
+        rowwise_trace_spans(recorded, model_attributes=attributes, content=True,
+                            namespace="prod"),
+    )  # fmt: skip
+    export = tk.to_otel(recorded)
+    pd.testing.assert_frame_equal(export.spans, expected)
+    pd.testing.assert_frame_equal(export.model_calls, rowwise_model_calls(recorded))
+
+
+def test_turns_and_roles_of_each_source_equal_the_rowwise_ones(recorded: pd.DataFrame) -> None:
+    for _, one in recorded.groupby("source", sort=False):
+        try:
+            expected = rowwise_spans_turns_roles(one, "auto")
+        except ToolkitError as error:
+            with pytest.raises(ToolkitError, match="no agent framework recognised") as caught:
+                _spans_turns_roles(one, "auto")
+            assert str(caught.value) == str(error)
+            continue
+        spans, turns, roles = _spans_turns_roles(one, "auto")
+        pd.testing.assert_frame_equal(spans, expected[0])
+        assert (turns, roles) == expected[1:]
+
+
+def test_a_frame_without_source_or_history_columns() -> None:
+    path = ROOT / "data" / "openai_agents" / "oa-0.22.3" / "two_turns.json"
+    events = tk.read_history(path)
+    no_source = events.drop(columns=["source"])
+    pd.testing.assert_frame_equal(model_calls(no_source), rowwise_model_calls(no_source))
+    bare = events.drop(columns=["source", "history"])
+    attributes = genai_attributes(model_calls(no_source))
+    pd.testing.assert_frame_equal(trace_spans(bare, model_attributes=attributes),
+                                  rowwise_trace_spans(bare, model_attributes=attributes))
