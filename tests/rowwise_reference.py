@@ -15,7 +15,7 @@ import pandas as pd
 from toolkit.agents.model_io import model_call_of_events
 from toolkit.agents.roles import Roles, resolve_roles
 from toolkit.agents.tokens import MODEL_CALL_COLUMNS, TOKEN_FIELDS
-from toolkit.agents.turns import _labels_of, _task_failure, turn_starts
+from toolkit.agents.turns import _labels_of, turn_starts
 from toolkit.errors import ToolkitError
 from toolkit.histories.tables import activities
 from toolkit.histories.versions import version_labels
@@ -47,6 +47,15 @@ _RECORD = ("event_id", "event_type", "event_time", "activity_type", "scheduled_e
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _task_failure(records: list[dict[str, Any]], after: int) -> str | None:
+    text = None
+    for event in records:
+        if event["event_id"] > after and event["event_type"] in _TASK_FAILURES:
+            message, cause = event.get("failure_message"), event.get("cause")
+            text = _text(message) or _text(cause) or event["event_type"]
+    return text
 
 
 def spans_turns_roles(

@@ -16,6 +16,7 @@ import toolkit as tk
 from toolkit.agents.tokens import genai_attributes, model_calls
 from toolkit.agents.turns import _spans_turns_roles
 from toolkit.errors import ToolkitError
+from toolkit.histories.versions import version_labels
 from toolkit.traces.spans import trace_spans
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,9 +67,15 @@ def test_turns_and_roles_of_each_source_equal_the_rowwise_ones(recorded: pd.Data
 def test_a_frame_without_source_or_history_columns() -> None:
     path = ROOT / "data" / "openai_agents" / "oa-0.22.3" / "two_turns.json"
     events = tk.read_history(path)
-    no_source = events.drop(columns=["source"])
-    pd.testing.assert_frame_equal(model_calls(no_source), rowwise_model_calls(no_source))
     bare = events.drop(columns=["source", "history"])
-    attributes = genai_attributes(model_calls(no_source))
+    attributes = genai_attributes(model_calls(events).assign(source=None))
     pd.testing.assert_frame_equal(trace_spans(bare, model_attributes=attributes),
                                   rowwise_trace_spans(bare, model_attributes=attributes))
+    # The row-wise ledger labelled such a frame with a Series per cell (or raised without a
+    # history column); the run is one history of an unnamed source, labelled by its own
+    # history (no file to find the lab's sidecar label next to).
+    own = version_labels(events)["label"].iloc[0]
+    expected = model_calls(events).assign(source=None)
+    expected.loc[:, "label"] = own
+    pd.testing.assert_frame_equal(model_calls(events.drop(columns=["source"])), expected)
+    pd.testing.assert_frame_equal(model_calls(bare), expected)

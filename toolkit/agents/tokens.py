@@ -48,14 +48,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from toolkit.agents.activity_turns import ActivityTurns, activity_turns
 from toolkit.agents.model_io import model_call_of_events
 from toolkit.agents.roles import Roles
-from toolkit.agents.turns import _labels_of, _spans_and_turns
+from toolkit.agents.turns import label_fields
 from toolkit.errors import ToolkitError
 from toolkit.histories.versions import version_labels
-from toolkit.replay.commands import events_frame, iter_histories
+from toolkit.replay.commands import events_frame
 
 __all__ = ["MODEL_CALL_COLUMNS", "TOKEN_FIELDS", "genai_attributes", "model_calls",
            "token_usage"]  # fmt: skip
@@ -73,51 +75,40 @@ _RECORD = ("event_id", "event_type", "event_time", "activity_type", "scheduled_e
            "attempt", "input", "result", "attributes", "extra")  # fmt: skip
 
 
-def _one_source(frame: pd.DataFrame, roles: str | Roles,
-                labels: pd.DataFrame) -> list[dict[str, Any]]:  # fmt: skip
-    """The model-call rows of one source's histories (none when no framework is recognised);
-    ``labels`` are the source's rows of ``version_labels``, indexed by history."""
-    try:
-        spans, _ = _spans_and_turns(frame, roles)
-    except ToolkitError:
-        return []
-    models = spans[spans["role"] == "model"]
-    if models.empty:
-        return []
-    rows = []
-    for history, one in iter_histories(frame):
-        mine = models[models["history"] == history].sort_values("event_id")
-        if mine.empty:
-            continue
-        wanted = one[one["event_type"].isin(["ActivityTaskScheduled", "ActivityTaskStarted",
-                                             *_CLOSED])]  # fmt: skip
-        records = wanted[[c for c in _RECORD if c in wanted.columns]].to_dict("records")
-        by_id = {int(r["event_id"]): r for r in records}
-        closing: dict[int, dict[str, Any]] = {}
-        started: dict[int, dict[str, Any]] = {}
-        for record in records:
-            link = record.get("scheduled_event_id")
-            if link is None or pd.isna(link):
-                continue
-            target = closing if record["event_type"] in _CLOSED else started
-            target[int(link)] = record
-        head = one.iloc[0]
-        source = head.get("source")
-        label = _labels_of(labels, int(history), source if isinstance(source, str) else None)
-        steps: dict[int, int] = {}
-        for event_id, turn in zip(mine["event_id"], mine["turn"], strict=True):
-            scheduled = by_id[int(event_id)]
-            closed, start = closing.get(int(event_id)), started.get(int(event_id))
-            call = model_call_of_events(scheduled, closed)
-            steps[int(turn)] = steps.get(int(turn), 0) + 1
+def _model_calls(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
+    """The :func:`model_calls` table of ``frame`` from its activity turns."""
+    picks = np.flatnonzero((found.spans["role"] == "model").to_numpy())
+    rows: list[dict[str, Any]] = []
+    if len(picks):
+        sub = frame[[c for c in _RECORD if c in frame.columns]]
+        scheduled = _records(sub, found.positions["scheduled"][picks])
+        closing = _records(sub, found.positions["closed"][picks])
+        starting = _records(sub, found.positions["started"][picks])
+        heads = _heads(frame, found)
+        labels = _run_labels(frame)
+        label_of: dict[int, str] = {}
+        steps: dict[tuple[int, int], int] = {}
+        spans = found.spans.iloc[picks]
+        for code, history, turn, event_id, event, closed, start in zip(
+            found.positions["run"][picks].tolist(), spans["history"].tolist(),
+            spans["turn"].tolist(), spans["event_id"].tolist(), scheduled, closing, starting,
+            strict=True,
+        ):  # fmt: skip
+            head = heads[code]
+            source = head["source"]
+            if code not in label_of:
+                own = labels.get((source, history) if "source" in frame else history)
+                label_of[code] = label_fields(own, _text(source))["label"]
+            call = model_call_of_events(event, closed)
+            step = steps[(code, turn)] = steps.get((code, turn), 0) + 1
             attempt = (start or {}).get("attempt")
             rows.append({
-                "source": source, "history": int(history), "run_id": head.get("run_id"),
-                "workflow_id": head.get("workflow_id"), "label": label["label"],
-                "turn": int(turn), "step": steps[int(turn)], "event_id": int(event_id),
-                "activity_type": scheduled.get("activity_type"), "framework": call.framework,
+                "source": source, "history": history, "run_id": head["run_id"],
+                "workflow_id": head["workflow_id"], "label": label_of[code],
+                "turn": turn, "step": step, "event_id": event_id,
+                "activity_type": event.get("activity_type"), "framework": call.framework,
                 "agent": call.agent, "model": call.model,
-                "scheduled": scheduled.get("event_time"),
+                "scheduled": event.get("event_time"),
                 "started": None if start is None else start.get("event_time"),
                 "closed": None if closed is None else closed.get("event_time"),
                 "attempt": None if attempt is None or pd.isna(attempt) else int(attempt),
@@ -127,7 +118,43 @@ def _one_source(frame: pd.DataFrame, roles: str | Roles,
                 "requested_tools": call.requested_tools,
                 "input_bytes": call.input_bytes, "output_bytes": call.output_bytes,
             })  # fmt: skip
-    return rows
+    out = pd.DataFrame(rows, columns=MODEL_CALL_COLUMNS, dtype=object)
+    for column in ("history", "event_id"):
+        out[column] = out[column].astype("int64")
+    for column in ("turn", "step", "attempt", *TOKEN_FIELDS, "input_bytes", "output_bytes"):
+        out[column] = out[column].astype("Int64")
+    for column in ("scheduled", "started", "closed"):
+        out[column] = pd.to_datetime(out[column], utc=True)
+    return out
+
+
+def _records(frame: pd.DataFrame, rows: np.ndarray) -> list[dict[str, Any] | None]:
+    """The records of ``frame`` at row positions ``rows`` (None where -1)."""
+    out: list[dict[str, Any] | None] = [None] * len(rows)
+    present = np.flatnonzero(rows >= 0)
+    for index, record in zip(present.tolist(), frame.iloc[rows[present]].to_dict("records"),
+                             strict=True):  # fmt: skip
+        out[index] = record
+    return out
+
+
+def _heads(frame: pd.DataFrame, found: ActivityTurns) -> list[dict[str, Any]]:
+    """Per run: ``source``, ``run_id``, ``workflow_id`` of its first event (None where the frame
+    has no such column)."""
+    first = found.positions["first"]
+    columns = {name: (frame[name].to_numpy(dtype=object)[first] if name in frame.columns
+                      else [None] * len(first))
+               for name in ("source", "run_id", "workflow_id")}  # fmt: skip
+    return [{name: values[index] for name, values in columns.items()}
+            for index in range(len(found.runs))]  # fmt: skip
+
+
+def _run_labels(frame: pd.DataFrame) -> dict[Any, dict[str, Any]]:
+    """``version_labels`` rows by (source, history), or by history without a source column."""
+    labels = version_labels(frame if "history" in frame.columns else frame.assign(history=0))
+    by_source = "source" in frame.columns
+    return {((row["source"], row["history"]) if by_source else row["history"]): row
+            for row in labels.to_dict("records")}  # fmt: skip
 
 
 def model_calls(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
@@ -141,25 +168,11 @@ def model_calls(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
         As in :func:`toolkit.agent_steps`; histories no framework is recognised in give no rows.
     """
     frame = _frame(events)
-    rows: list[dict[str, Any]] = []
-    if "source" in frame.columns and len(frame):
-        # Labelled once for every source: a version_labels call per file costs more than it.
-        labels = version_labels(frame)
-        by_source = {key: part.set_index("history")
-                     for key, part in labels.groupby("source", sort=False, dropna=False)}
-        for source, one in frame.groupby("source", sort=False, dropna=False):
-            none = labels.iloc[0:0].set_index("history")
-            rows.extend(_one_source(one, roles, by_source.get(source, none)))
-    elif len(frame):
-        rows = _one_source(frame, roles, version_labels(frame).set_index("history"))
-    out = pd.DataFrame(rows, columns=MODEL_CALL_COLUMNS, dtype=object)
-    for column in ("history", "event_id"):
-        out[column] = out[column].astype("int64")
-    for column in ("turn", "step", "attempt", *TOKEN_FIELDS, "input_bytes", "output_bytes"):
-        out[column] = out[column].astype("Int64")
-    for column in ("scheduled", "started", "closed"):
-        out[column] = pd.to_datetime(out[column], utc=True)
-    return out
+    return _model_calls(frame, activity_turns(frame, roles))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _frame(events: Any) -> pd.DataFrame:

@@ -24,7 +24,9 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from toolkit.agents.roles import Roles, resolve_roles
+from toolkit.agents.activity_turns import Turn as _Turn
+from toolkit.agents.activity_turns import activity_turns
+from toolkit.agents.roles import Roles
 from toolkit.agents.step_tools import (
     HistoryTools,
     mark_tool_runs,
@@ -44,14 +46,6 @@ STEP_COLUMNS = [
     "listings_after", "other", "listing_activities", "tool_call_activities", "tool_call_names",
     "tool_call_kinds", "sequence", "status", "failure",
 ]  # fmt: skip
-
-_LETTER = {"model": "M", "listing": "L", "tool_call": "C", "other": "o"}
-_CLOSED = {
-    "ActivityTaskCompleted",
-    "ActivityTaskFailed",
-    "ActivityTaskTimedOut",
-    "ActivityTaskCanceled",
-}
 
 
 def _text(value: Any) -> str | None:
@@ -89,25 +83,6 @@ def activity_spans(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
     closing event type, or None while open).
     """
     return _spans_and_turns(events, roles)[0]
-
-
-#: A turn's user message: (event id, trigger, answered: a workflow task completed after it,
-#: failure: the last workflow-task failure after it when unanswered, else None).
-_Turn = tuple[int, str, bool, str | None]
-
-_TASK_FAILURES = ("WorkflowTaskFailed", "WorkflowTaskTimedOut")
-_RECORD_COLUMNS = ("event_id", "event_type", "event_time", "signal_name", "update_name",
-                   "update_id", "scheduled_event_id", "failure_message", "cause")  # fmt: skip
-
-
-def _task_failure(records: list[dict[str, Any]], after: int) -> str | None:
-    """What the last failed workflow task after event ``after`` says (message, else cause)."""
-    text = None
-    for event in records:
-        if event["event_id"] > after and event["event_type"] in _TASK_FAILURES:
-            message, cause = event.get("failure_message"), event.get("cause")
-            text = _text(message) or _text(cause) or event["event_type"]
-    return text
 
 
 def turn_starts(
@@ -155,80 +130,20 @@ def _spans_turns_roles(
     events: Any, roles: str | Roles
 ) -> tuple[pd.DataFrame, dict[int, list[_Turn]], dict[int, Roles]]:
     """:func:`activity_spans`, per history every turn's user message (turn n = item n-1), and
-    per history the roles resolved.
+    per history the roles resolved, of one source (:mod:`toolkit.agents.activity_turns`).
 
     A turn whose user message got no activity at all (e.g. its workflow task keeps failing for
     nondeterminism) has no span; the turn list keeps it, with whether any workflow task completed
-    after the message (``answered``), so that callers can report the stuck turn.
+    after the message (``answered``), so that callers can report the stuck turn. The first
+    history no framework is recognised in raises its error.
     """
-    frame = events_frame(events)
-    rows: list[dict[str, Any]] = []
-    turns: dict[int, list[_Turn]] = {}
-    every: dict[int, Roles] = {}
-    for history, one in iter_histories(frame):
-        source = _text(one["source"].iloc[0]) if "source" in one and len(one) else None
-        scheduled = one[one["event_type"] == "ActivityTaskScheduled"]
-        resolved = resolve_roles(roles, scheduled["activity_type"], source or "<events>", one)
-        every[history] = resolved
-        # Only the columns read below: a record of every column costs more than the analysis.
-        records = one[[c for c in _RECORD_COLUMNS if c in one.columns]].to_dict("records")
-        starts = turn_starts(one, resolved, scheduled, records)
-        completed = one.loc[one["event_type"] == "WorkflowTaskCompleted", "event_id"]
-        last_completed = int(completed.max()) if len(completed) else 0
-        turns[history] = [
-            (
-                event_id,
-                trigger,
-                event_id < last_completed,
-                None if event_id < last_completed else _task_failure(records, event_id),
-            )
-            for event_id, trigger in starts
-        ]
-        closes: dict[int, Mapping[str, Any]] = {}
-        started: dict[int, Any] = {}
-        for event in records:
-            link = event.get("scheduled_event_id")
-            if link is None or pd.isna(link):
-                continue
-            if event["event_type"] in _CLOSED:
-                closes[int(link)] = event
-            elif event["event_type"] == "ActivityTaskStarted":
-                started[int(link)] = event.get("event_time")
-        wanted = [c for c in ("event_id", "activity_type", "activity_id", "run_id", "event_time")
-                  if c in scheduled.columns]  # fmt: skip
-        for event in scheduled[wanted].to_dict("records"):
-            event_id = int(event["event_id"])
-            before = [s for s in starts if s[0] < event_id]
-            turn, trigger = (len(before), before[-1][1]) if before else (0, None)
-            role = resolved.role_of(_text(event.get("activity_type")))
-            close = closes.get(event_id)
-            rows.append(
-                {
-                    "history": history,
-                    "run_id": event.get("run_id"),
-                    "turn": turn,
-                    "trigger": trigger,
-                    "event_id": event_id,
-                    "activity_type": event.get("activity_type"),
-                    "activity_id": event.get("activity_id"),
-                    "role": role,
-                    "letter": _LETTER[role],
-                    "scheduled": event.get("event_time"),
-                    "started": started.get(event_id),
-                    "closed": None if close is None else close.get("event_time"),
-                    "outcome": None if close is None else close["event_type"],
-                }
-            )
-    out = pd.DataFrame(
-        rows,
-        columns=[
-            "history", "run_id", "turn", "trigger", "event_id", "activity_type", "activity_id",
-            "role", "letter", "scheduled", "started", "closed", "outcome",
-        ],
-    )  # fmt: skip
-    for column in ("scheduled", "started", "closed"):
-        out[column] = pd.to_datetime(out[column], utc=True)
-    return out, turns, every
+    found = activity_turns(events_frame(events), roles)
+    if found.errors:
+        raise next(iter(found.errors.values()))
+    spans = found.spans.drop(columns="source")
+    turns = {history: starts for (_, history), starts in found.turns.items()}
+    every = {history: resolved for (_, history), resolved in found.roles.items()}
+    return spans, turns, every
 
 
 @per_source
@@ -547,7 +462,12 @@ def listing_rows(
 
 def _labels_of(labels: pd.DataFrame, history: int, source: str | None) -> dict[str, Any]:
     """Version label columns of one run: the history's own, or the lab sidecar's."""
-    own = labels.loc[history] if history in labels.index else None
+    return label_fields(labels.loc[history] if history in labels.index else None, source)
+
+
+def label_fields(own: Mapping[str, Any] | None, source: str | None) -> dict[str, Any]:
+    """Version label columns of one run from its ``version_labels`` row (None: not labelled),
+    or the lab sidecar's next to ``source``."""
     found = {
         "sdk_name": None if own is None else own["sdk_name"],
         "sdk_version": None if own is None else own["sdk_version"],
