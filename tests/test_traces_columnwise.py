@@ -69,8 +69,12 @@ def test_a_frame_without_source_or_history_columns() -> None:
     events = tk.read_history(path)
     bare = events.drop(columns=["source", "history"])
     attributes = genai_attributes(model_calls(events).assign(source=None))
+    # The row-wise spans of such a frame were its run's span alone (its NA source found no
+    # activities or turns); they are those of the same history with its source, less the source.
+    named = rowwise_trace_spans(events, model_attributes=genai_attributes(model_calls(events)))
+    assert len(named) == 14 and named["source"].notna().all()
     pd.testing.assert_frame_equal(trace_spans(bare, model_attributes=attributes),
-                                  rowwise_trace_spans(bare, model_attributes=attributes))
+                                  named.assign(source=None))
     # The row-wise ledger labelled such a frame with a Series per cell (or raised without a
     # history column); the run is one history of an unnamed source, labelled by its own
     # history (no file to find the lab's sidecar label next to).

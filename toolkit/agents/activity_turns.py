@@ -31,7 +31,7 @@ import pandas as pd
 from toolkit.agents.roles import Roles, detect_roles, resolve_roles
 from toolkit.errors import ToolkitError
 
-__all__ = ["ACTIVITY_TURN_COLUMNS", "ActivityTurns", "activity_turns"]
+__all__ = ["ACTIVITY_TURN_COLUMNS", "ActivityTurns", "activity_turns", "column_at"]
 
 #: Columns of :attr:`ActivityTurns.spans` (``activity_spans`` gives them without ``source``).
 ACTIVITY_TURN_COLUMNS = [
@@ -78,7 +78,8 @@ class ActivityTurns:
         Per span row: ``run`` (its run's index in ``runs``) and the row positions in the frame of
         its ``scheduled``, ``started`` and ``closed`` events (-1 when absent); per run in
         ``runs``: ``first`` and ``last`` (the rows of its lowest and highest event id); per run
-        key: ``messages`` (the rows of its turns' messages).
+        key: ``messages`` (the rows of its turns' messages); per frame row: ``rows`` (its run's
+        index in ``runs``).
     """
 
     spans: pd.DataFrame
@@ -89,7 +90,7 @@ class ActivityTurns:
     positions: dict[str, Any] = field(default_factory=dict)
 
 
-def _column(frame: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
+def column_at(frame: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
     """``frame[name]`` at ``rows`` as objects (None for a column the frame lacks)."""
     if name not in frame.columns:
         return np.full(len(rows), None, dtype=object)
@@ -159,7 +160,7 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
 
     scheduled = rows_of(("ActivityTaskScheduled",))
     sched_run = run[scheduled]
-    sched_types = _column(frame, "activity_type", scheduled)
+    sched_types = column_at(frame, "activity_type", scheduled)
 
     # Roles per run, from its scheduled activity types.
     types_of: dict[int, list[Any]] = {code: [] for code in range(len(runs))}
@@ -185,17 +186,17 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
     last_failure: dict[int, tuple[int, str]] = {}
     for code, eid, kind, message, cause in zip(
         run[failed].tolist(), event_id[failed].tolist(), event_type[failed].tolist(),
-        _column(frame, "failure_message", failed).tolist(),
-        _column(frame, "cause", failed).tolist(), strict=True,
+        column_at(frame, "failure_message", failed).tolist(),
+        column_at(frame, "cause", failed).tolist(), strict=True,
     ):  # fmt: skip
         last_failure[code] = (eid, _text(message) or _text(cause) or kind)
     starts: dict[int, list[tuple[int, str, int]]] = {code: [] for code in resolved}
     seen_updates: dict[int, set[Any]] = {}
     for row, code, eid, kind, signal, update, update_id in zip(
         messages.tolist(), run[messages].tolist(), event_id[messages].tolist(),
-        event_type[messages].tolist(), _column(frame, "signal_name", messages).tolist(),
-        _column(frame, "update_name", messages).tolist(),
-        _column(frame, "update_id", messages).tolist(), strict=True,
+        event_type[messages].tolist(), column_at(frame, "signal_name", messages).tolist(),
+        column_at(frame, "update_name", messages).tolist(),
+        column_at(frame, "update_id", messages).tolist(), strict=True,
     ):  # fmt: skip
         found = resolved.get(code)
         if found is None:
@@ -257,12 +258,12 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
     spans = pd.DataFrame({
         "source": sources[scheduled],
         "history": history[scheduled],
-        "run_id": _column(frame, "run_id", scheduled),
+        "run_id": column_at(frame, "run_id", scheduled),
         "turn": turn.astype(np.int64),
         "trigger": trigger,
         "event_id": sched_ids,
         "activity_type": sched_types,
-        "activity_id": _column(frame, "activity_id", scheduled),
+        "activity_id": column_at(frame, "activity_id", scheduled),
         "role": np.array(role, dtype=object),
         "letter": np.array([LETTER[r] for r in role], dtype=object),
         "scheduled": _times(times, scheduled),
@@ -271,7 +272,8 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
         "outcome": np.where(closed >= 0, event_type[np.maximum(closed, 0)], None),
     })  # fmt: skip
     positions = {"run": sched_run, "scheduled": scheduled, "started": started, "closed": closed,
-                 "first": first_row, "last": last_row, "messages": message_rows}  # fmt: skip
+                 "first": first_row, "last": last_row, "messages": message_rows,
+                 "rows": run}  # fmt: skip
     return ActivityTurns(spans, turns, {runs[c]: r for c, r in resolved.items()}, errors, runs,
                          positions)  # fmt: skip
 

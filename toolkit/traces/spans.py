@@ -54,12 +54,12 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import orjson
 import pandas as pd
 
+from toolkit.agents.activity_turns import ActivityTurns, activity_turns, column_at
 from toolkit.agents.roles import Roles
-from toolkit.agents.turns import _spans_and_turns
-from toolkit.errors import ToolkitError
 from toolkit.histories.tables import activities
 
 __all__ = ["SPAN_COLUMNS", "span_ids", "trace_spans"]
@@ -119,6 +119,9 @@ def _content(value: Any) -> str:
 
 def _set(attributes: dict[str, Any], key: str, value: Any) -> None:
     """Set an attribute unless the value is missing (OTel attributes have no null)."""
+    if type(value) in (str, int, bool):  # the common case, without pandas
+        attributes[key] = value
+        return
     if value is None or (not isinstance(value, (str, list, dict)) and pd.isna(value)):
         return
     attributes[key] = value.item() if hasattr(value, "item") else value
@@ -157,32 +160,23 @@ def trace_spans(
         events = events.assign(source=None)
     if "history" not in columns:
         events = events.assign(history=0)
-    acts = activities(events).sort_values(["source", "history", "scheduled_event_id"])
+    found = activity_turns(events, roles)
+    facts = _RunFacts(events, found)
+    # A source with a run no framework is recognised in gets run and activity spans only.
+    unrecognised = {_key(source) for source, _ in found.errors}
+    turn_of = facts.turn_of(unrecognised)
+    acts = facts.activities(content)
     models = model_attributes or {}
     rows: list[dict[str, Any]] = []
-    by_history = {key: one for key, one in acts.groupby(["source", "history"], dropna=False,
-                                                         sort=False)}  # fmt: skip
-    for source, frame in events.groupby("source", sort=False, dropna=False):
-        try:
-            spans, turns = _spans_and_turns(frame, roles)
-        except ToolkitError:
-            spans, turns = None, {}  # not an agent: run and activity spans only
-        for history, one in frame.groupby("history", sort=True):
-            run = _Run(one, source, int(history), namespace)
-            rows.append(run.root())
-            turn_of: dict[int, tuple[int, str]] = {}
-            if spans is not None:
-                mine = spans[spans["history"] == history]
-                turn_of = {
-                    int(e): (int(t), str(r))
-                    for e, t, r in zip(mine["event_id"], mine["turn"], mine["role"], strict=True)
-                }
-            acts_of = by_history.get((source, int(history)))
-            turn_rows = run.turns(turns.get(int(history), []), acts_of, turn_of, models)
-            rows.extend(turn_rows)
-            if acts_of is not None:
-                for act in acts_of.to_dict("records"):
-                    rows.extend(run.activity(act, turn_of, models, content))
+    for code, (source, history) in enumerate(found.runs):
+        run = _Run(facts.head(code), source, int(history), namespace,
+                   facts.first_time[code], facts.last_time[code])  # fmt: skip
+        rows.append(run.root(facts.last(code), facts.failures.get(code, [])))
+        mine, acts_of = turn_of.get(code, {}), acts.get(code, [])
+        starts = [] if _key(source) in unrecognised else found.turns.get((source, history), [])
+        rows.extend(run.turns(starts, acts_of, mine, models, facts.times, code))
+        for act in acts_of:
+            rows.extend(run.activity(act, mine, models, content))
     # object, not pandas' string dtype: a missing parent stays None (NaN would read as an id)
     out = pd.DataFrame(rows, columns=SPAN_COLUMNS, dtype=object)
     out["history"] = out["history"].astype("int64")
@@ -193,21 +187,97 @@ def trace_spans(
     return out
 
 
+def _key(source: Any) -> Any:
+    """A source as a dictionary key (a missing one is None, whichever NA the frame holds)."""
+    return None if source is None or (isinstance(source, float) and pd.isna(source)) else source
+
+
+class _RunFacts:
+    """What the spans of every run need from the events frame, read column-wise once for all
+    runs (run codes as in :attr:`ActivityTurns.runs`): no pandas operation per run."""
+
+    _HEAD = ("namespace", "run_id", "workflow_id", "workflow_type")
+    _FAILURE = ("event_time", "event_type", "event_id", "failure_type", "failure_message",
+                "cause")  # fmt: skip
+    _ACTIVITY = ("source", "history", "scheduled_event_id", "scheduled_time", "started_time",
+                 "closed_time", "outcome", "failure_message", "attempt", "last_failure_message",
+                 "queue_duration", "activity_id", "activity_type", "task_queue")  # fmt: skip
+
+    def __init__(self, events: pd.DataFrame, found: ActivityTurns) -> None:
+        self.events, self.found = events, found
+        run = found.positions["rows"]
+        count = len(events)
+        # A run's first and last events in frame order (the row-wise walk's iloc[0], iloc[-1]).
+        self.first_row = np.unique(run, return_index=True)[1]
+        self.last_row = count - 1 - np.unique(run[::-1], return_index=True)[1]
+        self.heads = {name: column_at(events, name, self.first_row) for name in self._HEAD}
+        self.lasts = {name: column_at(events, name, self.last_row)
+                      for name in ("event_type", "failure_message")}  # fmt: skip
+        times = events["event_time"]
+        grouped = times.groupby(run, sort=True)
+        self.first_time = [_time(t) for t in grouped.min().tolist()]
+        self.last_time = [_time(t) for t in grouped.max().tolist()]
+        event_type = events["event_type"].to_numpy(dtype=object)
+        failed = np.flatnonzero(np.isin(event_type, _TASK_FAILURES))
+        wanted = [c for c in self._FAILURE if c in events.columns]
+        self.failures: dict[int, list[dict[str, Any]]] = {}
+        for code, record in zip(run[failed].tolist(),
+                                events.iloc[failed][wanted].to_dict("records"),
+                                strict=True):  # fmt: skip
+            self.failures.setdefault(code, []).append(record)
+        # The times of the turns' user messages, by (run, event id).
+        rows = np.array([r for m in found.positions["messages"].values() for r in m], dtype=int)
+        picked = times.iloc[rows].tolist() if len(rows) else []
+        self.times = dict(zip(
+            zip(run[rows].tolist(), events["event_id"].to_numpy()[rows].tolist(), strict=True),
+            picked, strict=True))  # fmt: skip
+
+    def head(self, code: int) -> dict[str, Any]:
+        """The run's first event: its namespace, run id, workflow id and type."""
+        return {name: values[code] for name, values in self.heads.items()}
+
+    def last(self, code: int) -> dict[str, Any]:
+        """The run's last event: its type and failure message."""
+        return {name: values[code] for name, values in self.lasts.items()}
+
+    def turn_of(self, unrecognised: set[Any]) -> dict[int, dict[int, tuple[int, str]]]:
+        """Per run (of a recognised source): scheduled event id -> (turn, role)."""
+        spans, out = self.found.spans, {}
+        for code, source, event_id, turn, role in zip(
+            self.found.positions["run"].tolist(), spans["source"].tolist(),
+            spans["event_id"].tolist(), spans["turn"].tolist(), spans["role"].tolist(),
+            strict=True,
+        ):  # fmt: skip
+            if _key(source) not in unrecognised:
+                out.setdefault(code, {})[int(event_id)] = (int(turn), str(role))
+        return out
+
+    def activities(self, content: bool) -> dict[int, list[dict[str, Any]]]:
+        """Per run: its activities (:func:`toolkit.activities` records) by scheduled event id."""
+        acts = activities(self.events).sort_values(["source", "history", "scheduled_event_id"])
+        wanted = [*self._ACTIVITY, *(("input", "result") if content else ())]
+        code_of = {(_key(s), int(h)): code for code, (s, h) in enumerate(self.found.runs)}
+        out: dict[int, list[dict[str, Any]]] = {}
+        for act in acts[[c for c in wanted if c in acts.columns]].to_dict("records"):
+            code = code_of.get((_key(act["source"]), int(act["history"])))
+            if code is not None:
+                out.setdefault(code, []).append(act)
+        return out
+
+
 class _Run:
     """The spans of one history."""
 
-    def __init__(self, one: pd.DataFrame, source: Any, history: int, namespace: str | None):
-        first = one.iloc[0]
+    def __init__(self, head: Mapping[str, Any], source: Any, history: int,
+                 namespace: str | None, first_time: pd.Timestamp | None,
+                 last_time: pd.Timestamp | None) -> None:  # fmt: skip
         self.source, self.history = source, history
-        own_namespace = _text(first.get("namespace")) if "namespace" in one else None
-        self.namespace = namespace if namespace is not None else (own_namespace or "")
-        self.run_id = _text(first.get("run_id"))
-        self.workflow_id = _text(first.get("workflow_id"))
-        self.workflow_type = _text(first.get("workflow_type")) or "workflow"
+        self.namespace = namespace if namespace is not None else (_text(head["namespace"]) or "")
+        self.run_id = _text(head["run_id"])
+        self.workflow_id = _text(head["workflow_id"])
+        self.workflow_type = _text(head["workflow_type"]) or "workflow"
         self.key = self.run_id or self.workflow_id or f"{source}#{history}"
-        self.events = one
-        times = one["event_time"]
-        self.first_time, self.last_time = _time(times.min()), _time(times.max())
+        self.first_time, self.last_time = first_time, last_time
         self.trace_id, self.root_id = span_ids(self.namespace, self.key, 1, "workflow")
         self.pending_tools: list[str] = []  # requested by the last model call, not yet run
         self.base = {"temporalWorkflowID": self.workflow_id, "temporalRunID": self.run_id,
@@ -234,11 +304,10 @@ class _Run:
             "events": events or [],
         }  # fmt: skip
 
-    def root(self) -> dict[str, Any]:
-        last = self.events.iloc[-1]
+    def root(self, last: Mapping[str, Any], failures: list[dict[str, Any]]) -> dict[str, Any]:
+        """The run's span: its close (the ``last`` event), its workflow-task ``failures``."""
         status, word = _CLOSE_STATUS.get(str(last["event_type"]), ("UNSET", "running"))
         message = _text(last.get("failure_message")) if status == "ERROR" else None
-        failures = self.events[self.events["event_type"].isin(_TASK_FAILURES)]
         span_events = [
             {"time": _time(event["event_time"]), "name": "exception", "attributes": {
                 "exception.type": _text(event.get("failure_type")) or _text(event.get("cause"))
@@ -250,7 +319,7 @@ class _Run:
                 **({"temporal.workflow_task.cause": event["cause"]}
                    if _text(event.get("cause")) else {}),
             }}
-            for event in failures.to_dict("records")
+            for event in failures
         ]  # fmt: skip
         attributes = {"temporal.workflow.status": word,
                       "temporal.workflow.task_failures": len(span_events)}  # fmt: skip
@@ -258,27 +327,26 @@ class _Run:
                          "workflow", 1, None, self.first_time, self.last_time, status, message,
                          attributes, span_events)  # fmt: skip
 
-    def turns(self, starts: list[tuple[int, str, bool, str | None]], acts: pd.DataFrame | None,
-              turn_of: Mapping[int, tuple[int, str]],
-              models: ModelAttributes) -> list[dict[str, Any]]:  # fmt: skip
-        """One ``invoke_agent`` span per turn that has activities or got no answer."""
-        times = dict(zip(self.events["event_id"], self.events["event_time"], strict=True))
+    def turns(self, starts: list[tuple[int, str, bool, str | None]],
+              acts: list[dict[str, Any]], turn_of: Mapping[int, tuple[int, str]],
+              models: ModelAttributes, times: Mapping[tuple[int, int], Any],
+              code: int) -> list[dict[str, Any]]:  # fmt: skip
+        """One ``invoke_agent`` span per turn that has activities or got no answer (``times``:
+        the user messages' by (run code, event id))."""
         ends: dict[int, Any] = {}
         agents: dict[int, str] = {}
-        if acts is not None:
-            for event_id, scheduled, started, closed in zip(
-                acts["scheduled_event_id"], acts["scheduled_time"], acts["started_time"],
-                acts["closed_time"], strict=True,
-            ):  # fmt: skip
-                turn = turn_of.get(int(event_id), (0, ""))[0]
-                candidates = [_time(t) for t in (scheduled, started, closed) if _time(t)]
-                if candidates:
-                    ends[turn] = max([ends[turn], *candidates] if turn in ends else candidates)
-                agent = models.get((self.source, self.history, int(event_id)), {}).get(
-                    "gen_ai.agent.name"
-                )
-                if agent and turn not in agents:
-                    agents[turn] = agent
+        for act in acts:
+            event_id = act["scheduled_event_id"]
+            turn = turn_of.get(int(event_id), (0, ""))[0]
+            candidates = [_time(act[c]) for c in ("scheduled_time", "started_time",
+                                                  "closed_time") if _time(act[c])]  # fmt: skip
+            if candidates:
+                ends[turn] = max([ends[turn], *candidates] if turn in ends else candidates)
+            agent = models.get((self.source, self.history, int(event_id)), {}).get(
+                "gen_ai.agent.name"
+            )
+            if agent and turn not in agents:
+                agents[turn] = agent
         rows = []
         for number, (event_id, trigger, answered, failure) in enumerate(starts, 1):
             if number not in ends and answered:
@@ -294,7 +362,7 @@ class _Run:
                 "temporal.turn": number,
                 "temporal.turn.trigger": trigger,
             }
-            start = _time(times.get(event_id))
+            start = _time(times.get((code, event_id)))
             rows.append(self._row(span_id, self.root_id, f"invoke_agent {agent}", "INTERNAL",
                                   "turn", event_id, number, start, ends.get(number, start),
                                   status, message, attributes))  # fmt: skip
