@@ -84,8 +84,9 @@ def history_budget(
     workers
         For paths: processes that read and measure chunks of files in parallel, from a few
         hundred files on (None or 1: in this process). Only the budget rows come back from
-        them, but each must import the toolkit first: on a 2-core machine that other work
-        keeps busy, two workers took more than twice as long as this process alone
+        them, but each must import the toolkit first: on a 2-core machine two workers were
+        no faster than this process alone when it was idle (2.75 s against 2.58 s for 1,000
+        runs) and took more than twice as long when other work kept it busy
         (``benchmarks/bench_history_budget.py``), so they are never the default.
 
     Returns
