@@ -24,6 +24,8 @@ from typing import Any
 
 import pandas as pd
 
+from toolkit.histories.columns.lazy import LazyCell
+
 __all__ = ["LABEL_SOURCES", "apply_versions", "run_label", "task_versions", "version_labels"]
 
 #: ``label_source`` values, most specific first.
@@ -34,7 +36,7 @@ _TASK_EVENTS = ("WorkflowTaskStarted", "WorkflowTaskCompleted", "WorkflowTaskFai
 
 def _get(value: Any, *path: str) -> Any:
     for key in path:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             return None
         value = value.get(key)
     return value if value not in ("", None) else None
@@ -74,7 +76,9 @@ def task_versions(events: pd.DataFrame) -> pd.DataFrame:
     for record in tasks[["history", "event_id", "event_type", "identity", "attributes"]].itertuples(
         index=False
     ):
+        # A cell decoded on first use: its value once, not a lookup through it per field.
         attributes = record.attributes
+        attributes = attributes.value if isinstance(attributes, LazyCell) else attributes
         rows.append(
             {
                 "history": record.history,

@@ -53,6 +53,8 @@ class OtlpExportError(ToolkitError, RuntimeError):
 
 def _value(value: Any) -> dict[str, Any]:
     """An attribute value in OTLP JSON (``AnyValue``)."""
+    if type(value) is str:  # most attributes: no isinstance chain
+        return {"stringValue": value}
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
@@ -72,37 +74,40 @@ def _nanos(value: Any) -> str:
     return str(pd.Timestamp(value).value)
 
 
-def _span(row: Mapping[str, Any]) -> dict[str, Any]:
-    span = {
-        "traceId": row["trace_id"],
-        "spanId": row["span_id"],
-        "name": row["name"],
-        "kind": _KIND[row["kind"]],
-        "startTimeUnixNano": _nanos(row["start"]),
-        "endTimeUnixNano": _nanos(row["end"]),
-        "attributes": _attributes(row["attributes"]),
-        "status": {"code": _STATUS[row["status"]]},
-    }
-    if row["parent_span_id"]:
-        span["parentSpanId"] = row["parent_span_id"]
-    if row["status_message"]:
-        span["status"]["message"] = row["status_message"]
-    if row["events"]:
-        span["events"] = [
-            {"timeUnixNano": _nanos(event["time"]), "name": event["name"],
-             "attributes": _attributes(event["attributes"])}
-            for event in row["events"]
-        ]  # fmt: skip
-    return span
+def _all_nanos(times: pd.Series) -> list[str]:
+    """:func:`_nanos` of a whole column at once."""
+    return [str(n) for n in pd.DatetimeIndex(times).as_unit("ns").asi8.tolist()]
 
 
 def otlp_document(spans: pd.DataFrame, resource: Mapping[str, Any]) -> dict[str, Any]:
     """The spans as one OTLP JSON ``ExportTraceServiceRequest`` (one resource, one scope)."""
+    out = []
+    for trace, span_id, parent, name, kind, start, end, attributes, status, message, events in zip(
+        spans["trace_id"].tolist(), spans["span_id"].tolist(),
+        spans["parent_span_id"].tolist(), spans["name"].tolist(), spans["kind"].tolist(),
+        _all_nanos(spans["start"]), _all_nanos(spans["end"]), spans["attributes"].tolist(),
+        spans["status"].tolist(), spans["status_message"].tolist(), spans["events"].tolist(),
+        strict=True,
+    ):  # fmt: skip
+        span = {"traceId": trace, "spanId": span_id, "name": name, "kind": _KIND[kind],
+                "startTimeUnixNano": start, "endTimeUnixNano": end,
+                "attributes": _attributes(attributes),
+                "status": {"code": _STATUS[status]}}  # fmt: skip
+        if parent:
+            span["parentSpanId"] = parent
+        if message:
+            span["status"]["message"] = message
+        if events:
+            span["events"] = [
+                {"timeUnixNano": _nanos(event["time"]), "name": event["name"],
+                 "attributes": _attributes(event["attributes"])}
+                for event in events
+            ]  # fmt: skip
+        out.append(span)
     return {
         "resourceSpans": [{
             "resource": {"attributes": _attributes(resource)},
-            "scopeSpans": [{"scope": SCOPE,
-                            "spans": [_span(row) for row in spans.to_dict("records")]}],
+            "scopeSpans": [{"scope": SCOPE, "spans": out}],
         }]
     }  # fmt: skip
 

@@ -254,7 +254,9 @@ class _RunFacts:
 
     def activities(self, content: bool) -> dict[int, list[dict[str, Any]]]:
         """Per run: its activities (:func:`toolkit.activities` records) by scheduled event id."""
-        acts = activities(self.events).sort_values(["source", "history", "scheduled_event_id"])
+        # Payloads stay undecoded cells unless their contents go into the spans.
+        acts = activities(self.events, payload_cells=not content).sort_values(
+            ["source", "history", "scheduled_event_id"])  # fmt: skip
         wanted = [*self._ACTIVITY, *(("input", "result") if content else ())]
         code_of = {(_key(s), int(h)): code for code, (s, h) in enumerate(self.found.runs)}
         out: dict[int, list[dict[str, Any]]] = {}
