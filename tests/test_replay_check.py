@@ -12,6 +12,8 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from toolkit.errors import ToolkitError
 from toolkit.lab.go_twin.workflows import WORKFLOW_CLASSES
 from toolkit.lab.replay_matrices import explained_off_the_replayer, replayings, reproduce, run_check
 from toolkit.lab.sandbox import toolkit_sandbox_runner
+from toolkit.replay.check_worker import THREAD_PREFIX, DaemonThreads
 from toolkit.replay_check.result import RESULT_COLUMNS
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -156,6 +159,25 @@ def test_worker_processes_give_the_same_results_in_input_order(twin_checks) -> N
     assert parallel.code["workers"] == 2 and parallel.code["temporalio"] == "1.35.0"
     columns = ["source", "run_id", "outcome", "core_message", "event_id", "check", "group"]
     pd.testing.assert_frame_equal(parallel.results[columns], alone.results[columns])
+
+
+def test_the_threads_that_ran_the_workflow_code_end_after_the_check(monkeypatch) -> None:
+    # The Replayer never shuts down the executor it is given: idle threads end on their own.
+    monkeypatch.setattr(DaemonThreads, "IDLE_SECONDS", 0.2)
+    before = set(threading.enumerate())
+    paths = sorted((TWIN / BEFORE_260).glob("*[!a].json"))[:2]
+    check = tk.replay_check(paths, [WORKFLOW_CLASSES[FIX_260]],
+                            workflow_runner=toolkit_sandbox_runner())  # fmt: skip
+    assert set(check.results["outcome"]) == {"nondeterminism"}
+
+    def ours() -> list[str]:
+        return [t.name for t in set(threading.enumerate()) - before
+                if t.name.startswith(THREAD_PREFIX)]  # fmt: skip
+
+    deadline = time.monotonic() + 10.0
+    while ours() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not ours()
 
 
 def test_a_history_over_its_time_limit_fails_and_the_rest_go_on() -> None:

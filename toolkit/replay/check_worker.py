@@ -220,8 +220,12 @@ class DaemonThreads(concurrent.futures.Executor):
 
     ``ThreadPoolExecutor`` threads are joined when the interpreter exits, so workflow code that
     never gives its thread back (it blocks, or swallows its eviction and waits again) would keep
-    the process from ending after the check has reported it; these threads end with it.
+    the process from ending after the check has reported it; these threads end with it. A thread
+    idle for ``IDLE_SECONDS`` ends too (the Replayer never shuts down an executor it is given, so
+    each check would otherwise leave its threads waiting for good).
     """
+
+    IDLE_SECONDS = 30.0
 
     def __init__(self, prefix: str) -> None:
         self._prefix = prefix
@@ -245,7 +249,16 @@ class DaemonThreads(concurrent.futures.Executor):
 
     def _serve(self) -> None:
         while True:
-            future, fn, args, kwargs = self._work.get()
+            try:
+                future, fn, args, kwargs = self._work.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    # Only a thread no submit has counted on may go (submit takes an idle
+                    # thread's place under the lock before it queues the work).
+                    if self._idle > 0:
+                        self._idle -= 1
+                        return
+                continue
             try:
                 if future.set_running_or_notify_cancel():
                     try:
