@@ -32,7 +32,7 @@ from toolkit.errors import ToolkitError
 from toolkit.histories.enums import CLOSE_STATUS
 from toolkit.histories.server_limits import resolve_limits
 from toolkit.histories.size_errors import first_limit_hit
-from toolkit.histories.sizes import payload_texts
+from toolkit.histories.sizes import _b64_size, payload_texts
 from toolkit.histories.versions import run_label
 from toolkit.text import count
 
@@ -370,14 +370,6 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
             resent += shared + _common_end(tail, before)
         previous = (text, b64)
     return resent, (resent / total if total else None)
-
-
-def _b64_size(text: Any) -> int:
-    """Decoded size of base64 text (a buffer, padded or not), without decoding it."""
-    end = len(text)
-    while end and text[end - 1] == 0x3D:  # "=" padding
-        end -= 1
-    return end * 3 // 4
 
 
 def _decoded(text: Any) -> bytes:

@@ -585,7 +585,13 @@ def _metadata_size(items: tuple[tuple[str, str], ...]) -> int | None:
 
 
 def _b64_size(text: Any) -> int:
-    """Decoded size of base64 ``text`` (padded or not), without decoding it."""
-    if not isinstance(text, str):
+    """Decoded size of base64 ``text`` (a str or a buffer, padded or not), without decoding
+    it; 0 for anything else."""
+    if isinstance(text, str):
+        return len(text.rstrip("=")) * 3 // 4
+    if not isinstance(text, bytes | bytearray | memoryview):
         return 0
-    return len(text.rstrip("=")) * 3 // 4
+    end = len(text)
+    while end and text[end - 1] == 0x3D:  # "=" padding
+        end -= 1
+    return end * 3 // 4
