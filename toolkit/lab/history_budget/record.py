@@ -37,7 +37,7 @@ from toolkit.lab.adk_python.recorder import _request_summary
 from toolkit.lab.history_budget.frameworks import FRAMEWORKS, BudgetFramework
 from toolkit.lab.history_budget.scenarios import BUDGETS, Budget
 from toolkit.lab.mcp_server import McpServer
-from toolkit.lab.record import scrub_text
+from toolkit.lab.record import scrub_machine_paths, scrub_text
 from toolkit.lab.server import DevServer, find_temporal_binary
 
 __all__ = ["COLUMNS", "end_of", "events_bytes", "model_calls", "record_all", "record_group",
@@ -225,6 +225,9 @@ async def record_run(fw: BudgetFramework, budget: Budget, address: str, out_dir:
         lines = [line for line in server_log.read_text(errors="replace").splitlines(True)
                  if f"wf-id={workflow_id} " in line]
         (log_dir / f"{budget.name}.server.log").write_text("".join(lines), encoding="utf-8")
+    # The worker's tracebacks name this machine's files: relative in the committed logs, however
+    # the run was recorded (record() scrubs its whole output too, but one run can be re-recorded).
+    scrub_machine_paths(log_dir)
     seconds = time.monotonic() - began
     versions = {key: worker.info.get(key) for key in fw.version_keys}
     server_version = _server_version()
