@@ -94,7 +94,8 @@ def column_at(frame: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
     """``frame[name]`` at ``rows`` as objects (None for a column the frame lacks)."""
     if name not in frame.columns:
         return np.full(len(rows), None, dtype=object)
-    return frame[name].to_numpy(dtype=object)[rows]
+    # Taken, then converted: all of a column of strings or times as objects costs far more.
+    return frame[name].iloc[rows].to_numpy(dtype=object, copy=True)
 
 
 def _linked_last(keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:

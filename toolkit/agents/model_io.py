@@ -260,16 +260,40 @@ def model_call_of_events(
 
     ``closed`` is the activity's closing event; only an ``ActivityTaskCompleted`` has a result.
     """
-    result = output_bytes = None
-    if closed is not None and closed.get("event_type") == "ActivityTaskCompleted":
-        result = closed.get("result")
-        output_bytes = payload_bytes(get_field(closed.get("attributes"), "result"))
+    return model_call_of_cells(
+        scheduled.get("input"), scheduled.get("extra"), scheduled.get("attributes"),
+        scheduled.get("activity_type"),
+        None if closed is None else closed.get("event_type"),
+        None if closed is None else closed.get("result"),
+        None if closed is None else closed.get("attributes"),
+        framework,
+    )  # fmt: skip
+
+
+def model_call_of_cells(
+    input: Any,
+    extra: Any,
+    attributes: Any,
+    activity_type: Any,
+    closed_type: Any = None,
+    result: Any = None,
+    closed_attributes: Any = None,
+    framework: str | None = None,
+) -> ModelCall:
+    """:func:`model_call_of_events` from the events frame's cells themselves: the scheduled
+    event's ``input``, ``extra``, ``attributes`` and ``activity_type``, and the closing event's
+    type, ``result`` and ``attributes`` (None: no closing event)."""
+    output_bytes = None
+    if closed_type == "ActivityTaskCompleted":
+        output_bytes = payload_bytes(get_field(closed_attributes, "result"))
+    else:
+        result = None
     return read_model_call(
-        scheduled.get("input"),
+        input,
         result,
-        activity_type=scheduled.get("activity_type"),
-        summary=summary_of(scheduled.get("extra")),
+        activity_type=activity_type,
+        summary=summary_of(extra),
         framework=framework,
-        input_bytes=payload_bytes(get_field(scheduled.get("attributes"), "input")),
+        input_bytes=payload_bytes(get_field(attributes, "input")),
         output_bytes=output_bytes,
     )

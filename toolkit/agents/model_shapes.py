@@ -23,17 +23,33 @@ __all__ = ["FRAMEWORKS", "READERS", "Context", "get_field", "input_shape", "resp
 _NORM = re.compile(r"[_\-]")
 
 
+#: Spellings seen, normalised (keys repeat across payloads: each is normalised once).
+_NORMAL: dict[str, str] = {}
+_WANTED: dict[tuple[str, ...], frozenset[str]] = {}
+
+
+def _normal(key: str) -> str:
+    found = _NORMAL.get(key)
+    if found is None:
+        found = _NORM.sub("", key).lower()
+        if len(_NORMAL) < 65536:  # payload keys are field names; a bound all the same
+            _NORMAL[key] = found
+    return found
+
+
 def get_field(mapping: Any, *names: str) -> Any:
     """``mapping[name]`` for the first name present, spelt snake_case, camelCase or PascalCase
     (pydantic by alias, Go's field names); None when absent or not a mapping."""
-    if not isinstance(mapping, Mapping):
+    if type(mapping) is not dict and not isinstance(mapping, Mapping):
         return None
     for name in names:
         if name in mapping:
             return mapping[name]
-    wanted = {_NORM.sub("", n).lower() for n in names}
+    wanted = _WANTED.get(names)
+    if wanted is None:
+        wanted = _WANTED[names] = frozenset(_normal(n) for n in names)
     for key, value in mapping.items():
-        if isinstance(key, str) and _NORM.sub("", key).lower() in wanted:
+        if isinstance(key, str) and _normal(key) in wanted:
             return value
     return None
 
@@ -208,8 +224,20 @@ def _genai_declared(tools: Any) -> list[str]:
     for tool in _list(tools):
         for declaration in _list(get_field(tool, "function_declarations")):
             names.append(str(get_field(declaration, "name")))
-        names.extend(h for h in _GENAI_HOSTED if get_field(tool, h) is not None)
+        if isinstance(tool, Mapping):
+            names.extend(_hosted(tool))
     return names
+
+
+def _hosted(tool: Mapping[str, Any]) -> list[str]:
+    """The hosted tools a genai ``Tool`` enables: ``get_field(tool, name) is not None`` for each
+    of :data:`_GENAI_HOSTED`, the tool's keys normalised once rather than once per name."""
+    spelt: dict[str, Any] = {}
+    for key, value in tool.items():
+        if isinstance(key, str):
+            spelt.setdefault(_normal(key), value)  # the first key of a spelling, as get_field
+    return [name for name in _GENAI_HOSTED
+            if (tool[name] if name in tool else spelt.get(_normal(name))) is not None]
 
 
 def _genai_parts(contents: Any) -> list[Any]:

@@ -52,11 +52,11 @@ import numpy as np
 import pandas as pd
 
 from toolkit.agents.activity_turns import ActivityTurns, activity_turns
-from toolkit.agents.model_io import model_call_of_events
+from toolkit.agents.ledger_labels import run_labels
+from toolkit.agents.model_io import model_call_of_cells
 from toolkit.agents.roles import Roles
-from toolkit.agents.turns import label_fields
 from toolkit.errors import ToolkitError
-from toolkit.histories.versions import version_labels
+from toolkit.gc_pause import paused_gc
 from toolkit.replay.commands import events_frame
 
 __all__ = ["MODEL_CALL_COLUMNS", "TOKEN_FIELDS", "genai_attributes", "model_calls",
@@ -71,54 +71,56 @@ MODEL_CALL_COLUMNS = [
 ]  # fmt: skip
 _CLOSED = {"ActivityTaskCompleted": "completed", "ActivityTaskFailed": "failed",
            "ActivityTaskTimedOut": "timed_out", "ActivityTaskCanceled": "canceled"}  # fmt: skip
-_RECORD = ("event_id", "event_type", "event_time", "activity_type", "scheduled_event_id",
-           "attempt", "input", "result", "attributes", "extra")  # fmt: skip
 
 
-def _model_calls(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
+def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
     """The :func:`model_calls` table of ``frame`` from its activity turns."""
     picks = np.flatnonzero((found.spans["role"] == "model").to_numpy())
-    rows: list[dict[str, Any]] = []
+    columns: dict[str, Any] = {name: [] for name in MODEL_CALL_COLUMNS}
     if len(picks):
-        sub = frame[[c for c in _RECORD if c in frame.columns]]
-        scheduled = _records(sub, found.positions["scheduled"][picks])
-        closing = _records(sub, found.positions["closed"][picks])
-        starting = _records(sub, found.positions["started"][picks])
+        scheduled = found.positions["scheduled"][picks]
+        closing = found.positions["closed"][picks]
+        starting = found.positions["started"][picks]
+        codes = found.positions["run"][picks].tolist()
         heads = _heads(frame, found)
-        labels = _run_labels(frame)
-        label_of: dict[int, str] = {}
-        steps: dict[tuple[int, int], int] = {}
+        label_of = run_labels(frame, found, codes)
         spans = found.spans.iloc[picks]
-        for code, history, turn, event_id, event, closed, start in zip(
-            found.positions["run"][picks].tolist(), spans["history"].tolist(),
-            spans["turn"].tolist(), spans["event_id"].tolist(), scheduled, closing, starting,
+        steps: dict[tuple[int, int], int] = {}
+        turns = spans["turn"].tolist()
+        for code, turn in zip(codes, turns, strict=True):
+            steps[(code, turn)] = steps.get((code, turn), 0) + 1
+            columns["step"].append(steps[(code, turn)])
+        closed_types = _at(frame, "event_type", closing)
+        calls = [model_call_of_cells(*cells) for cells in zip(
+            _at(frame, "input", scheduled), _at(frame, "extra", scheduled),
+            _at(frame, "attributes", scheduled), _at(frame, "activity_type", scheduled),
+            closed_types, _at(frame, "result", closing), _at(frame, "attributes", closing),
             strict=True,
-        ):  # fmt: skip
-            head = heads[code]
-            source = head["source"]
-            if code not in label_of:
-                own = labels.get((source, history) if "source" in frame else history)
-                label_of[code] = label_fields(own, _text(source))["label"]
-            call = model_call_of_events(event, closed)
-            step = steps[(code, turn)] = steps.get((code, turn), 0) + 1
-            attempt = (start or {}).get("attempt")
-            rows.append({
-                "source": source, "history": history, "run_id": head["run_id"],
-                "workflow_id": head["workflow_id"], "label": label_of[code],
-                "turn": turn, "step": step, "event_id": event_id,
-                "activity_type": event.get("activity_type"), "framework": call.framework,
-                "agent": call.agent, "model": call.model,
-                "scheduled": event.get("event_time"),
-                "started": None if start is None else start.get("event_time"),
-                "closed": None if closed is None else closed.get("event_time"),
-                "attempt": None if attempt is None or pd.isna(attempt) else int(attempt),
-                "outcome": None if closed is None else _CLOSED[closed["event_type"]],
-                **{name: getattr(call.usage, name) for name in TOKEN_FIELDS},
-                "usage_note": "; ".join(filter(None, [call.usage.note, *call.notes])) or None,
-                "requested_tools": call.requested_tools,
-                "input_bytes": call.input_bytes, "output_bytes": call.output_bytes,
-            })  # fmt: skip
-    out = pd.DataFrame(rows, columns=MODEL_CALL_COLUMNS, dtype=object)
+        )]  # fmt: skip
+        columns.update({
+            "source": [heads["source"][c] for c in codes],
+            "history": spans["history"].tolist(),
+            "run_id": [heads["run_id"][c] for c in codes],
+            "workflow_id": [heads["workflow_id"][c] for c in codes],
+            "label": [label_of[c] for c in codes],
+            "turn": turns, "event_id": spans["event_id"].tolist(),
+            "activity_type": _at(frame, "activity_type", scheduled),
+            "framework": [call.framework for call in calls],
+            "agent": [call.agent for call in calls], "model": [call.model for call in calls],
+            "scheduled": _at(frame, "event_time", scheduled),
+            "started": _at(frame, "event_time", starting),
+            "closed": _at(frame, "event_time", closing),
+            "attempt": [None if a is None or pd.isna(a) else int(a)
+                        for a in _at(frame, "attempt", starting)],
+            "outcome": [None if kind is None else _CLOSED[kind] for kind in closed_types],
+            **{name: [getattr(call.usage, name) for call in calls] for name in TOKEN_FIELDS},
+            "usage_note": ["; ".join(filter(None, [call.usage.note, *call.notes])) or None
+                           for call in calls],
+            "requested_tools": [call.requested_tools for call in calls],
+            "input_bytes": [call.input_bytes for call in calls],
+            "output_bytes": [call.output_bytes for call in calls],
+        })  # fmt: skip
+    out = pd.DataFrame(columns, columns=MODEL_CALL_COLUMNS, dtype=object)
     for column in ("history", "event_id"):
         out[column] = out[column].astype("int64")
     for column in ("turn", "step", "attempt", *TOKEN_FIELDS, "input_bytes", "output_bytes"):
@@ -128,33 +130,22 @@ def _model_calls(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
     return out
 
 
-def _records(frame: pd.DataFrame, rows: np.ndarray) -> list[dict[str, Any] | None]:
-    """The records of ``frame`` at row positions ``rows`` (None where -1)."""
-    out: list[dict[str, Any] | None] = [None] * len(rows)
-    present = np.flatnonzero(rows >= 0)
-    for index, record in zip(present.tolist(), frame.iloc[rows[present]].to_dict("records"),
-                             strict=True):  # fmt: skip
-        out[index] = record
-    return out
+def _at(frame: pd.DataFrame, name: str, rows: np.ndarray) -> list[Any]:
+    """``frame[name]`` at row positions ``rows`` as a list (None where -1 or no such column)."""
+    if name not in frame.columns:
+        return [None] * len(rows)
+    # Taken first, then converted: a whole column of times or strings as objects costs more
+    # than the ledger.
+    values = frame[name].iloc[np.maximum(rows, 0)].to_numpy(dtype=object, copy=True)
+    values[rows < 0] = None
+    return values.tolist()
 
 
-def _heads(frame: pd.DataFrame, found: ActivityTurns) -> list[dict[str, Any]]:
-    """Per run: ``source``, ``run_id``, ``workflow_id`` of its first event (None where the frame
-    has no such column)."""
-    first = found.positions["first"]
-    columns = {name: (frame[name].to_numpy(dtype=object)[first] if name in frame.columns
-                      else [None] * len(first))
-               for name in ("source", "run_id", "workflow_id")}  # fmt: skip
-    return [{name: values[index] for name, values in columns.items()}
-            for index in range(len(found.runs))]  # fmt: skip
-
-
-def _run_labels(frame: pd.DataFrame) -> dict[Any, dict[str, Any]]:
-    """``version_labels`` rows by (source, history), or by history without a source column."""
-    labels = version_labels(frame if "history" in frame.columns else frame.assign(history=0))
-    by_source = "source" in frame.columns
-    return {((row["source"], row["history"]) if by_source else row["history"]): row
-            for row in labels.to_dict("records")}  # fmt: skip
+def _heads(frame: pd.DataFrame, found: ActivityTurns) -> dict[str, list[Any]]:
+    """Per column ``source``, ``run_id``, ``workflow_id``: each run's value at its first event
+    (None where the frame has no such column)."""
+    return {name: _at(frame, name, found.positions["first"])
+            for name in ("source", "run_id", "workflow_id")}  # fmt: skip
 
 
 def model_calls(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
@@ -168,7 +159,8 @@ def model_calls(events: Any, roles: str | Roles = "auto") -> pd.DataFrame:
         As in :func:`toolkit.agent_steps`; histories no framework is recognised in give no rows.
     """
     frame = _frame(events)
-    return _model_calls(frame, activity_turns(frame, roles))
+    with paused_gc():
+        return model_calls_of(frame, activity_turns(frame, roles))
 
 
 def _text(value: Any) -> str | None:
@@ -284,7 +276,13 @@ def genai_attributes(calls: pd.DataFrame) -> dict[tuple[Any, int, int], dict[str
     """OpenTelemetry GenAI and OpenInference attributes of each model call, keyed by (source,
     history, scheduled event id), for :func:`toolkit.traces.spans.trace_spans`."""
     out: dict[tuple[Any, int, int], dict[str, Any]] = {}
-    for row in calls.to_dict("records"):
+    if calls.empty:
+        return out
+    # Column lists, not records: the same values (ints or pd.NA in the Int64 columns).
+    names = ("source", "history", "event_id", "model", "agent", *TOKEN_FIELDS, "framework",
+             "usage_note", "input_bytes", "output_bytes", "requested_tools")  # fmt: skip
+    for values in zip(*(calls[name].tolist() for name in names), strict=True):
+        row = dict(zip(names, values, strict=True))
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": row["model"],

@@ -17,10 +17,13 @@ from typing import Any
 import orjson
 import pandas as pd
 
+from toolkit.agents.activity_turns import activity_turns
 from toolkit.agents.roles import Roles
-from toolkit.agents.tokens import genai_attributes, model_calls
+from toolkit.agents.tokens import genai_attributes, model_calls_of
+from toolkit.gc_pause import paused_gc
+from toolkit.replay.commands import events_frame
 from toolkit.traces.otlp import otlp_document, send
-from toolkit.traces.spans import trace_spans
+from toolkit.traces.spans import spans_of, with_run_columns
 
 __all__ = ["OtelExport", "to_otel"]
 
@@ -132,9 +135,13 @@ def to_otel(
 
         options = {"codec": codec} if codec is not None else {}
         events, errors = read_histories(histories, **options)
-    calls = model_calls(events, roles)
-    spans = trace_spans(events, namespace=namespace, roles=roles, content=content,
-                        model_attributes=genai_attributes(calls))  # fmt: skip
+    events = events_frame(events)
+    frame = with_run_columns(events)
+    with paused_gc():  # many small dicts, no cycles: as the loader, without the collector
+        found = activity_turns(frame, roles)  # once, for the ledger and the spans
+        calls = model_calls_of(events, found)
+        spans = spans_of(frame, found, namespace=namespace, content=content,
+                         model_attributes=genai_attributes(calls))  # fmt: skip
     resource: dict[str, Any] = {"service.name": service_name}
     if project:
         resource["openinference.project.name"] = project

@@ -24,6 +24,7 @@ import pandas as pd
 
 from toolkit import __version__
 from toolkit.errors import ToolkitError
+from toolkit.gc_pause import paused_gc
 
 __all__ = ["OtlpExportError", "batches", "otlp_document", "otlp_protobuf", "send"]
 
@@ -70,6 +71,29 @@ def _attributes(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"key": key, "value": _value(value)} for key, value in attributes.items()]
 
 
+class _Entries:
+    """The ``KeyValue`` entries of one document's attributes, each distinct (key, str, int or
+    bool value) built once: most repeat from span to span (ids, types, names, counts), and the
+    document holds the same entry object wherever it repeats."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[str, type, Any], dict[str, Any]] = {}
+
+    def __call__(self, attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
+        known, out = self.known, []
+        for key, value in attributes.items():
+            kind = type(value)
+            if kind is str or kind is int or kind is bool:  # the type too: True == 1
+                token = (key, kind, value)
+                entry = known.get(token)
+                if entry is None:
+                    entry = known[token] = {"key": key, "value": _value(value)}
+            else:
+                entry = {"key": key, "value": _value(value)}
+            out.append(entry)
+        return out
+
+
 def _nanos(value: Any) -> str:
     return str(pd.Timestamp(value).value)
 
@@ -80,8 +104,17 @@ def _all_nanos(times: pd.Series) -> list[str]:
 
 
 def otlp_document(spans: pd.DataFrame, resource: Mapping[str, Any]) -> dict[str, Any]:
-    """The spans as one OTLP JSON ``ExportTraceServiceRequest`` (one resource, one scope)."""
-    out = []
+    """The spans as one OTLP JSON ``ExportTraceServiceRequest`` (one resource, one scope).
+
+    An attribute repeated across spans is one ``KeyValue`` object wherever it appears: serialize
+    the document, or copy it before changing an entry in place.
+    """
+    with paused_gc():  # a dozen small dicts per span, none in a cycle
+        return _document(spans, resource)
+
+
+def _document(spans: pd.DataFrame, resource: Mapping[str, Any]) -> dict[str, Any]:
+    out, entries = [], _Entries()
     for trace, span_id, parent, name, kind, start, end, attributes, status, message, events in zip(
         spans["trace_id"].tolist(), spans["span_id"].tolist(),
         spans["parent_span_id"].tolist(), spans["name"].tolist(), spans["kind"].tolist(),
@@ -91,7 +124,7 @@ def otlp_document(spans: pd.DataFrame, resource: Mapping[str, Any]) -> dict[str,
     ):  # fmt: skip
         span = {"traceId": trace, "spanId": span_id, "name": name, "kind": _KIND[kind],
                 "startTimeUnixNano": start, "endTimeUnixNano": end,
-                "attributes": _attributes(attributes),
+                "attributes": entries(attributes),
                 "status": {"code": _STATUS[status]}}  # fmt: skip
         if parent:
             span["parentSpanId"] = parent
@@ -100,7 +133,7 @@ def otlp_document(spans: pd.DataFrame, resource: Mapping[str, Any]) -> dict[str,
         if events:
             span["events"] = [
                 {"timeUnixNano": _nanos(event["time"]), "name": event["name"],
-                 "attributes": _attributes(event["attributes"])}
+                 "attributes": entries(event["attributes"])}
                 for event in events
             ]  # fmt: skip
         out.append(span)

@@ -60,7 +60,8 @@ import pandas as pd
 
 from toolkit.agents.activity_turns import ActivityTurns, activity_turns, column_at
 from toolkit.agents.roles import Roles
-from toolkit.histories.tables import activities
+from toolkit.gc_pause import paused_gc
+from toolkit.traces.activity_facts import activity_facts
 
 __all__ = ["SPAN_COLUMNS", "span_ids", "trace_spans"]
 
@@ -100,8 +101,7 @@ def span_ids(namespace: str, run: str, event_id: int, kind: str) -> tuple[str, s
     32
     """
     trace = hashlib.blake2b(f"{namespace}\x1f{run}".encode(), digest_size=16).hexdigest()
-    key = f"{namespace}\x1f{run}\x1f{event_id}\x1f{kind}".encode()
-    return trace, hashlib.blake2b(key, digest_size=8).hexdigest()
+    return trace, _span_id(namespace, run, event_id, kind)
 
 
 def _text(value: Any) -> str | None:
@@ -109,7 +109,15 @@ def _text(value: Any) -> str | None:
 
 
 def _time(value: Any) -> pd.Timestamp | None:
+    if type(value) is pd.Timestamp:  # the common case, without pd.isna
+        return value
     return None if value is None or pd.isna(value) else pd.Timestamp(value)
+
+
+def _span_id(namespace: str, run: str, event_id: int, kind: str) -> str:
+    """The span id of :func:`span_ids` alone (a run's trace id is computed once)."""
+    key = f"{namespace}\x1f{run}\x1f{event_id}\x1f{kind}".encode()
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
 def _content(value: Any) -> str:
@@ -155,12 +163,33 @@ def trace_spans(
         scheduled event id): :func:`toolkit.agents.tokens.genai_attributes`. Its
         ``_requested_tools`` (the names the answer asks for) name the tool calls that follow.
     """
+    events = with_run_columns(events)
+    with paused_gc():
+        return spans_of(events, activity_turns(events, roles), namespace=namespace,
+                        content=content, model_attributes=model_attributes)  # fmt: skip
+
+
+def with_run_columns(events: pd.DataFrame) -> pd.DataFrame:
+    """``events`` with a ``source`` (None) and a ``history`` (0) column where it has none."""
     columns = set(events.columns)
     if "source" not in columns:
         events = events.assign(source=None)
     if "history" not in columns:
         events = events.assign(history=0)
-    found = activity_turns(events, roles)
+    return events
+
+
+def spans_of(
+    events: pd.DataFrame,
+    found: ActivityTurns,
+    *,
+    namespace: str | None = None,
+    content: bool = False,
+    model_attributes: ModelAttributes | None = None,
+) -> pd.DataFrame:
+    """:func:`trace_spans` of a frame with ``source`` and ``history`` columns
+    (:func:`with_run_columns`) whose activity turns are ``found`` already (the token ledger
+    needs them too: :func:`toolkit.to_otel` finds them once)."""
     facts = _RunFacts(events, found)
     # A source with a run no framework is recognised in gets run and activity spans only.
     unrecognised = {_key(source) for source, _ in found.errors}
@@ -255,12 +284,12 @@ class _RunFacts:
     def activities(self, content: bool) -> dict[int, list[dict[str, Any]]]:
         """Per run: its activities (:func:`toolkit.activities` records) by scheduled event id."""
         # Payloads stay undecoded cells unless their contents go into the spans.
-        acts = activities(self.events, payload_cells=not content).sort_values(
-            ["source", "history", "scheduled_event_id"])  # fmt: skip
-        wanted = [*self._ACTIVITY, *(("input", "result") if content else ())]
+        facts = activity_facts(self.events, payloads=content)
+        names = list(facts)
         code_of = {(_key(s), int(h)): code for code, (s, h) in enumerate(self.found.runs)}
         out: dict[int, list[dict[str, Any]]] = {}
-        for act in acts[[c for c in wanted if c in acts.columns]].to_dict("records"):
+        for values in zip(*facts.values(), strict=True):
+            act = dict(zip(names, values, strict=True))
             code = code_of.get((_key(act["source"]), int(act["history"])))
             if code is not None:
                 out.setdefault(code, []).append(act)
@@ -286,15 +315,26 @@ class _Run:
                      "temporal.namespace": self.namespace or None,
                      "temporal.workflow.type": self.workflow_type,
                      "session.id": self.workflow_id}  # fmt: skip
+        self.base_set: dict[str, Any] = {}  # the base as every span carries it
+        for key, value in self.base.items():
+            _set(self.base_set, key, value)
+        self.fixed = {*self.base, "openinference.span.kind", "temporal.event_id"}
 
     def _row(self, span_id: str, parent: str | None, name: str, kind: str, role: str,
              event_id: int, turn: int | None, start: Any, end: Any, status: str,
              message: str | None, attributes: Mapping[str, Any],
              events: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
-        attrs: dict[str, Any] = {}
-        for key, value in {**self.base, "openinference.span.kind": _OPENINFERENCE[role],
-                           "temporal.event_id": event_id, **attributes}.items():  # fmt: skip
-            _set(attrs, key, value)
+        if self.fixed.isdisjoint(attributes):  # the common case: the base as it is
+            attrs = self.base_set.copy()
+            attrs["openinference.span.kind"] = _OPENINFERENCE[role]
+            _set(attrs, "temporal.event_id", event_id)
+            for key, value in attributes.items():
+                _set(attrs, key, value)
+        else:  # an attribute replaces a base one in its place (or drops it, when missing)
+            attrs = {}
+            for key, value in {**self.base, "openinference.span.kind": _OPENINFERENCE[role],
+                               "temporal.event_id": event_id, **attributes}.items():  # fmt: skip
+                _set(attrs, key, value)
         start = _time(start) or self.first_time
         end = _time(end) or self.last_time or start
         return {
@@ -338,23 +378,23 @@ class _Run:
         ends: dict[int, Any] = {}
         agents: dict[int, str] = {}
         for act in acts:
-            event_id = act["scheduled_event_id"]
-            turn = turn_of.get(int(event_id), (0, ""))[0]
-            candidates = [_time(act[c]) for c in ("scheduled_time", "started_time",
-                                                  "closed_time") if _time(act[c])]  # fmt: skip
+            event_id = int(act["scheduled_event_id"])
+            turn = turn_of.get(event_id, (0, ""))[0]
+            candidates = [t for t in (_time(act["scheduled_time"]), _time(act["started_time"]),
+                                      _time(act["closed_time"])) if t]  # fmt: skip
             if candidates:
                 ends[turn] = max([ends[turn], *candidates] if turn in ends else candidates)
-            agent = models.get((self.source, self.history, int(event_id)), {}).get(
-                "gen_ai.agent.name"
-            )
-            if agent and turn not in agents:
-                agents[turn] = agent
+            if turn not in agents:
+                agent = models.get((self.source, self.history, event_id), {}).get(
+                    "gen_ai.agent.name")  # fmt: skip
+                if agent:
+                    agents[turn] = agent
         rows = []
         for number, (event_id, trigger, answered, failure) in enumerate(starts, 1):
             if number not in ends and answered:
                 continue  # a control message (``finish``) that started no work is no turn
             agent = agents.get(number) or self.workflow_type
-            _, span_id = span_ids(self.namespace, self.key, event_id, "turn")
+            span_id = _span_id(self.namespace, self.key, event_id, "turn")
             status, message = (
                 ("UNSET", None) if answered else ("ERROR", failure or "no workflow task answered")
             )
@@ -402,7 +442,7 @@ class _Run:
             else round(queue.total_seconds() * 1000, 3),
             "temporal.agent.role": role,
         }  # fmt: skip
-        _, span_id = span_ids(self.namespace, self.key, event_id, "activity")
+        span_id = _span_id(self.namespace, self.key, event_id, "activity")
         name = f"RunActivity:{act.get('activity_type')}"
         rows = [self._row(span_id, parent, name, "SERVER", "activity", event_id, turn, start,
                           end, status, message, attributes, span_events)]  # fmt: skip
@@ -429,7 +469,7 @@ class _Run:
                 if act.get(column) is not None:
                     genai[key] = _content(act[column])
                     genai[key.replace(".value", ".mime_type")] = "application/json"
-        _, genai_id = span_ids(self.namespace, self.key, event_id, role)
+        genai_id = _span_id(self.namespace, self.key, event_id, role)
         rows.append(self._row(genai_id, span_id, name, kind, role, event_id, turn, start, end,
                               status, message, genai))  # fmt: skip
         return rows

@@ -1,0 +1,93 @@
+"""The ledger's run labels (read from the few workflow tasks that can set them) equal
+``version_labels``' labels with the lab's sidecar labels first, as the ledger had them: on every
+lab folder, the public agent histories and the corpus, and on histories edited so that a label
+part appears only on a later task, under an escaped key, or a build's SDK only in another run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import toolkit as tk
+from toolkit.agents.activity_turns import activity_turns
+from toolkit.agents.ledger_labels import run_labels
+from toolkit.agents.turns import label_fields
+from toolkit.histories.versions import version_labels
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = sorted(p for p in (ROOT / "data").iterdir() if p.is_dir() and p.name != "venvs")
+TWO_TURNS = ROOT / "data" / "openai_agents" / "oa-0.22.3" / "two_turns.json"
+
+
+def _expected(events) -> list[str]:
+    rows = {(r["source"], r["history"]): r for r in version_labels(events).to_dict("records")}
+    found = activity_turns(events, "auto")
+    return [label_fields(rows.get(key), key[0])["label"] for key in found.runs]
+
+
+def _labels(events) -> list[str]:
+    found = activity_turns(events, "auto")
+    labels = run_labels(events, found, range(len(found.runs)))
+    return [labels[code] for code in range(len(found.runs))]
+
+
+@pytest.mark.parametrize("folder", [*FOLDERS, ROOT / "tests" / "fixtures" / "agent_histories"],
+                         ids=lambda p: p.name)  # fmt: skip
+def test_run_labels_equal_version_labels(folder: Path) -> None:
+    events, _ = tk.read_histories(folder, progress=False)
+    expected = _expected(events)
+    assert _labels(events) == expected
+    assert len(set(expected)) > 1 or folder.name in ("agent_histories", "duplicate_tool")
+
+
+def test_run_labels_equal_version_labels_on_the_corpus(corpus: Path) -> None:
+    events, _ = tk.read_histories(corpus / "histories", progress=False)
+    expected = _expected(events)
+    assert _labels(events) == expected
+    assert len(set(expected)) > 3
+
+
+def _tasks(history: dict) -> list[dict]:
+    return [e for e in history["events"] if e["eventType"].endswith("WORKFLOW_TASK_COMPLETED")]
+
+
+def test_parts_found_anywhere_they_are(tmp_path: Path) -> None:
+    original = json.loads(TWO_TURNS.read_text())
+    # A deployment named on the third completed task only.
+    later = json.loads(json.dumps(original))
+    _tasks(later)[2]["workflowTaskCompletedEventAttributes"]["deploymentVersion"] = {
+        "deploymentName": "checkout", "buildId": "v7"}  # fmt: skip
+    # The SDK named on a later task only, under escaped keys (no "sdkName" in the raw text),
+    # in a build of its own (no SDK to borrow).
+    late = json.loads(json.dumps(original))
+    metadata = [t["workflowTaskCompletedEventAttributes"]["sdkMetadata"] for t in _tasks(late)]
+    metadata[2].update(sdkName=metadata[0].pop("sdkName"), sdkVersion=metadata[0].pop("sdkVersion"))
+    build = original["events"][2]["workflowTaskStartedEventAttributes"]["workerVersion"]["buildId"]
+    escaped = (json.dumps(late).replace('"sdkName"', '"sdk\\u004eame"')
+               .replace('"sdkVersion"', '"sdk\\u0056ersion"')
+               .replace(build, "fedcba9876543210fedc"))  # fmt: skip
+    assert '"sdkName"' not in escaped and '"sdkVersion"' not in escaped
+    # The first task names no SDK; the build's SDK is stated in another run (earlier in the
+    # frame), and another build's tasks state none at all.
+    bare = json.loads(json.dumps(original))
+    del _tasks(bare)[0]["workflowTaskCompletedEventAttributes"]["sdkMetadata"]["sdkName"]
+    unnamed = json.loads(json.dumps(bare))
+    for event in unnamed["events"]:
+        for attributes in event.values():
+            if isinstance(attributes, dict) and "workerVersion" in attributes:
+                attributes["workerVersion"]["buildId"] = "0123456789abcdef0123"
+    for name, text in (("a_plain", TWO_TURNS.read_text()), ("b_later", json.dumps(later)),
+                       ("c_escaped", escaped), ("d_bare", json.dumps(bare)),
+                       ("e_unnamed", json.dumps(unnamed))):  # fmt: skip
+        (tmp_path / f"{name}.json").write_text(text)
+    events, errors = tk.read_histories(tmp_path, progress=False, dedupe=False)
+    assert errors.empty
+    expected = _expected(events)
+    assert len(expected) == 5
+    assert expected[1].startswith("deployment checkout:v7")
+    assert expected[0] == expected[3]  # the build's SDK borrowed from the first run
+    assert expected[2] == expected[0].replace(expected[0][-8:], "fedcba98")  # the escaped name
+    assert expected[4] == "build 01234567"
+    assert _labels(events) == expected

@@ -1,0 +1,152 @@
+"""The version label of each run of the token ledger, reading only the workflow tasks that can
+set it.
+
+:func:`toolkit.histories.versions.version_labels` decodes every workflow-task event of a frame
+and composes a label per event (for its ``labels`` and ``failed_labels``); the ledger needs one
+label per run with model calls. :func:`run_labels` gives that label, equal to
+``version_labels``' ``label`` (the lab's sidecar label first, as :func:`label_fields` puts it):
+
+- a run's label parts are the first non-empty value of each part over its completed workflow
+  tasks (all its tasks when none completed), in frame order;
+- a build's SDK is the one stated by the first task of the frame (any run) with that build id
+  and an SDK name.
+
+An event whose raw JSON does not spell a part's key cannot hold that part, so it is decoded only
+when it spells one that is still missing (in the Python SDK's histories only the first completed
+task of a run names the SDK, every task the build id, none a deployment).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from toolkit.agents.activity_turns import ActivityTurns
+from toolkit.agents.turns import sidecar_fields, sidecar_label
+from toolkit.histories.columns.lazy import LazyAttributes
+from toolkit.histories.versions import _build_id, _compose, _deployment, _get
+
+__all__ = ["run_labels"]
+
+_TASK_EVENTS = ("WorkflowTaskStarted", "WorkflowTaskCompleted", "WorkflowTaskFailed")
+_PARTS = ("deployment", "build_id", "sdk_name", "sdk_version", "binary_checksum")
+#: What the raw JSON of an event spells when its attributes hold each part (the keys
+#: ``_deployment`` reads all contain "eployment"; the build id is ``...buildId`` wherever it is).
+_MARKS = (b"eployment", b"buildId", b"sdkName", b"sdkVersion", b"binaryChecksum")
+
+
+class _Tasks:
+    """The workflow-task events of a frame: their parts, each event decoded at most once."""
+
+    def __init__(self, cells: Sequence[Any]) -> None:
+        self.cells = cells
+        self.parts: list[tuple[Any, ...] | None] = [None] * len(cells)
+        self.raws: list[bytes | bool | None] = [False] * len(cells)  # False: not looked at
+
+    def raw(self, index: int) -> bytes | None:
+        """The raw JSON of event ``index``; None for a cell that is no raw JSON, or whose text
+        escapes a character (it could spell a key without its letters)."""
+        raw = self.raws[index]
+        if raw is False:
+            cell = self.cells[index]
+            raw = bytes(cell.raw) if type(cell) is LazyAttributes else None
+            if raw is not None and b"\\u" in raw:
+                raw = None
+            self.raws[index] = raw
+        return raw  # type: ignore[return-value]
+
+    def may_hold(self, index: int, wanted: Sequence[int]) -> bool:
+        """Whether event ``index`` can hold all the parts at positions ``wanted``."""
+        raw = self.raw(index)
+        return raw is None or all(_MARKS[i] in raw for i in wanted)
+
+    def get(self, index: int) -> tuple[Any, ...]:
+        """The parts of event ``index`` (as ``task_versions`` reads them)."""
+        found = self.parts[index]
+        if found is None:
+            cell = self.cells[index]
+            attributes = cell.value if isinstance(cell, LazyAttributes) else cell
+            found = self.parts[index] = (
+                _deployment(attributes), _build_id(attributes),
+                _get(attributes, "sdkMetadata", "sdkName"),
+                _get(attributes, "sdkMetadata", "sdkVersion"),
+                _get(attributes, "binaryChecksum"),
+            )  # fmt: skip
+        return found
+
+
+def _run_parts(tasks: _Tasks, rows: Sequence[int]) -> dict[str, Any]:
+    """The first non-empty value of each part over the events ``rows``, in order."""
+    parts: list[Any] = [None] * len(_PARTS)
+    texts = [tasks.raw(index) for index in rows]
+    if all(text is not None for text in texts):
+        # A part no event of the run spells is None without a look at each event.
+        joined = b"\x00".join(texts)  # type: ignore[arg-type]
+        wanted = [i for i, mark in enumerate(_MARKS) if mark in joined]
+    else:
+        wanted = list(range(len(_PARTS)))
+    for index, text in zip(rows, texts, strict=True):
+        missing = [i for i in wanted if parts[i] is None]
+        if not missing:
+            break
+        if text is not None and not any(_MARKS[i] in text for i in missing):
+            continue
+        found = tasks.get(index)
+        for i in missing:
+            if found[i]:
+                parts[i] = found[i]
+    return dict(zip(_PARTS, parts, strict=True))
+
+
+def _sdk_of_builds(tasks: _Tasks, builds: set[Any]) -> dict[Any, str]:
+    """Per build id of ``builds``: the SDK the first event of the frame with it states."""
+    out: dict[Any, str] = {}
+    for index in range(len(tasks.cells)):
+        if len(out) == len(builds):
+            break
+        if not tasks.may_hold(index, (1, 2)):  # a build id and an SDK name
+            continue
+        _, build, name, version, _ = tasks.get(index)
+        if build and name and build not in out:
+            sdk = " ".join(str(p) for p in (name, version) if p)
+            if build in builds:
+                out[build] = sdk
+    return out
+
+
+def run_labels(frame: pd.DataFrame, found: ActivityTurns, codes: Sequence[int]) -> dict[int, str]:
+    """The ledger's ``label`` of each run code in ``codes`` (runs as in ``found.runs``)."""
+    event_type = frame["event_type"].to_numpy(dtype=object)
+    rows = np.flatnonzero(np.isin(event_type, _TASK_EVENTS))
+    cells = (frame["attributes"].to_numpy(dtype=object)[rows] if "attributes" in frame.columns
+             else np.full(len(rows), None, dtype=object))  # fmt: skip
+    tasks = _Tasks(cells)
+    run = found.positions["rows"][rows]
+    completed = event_type[rows] == "WorkflowTaskCompleted"
+    wanted = sorted(set(codes))
+    order = np.argsort(run, kind="stable")  # each run's task events together, in frame order
+    starts = np.searchsorted(run[order], wanted, side="left")
+    ends = np.searchsorted(run[order], wanted, side="right")
+    parts_of: dict[int, dict[str, Any] | None] = {}
+    for code, start, end in zip(wanted, starts.tolist(), ends.tolist(), strict=True):
+        mine = order[start:end]
+        if not len(mine):
+            parts_of[code] = None
+            continue
+        done = mine[completed[mine]]
+        parts_of[code] = _run_parts(tasks, (done if len(done) else mine).tolist())
+    builds = {p["build_id"] for p in parts_of.values()
+              if p is not None and p["build_id"] and not p["deployment"]}  # fmt: skip
+    sdk_of_build = _sdk_of_builds(tasks, builds) if builds else {}
+    out: dict[int, str] = {}
+    for code, parts in parts_of.items():
+        source = found.runs[code][0]
+        sidecar = sidecar_label(sidecar_fields(source if isinstance(source, str) else None))
+        if sidecar is not None:
+            out[code] = sidecar
+        else:
+            out[code] = "unknown" if parts is None else _compose(parts, sdk_of_build)[0]
+    return out

@@ -1,0 +1,168 @@
+"""What an activity's spans need from :func:`toolkit.activities`, without the rest of the table.
+
+The spans of an activity read a dozen of the table's thirty-three columns, and two of them only
+for some activities: the closing failure's message for an activity that failed, timed out or
+was canceled, the previous attempt's failure for one that was retried. :func:`activity_facts`
+computes those columns by the table's own rules (the same entity grouping, the same first and
+last events, the frame's columns first and the attributes where they are empty,
+:mod:`toolkit.histories.tables.columnar`), in the table's row order, and decodes the attributes
+of an event only where a value is read from them: in histories the loader read, none but the
+failures'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from toolkit.histories.tables.attribute_views import attribute_fields, dig
+from toolkit.histories.tables.columnar import Entities
+from toolkit.histories.tables.common import failure_of, first_present, to_int
+
+__all__ = ["FAILED", "activity_facts"]
+
+_SCHEDULED = "ActivityTaskScheduled"
+_STARTED = "ActivityTaskStarted"
+_CANCEL_REQUESTED = "ActivityTaskCancelRequested"
+_CLOSE_OUTCOMES = {
+    "ActivityTaskCompleted": "completed",
+    "ActivityTaskFailed": "failed",
+    "ActivityTaskTimedOut": "timed_out",
+    "ActivityTaskCanceled": "canceled",
+}
+#: Outcomes whose closing failure is read (an activity span's error).
+FAILED = frozenset({"failed", "timed_out", "canceled"})
+
+
+class _Field:
+    """One attribute field of the selected events, decoded only at the rows read."""
+
+    def __init__(self, cells: np.ndarray, name: str) -> None:
+        self.cells, self.name = cells, name
+
+    def __getitem__(self, rows: Any) -> Any:
+        if isinstance(rows, (int, np.integer)):
+            return attribute_fields([self.cells[rows]], (self.name,))[self.name][0]
+        return attribute_fields(self.cells[np.asarray(rows)], (self.name,))[self.name]
+
+
+class _Fields(dict):  # type: ignore[type-arg]
+    """Field name -> :class:`_Field`, made when first asked for (as ``Entities.fields``)."""
+
+    def __init__(self, cells: np.ndarray) -> None:
+        super().__init__()
+        self.cells = cells
+
+    def __missing__(self, name: str) -> _Field:
+        field = self[name] = _Field(self.cells, name)
+        return field
+
+
+def _times(entities: Entities, picks: np.ndarray) -> list[Any]:
+    """Event times at ``picks`` as UTC timestamps, None where there is no pick."""
+    times = pd.Series(pd.to_datetime(entities.times(picks), utc=True),
+                      dtype="datetime64[ns, UTC]")  # fmt: skip
+    return [None if t is pd.NaT else t for t in times.tolist()]
+
+
+def _failure_message(failure: Any, reason: Any) -> Any:
+    """The closing failure's message, as ``activities`` reads it (pre-1.0: ``reason``)."""
+    return first_present(failure_of({"failure": failure})[0], reason)
+
+
+def activity_facts(events: pd.DataFrame, *, payloads: bool = False) -> dict[str, list[Any]]:
+    """Columns of :func:`toolkit.activities` for the spans, one value per activity, in the
+    table's order (source, history, scheduled event id).
+
+    ``source``, ``history``, ``scheduled_event_id``, ``activity_id``, ``activity_type``,
+    ``task_queue``, ``scheduled_time``, ``started_time``, ``closed_time`` (timestamps or None),
+    ``attempt`` (int or None), ``outcome``, ``queue_duration`` (Timedelta or None), and
+    ``failure_message`` (only where the outcome is in :data:`FAILED`, else None),
+    ``last_failure_message`` (only where the attempt is above 1, else None); with
+    ``payloads``, ``input`` and ``result`` decoded.
+    """
+    types = events["event_type"]
+    selected = events[types.isin({_SCHEDULED, _STARTED, _CANCEL_REQUESTED, *_CLOSE_OUTCOMES})]
+    cells = (selected["attributes"].to_numpy(dtype=object) if "attributes" in selected.columns
+             else np.full(len(selected), None, dtype=object))  # fmt: skip
+    entities = Entities(selected, _Fields(cells), (_SCHEDULED,), "scheduled_event_id")
+    first = entities.first()
+    head = entities.history_columns(first)
+    scheduled = entities.last(entities.mask((_SCHEDULED,)))
+    started_stage = entities.mask((_STARTED,))
+    started = entities.last(started_stage)
+    closed = entities.last(entities.mask(_CLOSE_OUTCOMES))
+    attempt = entities.take(entities.column_or_attribute(
+        "attempt", "attempt", rows=started_stage, convert=to_int), started)  # fmt: skip
+    outcome = [_CLOSE_OUTCOMES.get(kind, "pending")
+               for kind in entities.take(entities.event_type, closed)]  # fmt: skip
+    columns: dict[str, Any] = {
+        "source": head["source"],
+        "history": head["history"],
+        "scheduled_event_id": entities.key,
+        "activity_id": entities.first_value(
+            entities.column_or_attribute("activity_id", "activityId")),
+        "activity_type": entities.first_value(
+            entities.column_or_attribute("activity_type", "activityType", "name")),
+        "task_queue": entities.take(entities.column_or_attribute(
+            "task_queue", "taskQueue", "name", rows=entities.mask((_SCHEDULED,))), scheduled),
+        "scheduled_time": _times(entities, scheduled),
+        "started_time": _times(entities, started),
+        "closed_time": _times(entities, closed),
+        "attempt": [None if a is None or a is pd.NA else int(a) for a in attempt],
+        "outcome": outcome,
+    }  # fmt: skip
+    columns["queue_duration"] = [
+        None if s is None or b is None else s - b
+        for b, s in zip(columns["scheduled_time"], columns["started_time"], strict=True)
+    ]
+    failed = np.flatnonzero(np.isin(np.array(outcome, dtype=object), list(FAILED)))
+    columns["failure_message"] = _read_at(
+        entities, closed, failed, _failure_message, ("failure", "reason"),
+        first=entities.pick("failure_message", closed))  # fmt: skip
+    retried = np.array([a is not None and a > 1 for a in columns["attempt"]], dtype=bool)
+    columns["last_failure_message"] = _read_at(
+        entities, started, np.flatnonzero(retried), lambda f: dig(f, "message"),
+        ("lastFailure",))  # fmt: skip
+    if payloads:
+        columns["input"] = entities.payloads("input", scheduled)
+        columns["result"] = entities.payloads("result", closed)
+    return _in_table_order({k: list(v) for k, v in columns.items()})
+
+
+def _read_at(entities: Entities, picks: np.ndarray, where: np.ndarray, convert: Any,
+             fields: Sequence[str], first: np.ndarray | None = None) -> list[Any]:  # fmt: skip
+    """``convert(fields...)`` of the events ``picks[where]`` (the column ``first`` before the
+    attributes where it has a value), None at the other entities."""
+    out: list[Any] = [None] * len(picks)
+    if first is not None:
+        for index in where.tolist():
+            out[index] = first_present(first[index])
+        where = np.array([i for i in where.tolist() if out[i] is None], dtype=np.int64)
+    if len(where):
+        read = entities.read(picks[where], convert, *fields)
+        for index, value in zip(where.tolist(), read.tolist(), strict=True):
+            out[index] = value
+    return out
+
+
+def _in_table_order(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """The rows as ``activities`` sorts them, then as the spans sort them (both by source,
+    history, scheduled event id: the first with sources as text, stable)."""
+    keys = pd.DataFrame({
+        "source": pd.Series(columns["source"], dtype=object),
+        "history": pd.Series([None if v is None or v is pd.NA else v for v in columns["history"]],
+                             dtype="Int64"),
+        "scheduled_event_id": pd.Series([None if v is None or v is pd.NA else v
+                                         for v in columns["scheduled_event_id"]], dtype="Int64"),
+    })  # fmt: skip
+    if not len(keys):
+        return columns
+    order = keys.assign(source=keys["source"].astype(str)).sort_values(
+        list(keys.columns), kind="stable").index  # fmt: skip
+    keys = keys.loc[order].reset_index(drop=True)
+    order = order.to_numpy()[keys.sort_values(list(keys.columns)).index.to_numpy()]
+    return {name: [values[i] for i in order.tolist()] for name, values in columns.items()}
