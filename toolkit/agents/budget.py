@@ -482,6 +482,9 @@ def _continue_as_new_at(run: RunSizes, completed: list[Call]) -> int | None:
 
 
 def _suggested(attributes: Any) -> bool:
+    raw = getattr(attributes, "raw", None)
+    if raw is not None and b"suggestContinueAsNew" not in bytes(raw):
+        return False  # most tasks: no decoding of the event to learn that
     try:
         if hasattr(attributes, "message"):
             return bool(getattr(attributes.message, "suggest_continue_as_new", False))
