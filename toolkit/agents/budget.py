@@ -355,6 +355,9 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
         return _resent_by_parts(run, calls)
     resent = total = 0
     previous: tuple[Any, bool] | None = None
+    # The previous input's decoded text from a base64 offset on: the next comparison's "before"
+    # is usually a slice of it (the conversation only grows), so each tail is decoded once.
+    decoded: tuple[int, bytes] | None = None
     for text, b64 in inputs:  # type: ignore[misc]
         total += _b64_size(text) if b64 else len(text)
         if previous is not None and previous[1] == b64:
@@ -364,10 +367,18 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
                 head = min(head, len(text) - 4, len(before) - 4)
                 head = max(head - head % 4, 0)
                 shared = head * 3 // 4
-                tail, before = _decoded(text[head:]), _decoded(before[head:])
+                tail = _decoded(text[head:])
+                if decoded is not None and decoded[0] <= head:
+                    before = decoded[1][(head - decoded[0]) // 4 * 3 :]
+                else:
+                    before = _decoded(before[head:])
+                decoded = (head, tail) if len(tail) == _b64_size(text[head:]) else None
             else:
                 shared, tail, before = head, text[head:], before[head:]
+                decoded = None
             resent += shared + _common_end(tail, before)
+        else:
+            decoded = None  # nothing decoded of this input: the next one decodes its own
         previous = (text, b64)
     return resent, (resent / total if total else None)
 
@@ -474,6 +485,12 @@ def _matched(text: bytes, seen: set[bytes], found: set[bytes], depth: int = 0) -
 def _continue_as_new_at(run: RunSizes, completed: list[Call]) -> int | None:
     """Model calls completed when a workflow task first carried ``suggestContinueAsNew``."""
     c = run.columns
+    flags = c.get("suggest_continue_as_new")
+    if flags is not None:  # read by the loader
+        first = next((p for p, flag in enumerate(flags) if flag is True), None)
+        if first is None:
+            return None
+        return sum(1 for call in completed if call.event_id < c["event_id"][first])
     for p, kind in enumerate(c["event_type"]):
         if kind == "WorkflowTaskStarted" and _suggested(c["attributes"][p]):
             event_id = c["event_id"][p]

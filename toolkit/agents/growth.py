@@ -14,7 +14,9 @@ encoding every one of them.
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -47,7 +49,7 @@ MODEL_CALL_COLUMNS = [
 _NEEDED = ("source", "history", "run_id", "workflow_id", "workflow_type", "event_id",
            "event_type", "activity_type", "scheduled_event_id", "input", "result", "attributes",
            "extra", "cause", "failure_message", "signal_name", "update_name",
-           "update_id")  # fmt: skip
+           "update_id", "history_size_bytes", "suggest_continue_as_new")  # fmt: skip
 _CLOSED_ACTIVITY = {"ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut",
                     "ActivityTaskCanceled"}  # fmt: skip
 
@@ -150,6 +152,11 @@ class RunSizes:
     @property
     def checkpoints(self) -> list[tuple[int, int]]:
         """``(position, server bytes)`` of the workflow tasks started with a recorded size."""
+        if self._checkpoints is None and "history_size_bytes" in self.columns:
+            # read by the loader (the events' own historySizeBytes): nothing decoded here
+            self._checkpoints = [(p, int(size)) for p, size in
+                                 enumerate(self.columns["history_size_bytes"])
+                                 if size is not None and size is not pd.NA and size > 0]  # fmt: skip
         if self._checkpoints is None:
             found = []
             for p, kind in enumerate(self.columns["event_type"]):
@@ -162,11 +169,10 @@ class RunSizes:
 
     def size_before(self, position: int, *, estimate: bool = True) -> int:
         """History size before the event at ``position`` (``len(self)``: the whole history)."""
-        base, start = 0, 0
-        for p, size in reversed(self.checkpoints):
-            if p <= position:
-                base, start = size, p
-                break
+        points = self.checkpoints
+        # The last checkpoint at or before ``position`` (bisected: runs have thousands).
+        at = bisect.bisect_right(points, (position, math.inf)) - 1
+        base, start = (points[at][1], points[at][0]) if at >= 0 else (0, 0)
         return base + sum(self.event_bytes(p, estimate=estimate) for p in range(start, position))
 
     def total_bytes(self) -> int:

@@ -76,6 +76,8 @@ COLUMNS: dict[str, str] = {
     "failure_type": "object",
     "retry_state": "object",
     "cause": "object",
+    "history_size_bytes": "Int64",
+    "suggest_continue_as_new": "boolean",
     "input": "object",
     "result": "object",
     "details": "object",
@@ -276,6 +278,9 @@ def frame_from_parts(parts: list[HistoryParts]) -> pd.DataFrame:
         elif dtype == "Int64":
             values = joined([p.columns[name] for p in parts])
             data[name] = pd.arrays.IntegerArray(values, values == 0)
+        elif dtype == "boolean":  # a flag only some events carry: True where set, else NA
+            values = joined([p.columns[name] for p in parts]) != 0
+            data[name] = pd.arrays.BooleanArray(values, ~values)
         else:
             # Explicit dtype: pandas 3 would otherwise infer (and convert to) its str dtype.
             values = joined([p.columns[name] for p in parts])

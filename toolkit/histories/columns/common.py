@@ -41,11 +41,13 @@ EVENT_COLUMNS = (
     "task_queue", "scheduled_event_id", "started_event_id", "initiated_event_id", "attempt",
     "timer_id", "signal_name", "update_name", "update_id", "child_workflow_id",
     "child_workflow_type", "marker_name", "identity", "failure_message", "failure_type",
-    "retry_state", "cause", "input", "result", "details", "attributes", "extra",
+    "retry_state", "cause", "history_size_bytes", "suggest_continue_as_new", "input", "result",
+    "details", "attributes", "extra",
 )  # fmt: skip
 
 _INT_COLUMNS = frozenset(
-    {"scheduled_event_id", "started_event_id", "initiated_event_id", "attempt", "completed_by"}
+    {"scheduled_event_id", "started_event_id", "initiated_event_id", "attempt", "completed_by",
+     "history_size_bytes", "suggest_continue_as_new"}
 )
 
 

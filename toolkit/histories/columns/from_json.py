@@ -59,7 +59,8 @@ _STRINGS = {"activityId": "activity_id", "timerId": "timer_id", "signalName": "s
             "markerName": "marker_name", "identity": "identity"}  # fmt: skip
 _NAMES = {"activityType": "activity_type", "taskQueue": "task_queue"}
 _INTS = {"scheduledEventId": "scheduled_event_id", "startedEventId": "started_event_id",
-         "initiatedEventId": "initiated_event_id", "attempt": "attempt"}  # fmt: skip
+         "initiatedEventId": "initiated_event_id", "attempt": "attempt",
+         "historySizeBytes": "history_size_bytes"}  # fmt: skip
 _PAYLOADS = ("input", "result", "details")
 
 
@@ -358,6 +359,9 @@ def _fill_group(
     for field, column in _INTS.items():
         if (found := values(field)) is not None:
             c[column][positions] = int_array(found)
+    if (found := values("suggestContinueAsNew")) is not None:
+        # proto3 JSON writes a bool; an exporter may have quoted it
+        c["suggest_continue_as_new"][positions] = [v is True or v == "true" for v in found]
     producer = values("workflowTaskCompletedEventId")
     legacy = values("decisionTaskCompletedEventId")
     if producer is not None or legacy is not None:

@@ -50,6 +50,8 @@ _INTS = {
     "initiated_event_id": "initiated_event_id",
     "attempt": "attempt",
     "completed_by": "workflow_task_completed_event_id",
+    "history_size_bytes": "history_size_bytes",
+    "suggest_continue_as_new": "suggest_continue_as_new",
 }
 _PAYLOADS = ("input", "result", "details")
 

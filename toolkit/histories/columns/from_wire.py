@@ -63,7 +63,9 @@ _STRINGS = {"activity_id": "activity_id", "timer_id": "timer_id", "signal_name":
 _NAMES = {"activity_type": "activity_type", "task_queue": "task_queue"}
 _INTS = {"scheduled_event_id": "scheduled_event_id", "started_event_id": "started_event_id",
          "initiated_event_id": "initiated_event_id", "attempt": "attempt",
-         "completed_by": "workflow_task_completed_event_id"}  # fmt: skip
+         "completed_by": "workflow_task_completed_event_id",
+         "history_size_bytes": "history_size_bytes",
+         "suggest_continue_as_new": "suggest_continue_as_new"}  # fmt: skip
 _ENUMS = {"retry_state": "retry_state", "cause": "cause"}
 _PAYLOADS = {"input": "input", "result": "result", "details": "details"}
 _COMPLEX = {"failure": "failure"}

@@ -51,6 +51,14 @@ _object_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _list_decoder = msgspec.json.Decoder(list[msgspec.Raw])
 
 
+class _EventsDocument(msgspec.Struct):
+    events: list[msgspec.Raw] = []
+
+
+#: A ``{"events": [...]}`` document's raw events in one scan (not the object, then the array).
+_events_decoder = msgspec.json.Decoder(_EventsDocument)
+
+
 @dataclass
 class RawHistory:
     """One history as found in a source: raw JSON events or protobuf events, plus what is known.
@@ -81,10 +89,15 @@ class RawHistory:
     def json_events(self) -> list[msgspec.Raw]:
         """The raw JSON of each event (split off the array on first use)."""
         if self._json_events is None:
-            array = self.json_array
-            if array is None and self.document is not None:
-                array = _object_decoder.decode(self.document)["events"]
-            self._json_events = _events_of(array or b"[]", self.source_name, self.where)
+            if self.json_array is None and self.document is not None:
+                try:
+                    self._json_events = _events_decoder.decode(self.document).events
+                except msgspec.MsgspecError:
+                    array = _object_decoder.decode(self.document)["events"]
+                    self._json_events = _events_of(array, self.source_name, self.where)
+            else:
+                self._json_events = _events_of(self.json_array or b"[]", self.source_name,
+                                               self.where)  # fmt: skip
         return self._json_events
 
 
