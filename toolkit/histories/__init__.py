@@ -62,6 +62,11 @@ failure_message         object                 failure message (wrapper: ``outer
 failure_type            object                 application failure type, or the failure kind
 retry_state             object                 ``RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED``, ...
 cause                   object                 cause enum (``WORKFLOW_TASK_FAILED_CAUSE_...``)
+history_size_bytes      Int64                  ``WorkflowTaskStarted``: the history's size as the
+                                               server counted it when it started the task
+                                               (``historySizeBytes``; <NA> where not recorded)
+suggest_continue_as_new boolean                ``WorkflowTaskStarted``: True where the server
+                                               suggested continue-as-new, else <NA>
 input                   object                 decoded input payloads (list), else None
 result                  object                 decoded result payloads (list), else None
 details                 object                 decoded details (list, or dict for markers)
