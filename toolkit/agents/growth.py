@@ -154,9 +154,9 @@ class RunSizes:
         """``(position, server bytes)`` of the workflow tasks started with a recorded size."""
         if self._checkpoints is None and "history_size_bytes" in self.columns:
             # read by the loader (the events' own historySizeBytes): nothing decoded here
-            self._checkpoints = [(p, int(size)) for p, size in
-                                 enumerate(self.columns["history_size_bytes"])
-                                 if size is not None and size is not pd.NA and size > 0]  # fmt: skip
+            sizes = self.columns["history_size_bytes"]
+            self._checkpoints = [(p, int(size)) for p, size in enumerate(sizes)
+                                 if size is not None and size is not pd.NA and size > 0]
         if self._checkpoints is None:
             found = []
             for p, kind in enumerate(self.columns["event_type"]):
