@@ -162,3 +162,23 @@ def test_a_stripped_payload_is_unknown_not_zero() -> None:
     budget = tk.history_budget(tk.read_history(document.SerializeToString()))
     assert budget["history_bytes"].iloc[0] > 0 and budget["events"].iloc[0] == len(events)
     assert not budget["exact"].iloc[0] and "stripped" in budget["note"].iloc[0]
+
+
+def test_loader_columns_carry_each_tasks_recorded_size_and_suggestion(every_history) -> None:
+    # history_size_bytes / suggest_continue_as_new are read during the typed decode (or from
+    # the protobuf fields): they must say what each WorkflowTaskStarted's own attributes say.
+    checked = suggested = 0
+    for name, events in every_history:
+        started = events[events["event_type"] == "WorkflowTaskStarted"]
+        for attributes, size, flag in zip(started["attributes"], started["history_size_bytes"],
+                                          started["suggest_continue_as_new"], strict=True):
+            recorded = int(attributes.get("historySizeBytes") or 0)
+            assert (0 if size is pd.NA else size) == recorded, name
+            flag = flag is not pd.NA and bool(flag)
+            assert flag == bool(attributes.get("suggestContinueAsNew")), name
+            checked += recorded > 0
+            suggested += flag
+        others = events[events["event_type"] != "WorkflowTaskStarted"]
+        assert others["history_size_bytes"].isna().all(), name
+        assert others["suggest_continue_as_new"].isna().all(), name
+    assert checked > 1000 and suggested > 0  # the lab's size-limited runs carry both
