@@ -32,11 +32,14 @@ def events_from_arrow(table: pa.Table) -> pd.DataFrame:
     JSON text parsed back into dicts and lists; times at the microseconds stored)."""
     data = {}
     for name, dtype in COLUMNS.items():
+        if name not in table.column_names:  # a dataset written before the column existed
+            data[name] = pd.Series([None] * table.num_rows, dtype=dtype)
+            continue
         column = table.column(name)
         if dtype == "object":
             data[name] = pd.Series(_objects(column, name in _JSON), dtype=object, copy=False)
-        elif dtype == "Int64":
-            data[name] = pd.array(column.to_pylist(), dtype="Int64")
+        elif dtype in ("Int64", "boolean"):  # nullable: None back to <NA>
+            data[name] = pd.array(column.to_pylist(), dtype=dtype)
         elif dtype.startswith("datetime64"):
             times = column.to_pandas()
             data[name] = pd.Series(times).dt.tz_convert("UTC").dt.as_unit("ns").array
