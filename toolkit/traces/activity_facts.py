@@ -161,6 +161,14 @@ def _in_table_order(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
     })  # fmt: skip
     if not len(keys):
         return columns
+    sources, histories, ids = columns["source"], columns["history"], columns["scheduled_event_id"]
+    if all(type(v) is str for v in sources) and not keys[["history", "scheduled_event_id"]].isna(
+            ).any(axis=None):  # fmt: skip
+        # Text sources and no missing key: both sorts are this one (the keys are distinct).
+        code, _ = pd.factorize(np.array(sources, dtype=object), sort=True)
+        order = np.lexsort((np.array(ids, dtype=np.int64), np.array(histories, dtype=np.int64),
+                            code))  # fmt: skip
+        return {name: [values[i] for i in order.tolist()] for name, values in columns.items()}
     order = keys.assign(source=keys["source"].astype(str)).sort_values(
         list(keys.columns), kind="stable").index  # fmt: skip
     keys = keys.loc[order].reset_index(drop=True)

@@ -329,7 +329,11 @@ class _Run:
             attrs["openinference.span.kind"] = _OPENINFERENCE[role]
             _set(attrs, "temporal.event_id", event_id)
             for key, value in attributes.items():
-                _set(attrs, key, value)
+                kind_of = type(value)
+                if kind_of is str or kind_of is int or kind_of is bool:  # _set's common case
+                    attrs[key] = value
+                elif value is not None:
+                    _set(attrs, key, value)
         else:  # an attribute replaces a base one in its place (or drops it, when missing)
             attrs = {}
             for key, value in {**self.base, "openinference.span.kind": _OPENINFERENCE[role],
