@@ -220,7 +220,7 @@ def test_level_spellings_learned_and_widened(monkeypatch: pytest.MonkeyPatch) ->
     built: list[Any] = []
     original = jsonlayout.build_layout
 
-    def recording(order: Any, strict: bool, literals: Any = (None, None),
+    def recording(order: Any, strict: bool, literals: Any = (None, None, None),
                   numeric_ts: bool = False) -> Any:
         built.append(literals[0])
         return original(order, strict, literals, numeric_ts)
@@ -236,6 +236,31 @@ def test_level_spellings_learned_and_widened(monkeypatch: pytest.MonkeyPatch) ->
         _same_but_source(fast, _line_by_line(lines, monkeypatch))
         assert frozenset({"INFO"}) in built and frozenset({"INFO", "WARN"}) in built
         assert frozenset({"INFO", "WARN", "error", "DEBUG"}) in built
+
+
+def test_messages_learned_until_they_keep_changing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few constant messages are decoded as Literals; a vocabulary that keeps growing stops
+    being learned after a couple of refused batches (each refusal decodes a batch twice)."""
+    built: list[Any] = []
+    original = jsonlayout.build_layout
+
+    def recording(order: Any, strict: bool, literals: Any = (None, None, None),
+                  numeric_ts: bool = False) -> Any:
+        built.append(literals[2])
+        return original(order, strict, literals, numeric_ts)
+
+    constant = [f'{{"time":"2026-09-27T10:00:{i % 60:02d}Z","level":"INFO","msg":"m{i % 3}"}}'
+                for i in range(600)]
+    growing = [f'{{"time":"2026-09-27T10:00:{i % 60:02d}Z","level":"INFO","msg":"g{i // 50}"}}'
+               for i in range(3000)]
+    monkeypatch.setattr(jsonlayout, "build_layout", recording)
+    monkeypatch.setattr(jsonfast, "_SUB_BLOCK", 64)
+    for lines, most in ((constant, 1), (growing, 3)):  # 1 + jsonfast._MESSAGE_MISSES
+        for source in (lines, _as_bytes(lines)):
+            built.clear()
+            _same_but_source(read_logs(source), _line_by_line(lines, monkeypatch))
+            learned = [texts for texts in built if texts is not None]
+            assert 1 <= len(learned) <= most, learned
 
 
 @pytest.mark.parametrize("stamp", [

@@ -99,14 +99,15 @@ class ByteBlock:
 
     Parameters
     ----------
-    data : bytes
-        Complete lines; the last one may lack its ``\\n`` (the end of the input).
+    data : bytes or bytearray
+        Complete lines; the last one may lack its ``\\n`` (the end of the input). A bytearray
+        is a read buffer that the next block overwrites: nothing may keep it after the block.
     end : int, optional
         Where the lines end (default: the end of ``data``); ``data[end - 1]`` is then ``\\n``.
         Lets a block use a read buffer as is, without copying the whole lines out of it.
     """
 
-    def __init__(self, data: bytes, end: int | None = None) -> None:
+    def __init__(self, data: bytes | bytearray, end: int | None = None) -> None:
         self.data = data
         self.end = len(data) if end is None else end
         view = np.frombuffer(data, dtype=np.uint8, count=self.end)
@@ -124,10 +125,9 @@ class ByteBlock:
     @cached_property
     def fast(self) -> bool:
         """Whether the bytes path applies: valid UTF-8 and no ``\\r`` (CRLF lines go by text)."""
-        # Checking the whole buffer (past ``end`` too) only ever errs towards the text path.
-        if b"\r" in self.data:
+        if self.data.find(b"\r", 0, self.end) >= 0:
             return False
-        if self.data.isascii():
+        if self.data.isascii():  # past ``end`` too: that only ever errs towards the text path
             return True
         try:
             codecs.utf_8_decode(memoryview(self.data)[:self.end], "strict", True)

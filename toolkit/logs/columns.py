@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["COLUMNS", "TEXT_TS", "Columns", "Repeat", "Segment"]
+import pyarrow as pa
+
+__all__ = ["COLUMNS", "TEXT_TS", "Columns", "Repeat", "Segment", "text_array"]
 
 #: Record columns, in frame order (``source`` is added by the frame builder).
 COLUMNS = ("ts", "level", "logger", "message", "fields", "line", "lines", "format", "envelope",
@@ -24,11 +26,21 @@ class Repeat(NamedTuple):
     count: int
 
 
-#: One segment: every column name mapped to a list or tuple, a ``range`` (``line``) or a
-#: :class:`Repeat`.
+#: One segment: every column name mapped to a list or tuple, a ``range`` (``line``), a
+#: :class:`Repeat`, an object array (``level``, ``format``, ``fields``) or an Arrow string array
+#: (``raw``; ``ts`` when ``TEXT_TS``).
 Segment = dict[str, Any]
-#: Segment key marking a ``ts`` list that holds ISO text only (no per-value type check needed).
+#: Segment key marking a ``ts`` piece that holds ISO text only (no per-value type check needed).
 TEXT_TS = "ts is text"
+
+
+def text_array(values: list[Any]) -> Any:
+    """``values`` as an Arrow string array; the list itself when some text cannot be UTF-8
+    (lone surrogates), for the frame builder's Python path."""
+    try:
+        return pa.array(values, type=pa.large_string())
+    except (UnicodeEncodeError, pa.ArrowException):
+        return values
 
 
 class Columns:

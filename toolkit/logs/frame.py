@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from toolkit.logs.columns import TEXT_TS, Repeat, Segment
+from toolkit.logs.columns import TEXT_TS, Repeat, Segment, text_array
 from toolkit.logs.isotime import UTC_NAMES, iso_to_utc_ns, local_to_utc, utc_ns
 from toolkit.logs.normalize import Yearless, epoch_to_ns
 
@@ -144,6 +144,35 @@ def _retry_failed(texts: list[Any], result: np.ndarray, positions: Sequence[int]
     return failed
 
 
+def _ts_column(segments: list[Segment], tz: str, year: int,
+               year_hint: int | None) -> tuple[np.ndarray, list[Any], list[int]]:
+    """The ``ts`` column as UTC ns, its values and the positions whose text was not parsed.
+
+    Runs of JSON lines hand over their times as Arrow arrays of non-empty texts: those are
+    parsed in one call when Arrow's parser takes them all; otherwise (and for the other pieces)
+    every value goes through :func:`_to_utc`.
+    """
+    pieces = _pieces(segments, "ts")
+    if any(isinstance(p, pa.Array) for p in pieces):
+        arrays = [p if isinstance(p, pa.Array) else _str_array(p) for p in pieces]
+        if all(a is not None for a in arrays):
+            texts = arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+            fast = iso_to_utc_ns(texts, tz)
+            if fast is not None and not np.isnat(fast).any():
+                return fast, [], []
+    values = _as_list([p.to_pylist() if isinstance(p, pa.Array) else p for p in pieces])
+    ts, failed = _to_utc(values, tz, year, year_hint, _ts_kinds(segments))
+    return ts, values, failed
+
+
+def _str_array(piece: Any) -> pa.Array | None:
+    """A piece of texts only (the records the line assembler finished between runs) as Arrow."""
+    if type(piece) is Repeat or not all(type(v) is str for v in piece):
+        return None
+    array = text_array(list(piece))
+    return array if isinstance(array, pa.Array) else None
+
+
 def _pieces(segments: list[Segment], name: str) -> list[Any]:
     return [segment[name] for segment in segments]
 
@@ -169,7 +198,7 @@ def _filled(n: int, value: Any) -> np.ndarray:
 
 
 def _objects(pieces: list[Any], n: int) -> np.ndarray:
-    """An object array of ``n`` values from list / Repeat pieces.
+    """An object array of ``n`` values from list / tuple / object array / Repeat pieces.
 
     ``np.fromiter`` stores the objects as they are; assigning a list to an object array would
     probe every element for the array protocols first (slow for lazy cells).
@@ -177,7 +206,8 @@ def _objects(pieces: list[Any], n: int) -> np.ndarray:
     if all(type(p) is Repeat for p in pieces) and len({p.value for p in pieces}) <= 1:
         return _filled(n, pieces[0].value if pieces else None)
     if len(pieces) == 1:
-        return np.fromiter(pieces[0], dtype=object, count=n)
+        piece = pieces[0]
+        return piece if type(piece) is np.ndarray else np.fromiter(piece, dtype=object, count=n)
     out = np.empty(n, dtype=object)  # filled with None
     pos = 0
     for piece in pieces:
@@ -186,8 +216,10 @@ def _objects(pieces: list[Any], n: int) -> np.ndarray:
                 out[pos:pos + piece.count].fill(piece.value)
             pos += piece.count
         else:
-            out[pos:pos + len(piece)] = np.fromiter(piece, dtype=object, count=len(piece))
-            pos += len(piece)
+            size = len(piece)
+            out[pos:pos + size] = piece if type(piece) is np.ndarray else \
+                np.fromiter(piece, dtype=object, count=size)
+            pos += size
     return out
 
 
@@ -239,8 +271,7 @@ def build_frame(segments: list[Segment], source: str, tz: str, year: int,
     """Build one logs frame from segments of finished records (see :mod:`toolkit.logs.columns`)."""
     lines = _integers(_pieces(segments, "line"))
     n = len(lines)
-    ts_values = _as_list(_pieces(segments, "ts"))
-    ts, failed = _to_utc(ts_values, tz, year, year_hint, _ts_kinds(segments))
+    ts, ts_values, failed = _ts_column(segments, tz, year, year_hint)
     objects = {name: _objects(_pieces(segments, name), n) for name in _OBJECT_COLUMNS}
     errors = objects["parse_error"]
     for i in failed:

@@ -2,7 +2,9 @@
 
 Lines of one layout (:mod:`toolkit.logs.jsonlayout`) are decoded together, one msgspec call per
 sub-block, from the bytes of a :class:`~toolkit.logs.blocks.ByteBlock` or from a list of lines;
-the headers are then turned into columns a column at a time, and ``fields`` stays a
+each sub-block's headers are then turned into columns right away, a column at a time (levels and
+families taken from the few spellings met, times into an Arrow array), so that they are read while
+still in the caches and freed before the next sub-block; ``fields`` stays a
 :class:`~toolkit.logs.cells.LazyFields` over the line. Lines no decoder of their layout fits
 (envelopes, OTLP, Rust tracing's nested ``fields``, non-objects, text) end the run; the line
 assembler takes them one by one.
@@ -13,16 +15,17 @@ The result is the one :func:`~toolkit.logs.formats.jsonlog.classify_json` gives 
 
 from __future__ import annotations
 
-from itertools import repeat
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
 import orjson
+import pyarrow as pa
 
 from toolkit.logs import jsonlayout
 from toolkit.logs.assemble import Assembler
 from toolkit.logs.blocks import ByteBlock, TextLines, too_deep
 from toolkit.logs.cells import LazyFields
-from toolkit.logs.columns import TEXT_TS, Repeat, Segment
+from toolkit.logs.columns import TEXT_TS, Repeat, Segment, text_array
 from toolkit.logs.formats.jsonlog import (
     SIGNATURE_KEYS,
     json_text,
@@ -33,6 +36,7 @@ from toolkit.logs.formats.jsonlog import (
 from toolkit.logs.jsonlayout import (
     DECODE_ERRORS,
     DECODERS,
+    NO_LITERALS,
     Layout,
     Literals,
     decode_batch,
@@ -43,6 +47,7 @@ from toolkit.logs.normalize import epochs_to_ns, norm_level
 __all__ = ["JsonRuns", "Lines"]
 
 _SUB_BLOCK = 8192  # lines decoded per attempt: bounds the work redone when a run ends inside
+_MESSAGE_MISSES = 2
 Lines = TextLines | ByteBlock
 
 
@@ -60,18 +65,21 @@ _FAMILY_OF: dict[Any, str] = {}
 _MAX_SPELLINGS = 4096
 
 
-def _column(table: dict[Any, Any], raw: list[Any], spellings: set[Any]) -> Any:
-    """``table[v]`` for every ``v`` of ``raw``: a :class:`Repeat` when all spellings agree."""
-    values = {table[v] for v in spellings}
-    if len(values) == 1:
-        return Repeat(values.pop(), len(raw))
-    return list(map(table.__getitem__, raw))
+def _take(values: list[Any], codes: np.ndarray) -> Any:
+    """``values[c]`` for every code: an object array, or a :class:`Repeat` when all agree."""
+    if len(set(values)) == 1:
+        return Repeat(values[0], len(codes))
+    table = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):  # element by element: a str must not become a sequence
+        table[i] = value
+    return table[codes]
 
 
 def _levels(raw: list[Any], by_level: bool) -> tuple[Any, Any]:
     """Normalised levels and, for slog/logrus layouts, families (table lookups, C loops).
 
-    Either may come back as a :class:`Repeat` when every record has the same one.
+    Each comes back as an object array taken from the few spellings met, or as a
+    :class:`Repeat` when every record has the same one.
     """
     try:
         spellings = set(raw)
@@ -87,8 +95,14 @@ def _levels(raw: list[Any], by_level: bool) -> tuple[Any, Any]:
         for value in new:
             _LEVEL_OF[value] = norm_level(orjson_number(value))
             _FAMILY_OF[value] = _by_level_family(value)
-    families = _column(_FAMILY_OF, raw, spellings) if by_level else None
-    return _column(_LEVEL_OF, raw, spellings), families
+    order = list(spellings)
+    if len(order) == 1:
+        codes = np.zeros(len(raw), dtype=np.intp)
+    else:  # one dict lookup per record, shared by both columns
+        index = {value: i for i, value in enumerate(order)}
+        codes = np.fromiter(map(index.__getitem__, raw), np.intp, len(raw))
+    families = _take([_FAMILY_OF[v] for v in order], codes) if by_level else None
+    return _take([_LEVEL_OF[v] for v in order], codes), families
 
 
 def _loose_messages(layout: Layout, values: list[Any], lines: Lines, first: int) -> list[str]:
@@ -111,6 +125,8 @@ def _header_columns(layout: Layout, heads: list[Any], lines: Lines, first: int) 
             ts = epochs_to_ns(ts) or [json_ts(orjson_number(v)) for v in ts]
         elif not layout.strict:
             ts = [json_ts(orjson_number(v)) for v in ts]
+        else:  # non-empty texts: into Arrow now, while they are in the caches, and freed
+            ts = text_array(ts)
     family: Any = Repeat(layout.family, n)
     level: Any = Repeat(None, n)
     if layout.level:
@@ -137,7 +153,9 @@ def _cut(column: Any, n: int) -> Any:
 
 
 def _last(column: Any) -> Any:
-    return column.value if type(column) is Repeat else column[-1]
+    if type(column) is Repeat:
+        return column.value
+    return column[-1].as_py() if isinstance(column, pa.Array) else column[-1]
 
 
 class JsonRuns:
@@ -147,12 +165,16 @@ class JsonRuns:
         self.asm = asm
         self._layouts: dict[Any, Layout | None] = {}
         self._current: Layout | None = None
+        # Batches a layout with learned messages refused, by layout: past _MESSAGE_MISSES its
+        # messages are decoded as any text (a vocabulary that keeps growing would otherwise
+        # make every batch decode twice).
+        self._message_misses: dict[tuple[str, ...], int] = {}
 
     def _layout(self, record: dict[str, Any], strict: bool, numeric_ts: bool) -> Layout | None:
         return self._built(tuple(key for key in record if key in SIGNATURE_KEYS), strict,
                            numeric_ts=numeric_ts)
 
-    def _built(self, order: tuple[str, ...], strict: bool, literals: Literals = (None, None),
+    def _built(self, order: tuple[str, ...], strict: bool, literals: Literals = NO_LITERALS,
                numeric_ts: bool = False) -> Layout | None:
         key = (frozenset(order), strict, literals, numeric_ts)
         if key not in self._layouts:
@@ -160,22 +182,29 @@ class JsonRuns:
         return self._layouts[key]
 
     def _narrowed(self, layout: Layout, heads: list[Any], known: Literals) -> Layout:
-        """After a batch of a strict layout: the layout with the level and logger texts met so
-        far (this batch's and ``known``) as Literals; itself when it has learned them already
-        (or they are too many)."""
-        if not layout.strict or layout.literals != (None, None):
+        """After a batch of a strict layout: the layout with the level, logger and message texts
+        met so far (this batch's and ``known``) as Literals; itself when it has learned them
+        already (or they are too many)."""
+        if not layout.strict or layout.literals != NO_LITERALS:
             return layout
         levels = learned([h.level for h in heads] if layout.level else None, known[0])
         loggers = learned([h.logger for h in heads] if layout.logger else None, known[1])
-        if levels is None and loggers is None:
+        messages = None
+        if layout.message and self._message_misses.get(layout.order, 0) < _MESSAGE_MISSES:
+            messages = learned([h.message for h in heads], known[2])
+        if levels is None and loggers is None and messages is None:
             return layout
-        return self._built(layout.order, True, (levels, loggers), layout.numeric_ts) or layout
+        return self._built(layout.order, True, (levels, loggers, messages),
+                           layout.numeric_ts) or layout
 
     def _widened(self, layout: Layout) -> Layout | None:
-        """The layout that accepts any level / logger text (when a batch met a new one)."""
-        if layout.literals == (None, None):
+        """The layout that accepts any level / logger / message text (when a batch met a new
+        one)."""
+        if layout.literals == NO_LITERALS:
             return None
-        return self._built(layout.order, True, (None, None), layout.numeric_ts)
+        if layout.literals[2] is not None:
+            self._message_misses[layout.order] = self._message_misses.get(layout.order, 0) + 1
+        return self._built(layout.order, True, NO_LITERALS, layout.numeric_ts)
 
     def _decode_one(self, line: str) -> tuple[Layout, Any] | None:
         """Decode one line, finding its layout when it is not the current one."""
@@ -205,15 +234,24 @@ class JsonRuns:
             return layout, head
         return None
 
-    def _decode_run(self, lines: Lines, start: int) -> list[tuple[Layout, int, list[Any]]]:
-        """Decode the JSON record lines from ``lines[start]`` on: (layout, first index, heads)."""
-        runs: list[tuple[Layout, int, list[Any]]] = []
+    def _decode_run(self, lines: Lines, start: int) -> list[_Piece]:
+        """Decode the JSON record lines from ``lines[start]`` on, into header columns.
 
-        def add(layout: Layout, first: int, heads: list[Any]) -> None:
-            if runs and runs[-1][0] is layout:  # runs are contiguous: extend the last one
-                runs[-1][2].extend(heads)
-            else:
-                runs.append((layout, first, heads))
+        Each batch's headers become columns right after decoding (while they are in the CPU's
+        caches, and freed before the next batch is decoded); headers decoded line by line are
+        collected while their layout lasts.
+        """
+        pieces: list[_Piece] = []
+        single: list[Any] = []  # headers decoded one by one, all of ``single_layout``
+        single_layout: Layout | None = None
+        single_first = start
+
+        def flush() -> None:
+            nonlocal single_layout
+            if single:
+                pieces.append(_piece(single_layout, single_first, single.copy(), lines))
+                single.clear()
+            single_layout = None
 
         pos, n = start, len(lines)
         while pos < n:
@@ -232,8 +270,9 @@ class JsonRuns:
                     if heads is None and (wide := self._widened(layout)) is not None:
                         layout, heads = wide, decode_batch(wide, joined, clean - pos)
                     if heads is not None:
-                        add(layout, pos, heads)
+                        flush()
                         self._current = self._narrowed(layout, heads, known)
+                        pieces.append(_piece(layout, pos, heads, lines))
                         pos = clean
                         continue
                 else:
@@ -244,10 +283,15 @@ class JsonRuns:
                 line = lines.line(k)
                 found = self._decode_one(line) if line[:1] == "{" else None
                 if found is None:
-                    return runs
-                add(found[0], k, [found[1]])
+                    flush()
+                    return pieces
+                if found[0] is not single_layout:
+                    flush()
+                    single_layout, single_first = found[0], k
+                single.append(found[1])
             pos = end
-        return runs
+        flush()
+        return pieces
 
     def feed(self, lines: Lines, start: int, first_line: int) -> int:
         """Consume the run of JSON record lines beginning at ``lines.line(start)``; return its
@@ -256,40 +300,54 @@ class JsonRuns:
         Returns ``start`` when that line is no JSON record. The run's last record stays open in
         the assembler, for continuation lines (tracebacks, indented frames) after it.
         """
-        runs = self._decode_run(lines, start)
-        if not runs:
+        pieces = self._decode_run(lines, start)
+        if not pieces:
             return start
-        columns = [_header_columns(layout, heads, lines, first)
-                   for layout, first, heads in runs]
-        end = runs[-1][1] + len(runs[-1][2])
+        last = pieces[-1]
+        end = last.first + last.count
         asm = self.asm
-        asm.begin_bare_record()
-        closed = end - start - 1  # every record of the run but the last is finished
-        if closed:
-            segment: Segment = {"envelope": Repeat(None, closed), "stream": Repeat(None, closed),
-                                "container": Repeat(None, closed), "host": Repeat(None, closed),
-                                "parse_error": Repeat(None, closed), "lines": Repeat(1, closed)}
-            names = ("format", "ts", "level", "logger", "message")
-            if len(columns) == 1:
-                for name, column in zip(names, columns[0], strict=True):
-                    segment[name] = _cut(column, closed)
-            else:
-                for i, name in enumerate(names):
-                    values: list[Any] = []
-                    for (_, run_start, heads), cols in zip(runs, columns, strict=True):
-                        take = min(len(heads), end - 1 - run_start)
-                        piece = cols[i]
-                        values.extend(repeat(piece.value, take) if type(piece) is Repeat
-                                      else piece[:take])
-                    segment[name] = values
-            segment["raw"] = lines.raws(start, end - 1)
-            if all(layout.strict and layout.ts and not layout.numeric_ts for layout, _, _ in runs):
-                segment[TEXT_TS] = True  # strict layouts decode the time as non-empty text
-            segment["fields"] = lines.lazy_fields(start, end - 1)
-            segment["line"] = range(first_line + start, first_line + end - 1)
-            asm.out.add_segment(segment, closed)
-        family, ts, level, logger, message = (_last(c) for c in columns[-1])
-        last = lines.line(end - 1)
-        asm.open_bare_record((family, ts, level, logger, message, LazyFields(last)),  # type: ignore[arg-type]
-                             first_line + end - 1, last)
+        asm.begin_bare_record()  # every record of the run but the last is finished
+        for piece in pieces:
+            closed = piece.count - (piece is last)
+            if closed:
+                asm.out.add_segment(_segment(piece, closed, lines, first_line), closed)
+        family, ts, level, logger, message = (_last(c) for c in last.columns)
+        text = lines.line(end - 1)
+        asm.open_bare_record((family, ts, level, logger, message, LazyFields(text)),  # type: ignore[arg-type]
+                             first_line + end - 1, text)
         return end
+
+
+class _Piece(NamedTuple):
+    """Records ``first`` .. ``first + count - 1`` of a block, of one layout, as header columns
+    (``format, ts, level, logger, message``)."""
+
+    layout: Layout
+    first: int
+    count: int
+    columns: list[Any]
+
+
+def _piece(layout: Layout | None, first: int, heads: list[Any], lines: Lines) -> _Piece:
+    assert layout is not None
+    return _Piece(layout, first, len(heads), _header_columns(layout, heads, lines, first))
+
+
+_NAMES = ("format", "ts", "level", "logger", "message")
+
+
+def _segment(piece: _Piece, count: int, lines: Lines, first_line: int) -> Segment:
+    """The first ``count`` records of a piece as a finished segment."""
+    a, b = piece.first, piece.first + count
+    segment: Segment = {"envelope": Repeat(None, count), "stream": Repeat(None, count),
+                        "container": Repeat(None, count), "host": Repeat(None, count),
+                        "parse_error": Repeat(None, count), "lines": Repeat(1, count)}
+    for name, column in zip(_NAMES, piece.columns, strict=True):
+        segment[name] = column if count == piece.count else _cut(column, count)
+    segment["raw"] = lines.raws(a, b)
+    layout = piece.layout
+    if layout.strict and layout.ts and not layout.numeric_ts:
+        segment[TEXT_TS] = True  # strict layouts decode the time as non-empty text
+    segment["fields"] = lines.lazy_fields(a, b)
+    segment["line"] = range(first_line + a, first_line + b)
+    return segment

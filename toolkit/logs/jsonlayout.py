@@ -10,7 +10,8 @@ only the header values (every other key is skipped inside msgspec).
 Three decoders per layout, tried in this order (:data:`DECODERS`): strict with a text time (the
 usual case: no per-record type checks afterwards), strict with a numeric time (zap's epoch
 seconds), and loose (any JSON values, normalised like ``classify_json`` does). A strict layout
-then learns its level and logger texts (:func:`learned`) and decodes them as ``Literal`` types.
+then learns its level, logger and message texts (:func:`learned`) and decodes them as ``Literal``
+types.
 """
 
 from __future__ import annotations
@@ -28,18 +29,20 @@ from toolkit.logs.formats.jsonlog import (
     family_of,
 )
 
-__all__ = ["DECODERS", "DECODE_ERRORS", "Layout", "Literals", "build_layout", "decode_batch",
-           "learned"]
+__all__ = ["DECODERS", "DECODE_ERRORS", "NO_LITERALS", "Layout", "Literals", "build_layout",
+           "decode_batch", "learned"]
 
 #: Decoders tried on a line of a new layout: (strict, numeric time) pairs.
 DECODERS = ((True, False), (True, True), (False, False))
 #: Errors of a msgspec decode that mean "not a JSON record of this layout" (RecursionError:
 #: nested too deep for the header value; UnicodeError: lone surrogates in text given as str).
 DECODE_ERRORS = (msgspec.DecodeError, RecursionError, UnicodeError)
-_MAX_LITERAL_TEXTS = 32  # more levels / loggers than this in one layout: decoded as any text
+_MAX_LITERAL_TEXTS = 32  # more levels / loggers / messages in one layout: decoded as any text
 _UNSUPPORTED = frozenset({"log", "resourceLogs", "MESSAGE"})  # envelopes, OTLP: the assembler's
 _NonEmptyText = Annotated[str, msgspec.Meta(min_length=1)]
-Literals = tuple[frozenset[str] | None, frozenset[str] | None]  # levels, loggers
+Literals = tuple[frozenset[str] | None, frozenset[str] | None, frozenset[str] | None]
+#: Levels, loggers, messages: any text.
+NO_LITERALS: Literals = (None, None, None)
 
 
 class Layout(NamedTuple):
@@ -55,7 +58,7 @@ class Layout(NamedTuple):
     strict: bool
     message_key: str | None
     order: tuple[str, ...]  # the signature keys, in the records' order
-    literals: Literals  # strict layouts: the level / logger texts allowed (None: any text)
+    literals: Literals  # strict layouts: the level / logger / message texts allowed (None: any)
     numeric_ts: bool  # strict layouts: the time is a number (epoch s/ms/µs/ns), not text
 
 
@@ -87,14 +90,15 @@ def _first(keys: tuple[str, ...], present: Any) -> str | None:
     return next((k for k in keys if k in present), None)
 
 
-def build_layout(order: tuple[str, ...], strict: bool, literals: Literals = (None, None),
+def build_layout(order: tuple[str, ...], strict: bool, literals: Literals = NO_LITERALS,
                   numeric_ts: bool = False) -> Layout | None:
     """The decoders of one layout: its signature keys in ``order`` (the first record's).
 
-    ``literals``: decode the level and the logger as one of these texts (a ``Literal``) instead
-    of any text. msgspec then hands back the same few string objects instead of a new one per
-    record, which makes those columns markedly cheaper to build (and to free). ``numeric_ts``: the
-    time is a JSON number (zap's epoch seconds), converted a column at a time.
+    ``literals``: decode the level, the logger and the message as one of these texts (a
+    ``Literal``) instead of any text. msgspec then hands back the same few string objects instead
+    of a new one per record, which makes those columns markedly cheaper to build (and to free):
+    structured loggers print a few constant messages and put what varies in attributes.
+    ``numeric_ts``: the time is a JSON number (zap's epoch seconds), converted a column at a time.
     """
     probe = _Probe(frozenset(order))
     if [key for key in _UNSUPPORTED if key in probe]:
@@ -106,12 +110,14 @@ def build_layout(order: tuple[str, ...], strict: bool, literals: Literals = (Non
     family = family_of(probe)
     if family == "rust_tracing_json":
         return None  # its family depends on the type of ``fields``, record by record
-    levels, loggers = literals if strict else (None, None)
+    levels, loggers, messages = literals if strict else NO_LITERALS
     level_type: Any = Literal[tuple(sorted(levels))] if levels else str
     logger_type: Any = Literal[tuple(sorted(loggers))] if loggers else str
+    message_type: Any = Literal[tuple(sorted(messages))] if messages else str
     strict_types: dict[str | None, Any] = {
         header["ts"]: (int | float) if numeric_ts else _NonEmptyText,
-        header["level"]: level_type, header["message"]: str, header["logger"]: logger_type | None,
+        header["level"]: level_type, header["message"]: message_type,
+        header["logger"]: logger_type | None,
     }
     fields: list[tuple[str, Any, Any]] = []
     attrs: dict[str, str] = {}
@@ -131,7 +137,8 @@ def build_layout(order: tuple[str, ...], strict: bool, literals: Literals = (Non
         decode_lines=decoder.decode_lines,
         family=None if family in ("slog_json", "logrus_json") else family,
         strict=strict, message_key=header["message"], order=tuple(order),
-        literals=(levels if header["level"] else None, loggers if header["logger"] else None),
+        literals=(levels if header["level"] else None, loggers if header["logger"] else None,
+                  messages if header["message"] else None),
         numeric_ts=strict and numeric_ts and header["ts"] is not None, **present,
     )
 
