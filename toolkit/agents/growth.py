@@ -29,6 +29,7 @@ from temporalio.api.history.v1 import HistoryEvent
 
 from toolkit.agents.roles import Roles, detect_roles, resolve_roles
 from toolkit.errors import ToolkitError
+from toolkit.gc_pause import paused_gc
 from toolkit.histories.columns.lazy import LazyProto
 from toolkit.histories.proto_size import NotCanonical, message_size
 from toolkit.histories.sizes import framed, measure_payload_cell
@@ -430,8 +431,16 @@ def model_call_sizes(events: Any, *, roles: str | Roles = "auto") -> pd.DataFram
                                         (event envelopes, workflow tasks, other payloads)
         ==============================  ====================================================
     """
+    with paused_gc():  # as history_budget: many small objects, no cycles
+        rows = _call_rows(as_events(events)[0], roles)
+    out = pd.DataFrame(rows, columns=MODEL_CALL_COLUMNS)
+    out["output_bytes"] = out["output_bytes"].astype("Int64")
+    return out
+
+
+def _call_rows(events: pd.DataFrame, roles: str | Roles) -> list[list[Any]]:
     rows = []
-    for run in runs_of(as_events(events)[0], roles):
+    for run in runs_of(events, roles):
         for number, call in enumerate(calls_of(run)[0], start=1):
             known = sum(v for k, v in call.by_role.items() if k != "other")
             by_role = {**call.by_role, "other": call.history_bytes - known}
@@ -441,6 +450,4 @@ def model_call_sizes(events: Any, *, roles: str | Roles = "auto") -> pd.DataFram
                          number, call.event_id, call.activity_type, call.completed,
                          call.history_bytes, call.events, call.input_bytes, call.output_bytes,
                          *[by_role[k] for k in ROLE_KEYS]])  # fmt: skip
-    out = pd.DataFrame(rows, columns=MODEL_CALL_COLUMNS)
-    out["output_bytes"] = out["output_bytes"].astype("Int64")
-    return out
+    return rows

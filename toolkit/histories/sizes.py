@@ -35,6 +35,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from temporalio.api.history.v1 import HistoryEvent
 
+from toolkit.gc_pause import paused_gc
 from toolkit.histories.columns.lazy import LazyProto
 from toolkit.histories.proto_size import NotCanonical, message_size
 from toolkit.histories.write import (
@@ -177,7 +178,8 @@ def event_sizes(events: Any) -> pd.DataFrame:
         ================  =======  =======================================================
     """
     frame = events_frame(events)
-    measures = list(_event_measures(frame))
+    with paused_gc():  # a decoded event per event, none in a cycle
+        measures = list(_event_measures(frame))
     out = pd.DataFrame(
         {
             "source": frame["source"].to_numpy() if "source" in frame else None,
