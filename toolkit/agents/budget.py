@@ -141,11 +141,12 @@ def history_budget(
         table = _budget_of_paths(events, limits, roles, fit, workers)
         if table is not None:
             return table
-    events, errors = as_events(events)
-    sdk_of_build: dict[str, str] = {}
-    # Tens of thousands of small dicts and buffers, none in a cycle: without the collector,
-    # which otherwise rescans the whole events frame at every burst (a third of the time).
+    # Reading and measuring make hundreds of thousands of small objects, none in a cycle:
+    # without the collector, which would rescan every live frame at each burst of them (with
+    # one frame of 1,000 runs already loaded, more than the whole budget costs).
     with paused_gc():
+        events, errors = as_events(events)
+        sdk_of_build: dict[str, str] = {}
         rows = [_run_row(run, resolved, fit, sdk_of_build) for run in runs_of(events, roles)]
     out = pd.DataFrame(rows, columns=BUDGET_COLUMNS)
     for column in ("events", "history_bytes", "turns", "model_calls", "fit_calls"):
