@@ -75,11 +75,11 @@ def test_no_corpus_history_loses_the_workflow_id_it_holds(corpus: Path) -> None:
 def test_the_lab_recording_gets_its_workflow_id(tmp_path: Path) -> None:
     path = DATA / "adk" / "adk-1.28.1" / "two_toolsets.json"
     events = tk.read_history(path)
-    assert events["workflow_id"].unique().tolist() == ["lab-adk-adk-1.28.1-two_toolsets-85eff1fc"]
+    assert events["workflow_id"].unique().tolist() == ["lab-adk-adk-1.28.1-two_toolsets-34404620"]
     # ... and so does the dataset written from the plain export.
     tk.write_dataset(path, tmp_path / "ds", progress=False)
     runs = tk.sql("select workflow_id, run_id from runs", dataset=tmp_path / "ds")
-    assert runs["workflow_id"].tolist() == ["lab-adk-adk-1.28.1-two_toolsets-85eff1fc"]
+    assert runs["workflow_id"].tolist() == ["lab-adk-adk-1.28.1-two_toolsets-34404620"]
     assert runs["run_id"].tolist() == [events["run_id"].iloc[0]]
 
 
@@ -88,7 +88,7 @@ def test_the_history_wins_over_the_container(tmp_path: Path) -> None:
     document = orjson.loads(path.read_bytes())
     wrapped = {"workflowId": "from-the-container", "namespace": "ns-1", **document}
     events = tk.read_history(orjson.dumps(wrapped))
-    assert events["workflow_id"].unique().tolist() == ["lab-adk-adk-1.28.1-two_toolsets-85eff1fc"]
+    assert events["workflow_id"].unique().tolist() == ["lab-adk-adk-1.28.1-two_toolsets-34404620"]
     assert events["namespace"].unique().tolist() == ["ns-1"]
     # Without the started event's own field, the container's id is used.
     started = document["events"][0]["workflowExecutionStartedEventAttributes"]
@@ -145,4 +145,4 @@ def test_binary_histories_read_the_started_events_workflow_id(spelling: str) -> 
     history = tk.to_history(tk.read_history(path))
     source = history.SerializeToString() if spelling == "binary" else path.read_bytes()
     events = tk.read_history(source)
-    assert events["workflow_id"].unique().tolist() == ["lab-adk-adk-1.28.1-two_toolsets-85eff1fc"]
+    assert events["workflow_id"].unique().tolist() == ["lab-adk-adk-1.28.1-two_toolsets-34404620"]

@@ -56,10 +56,10 @@ def _recorded_usage(result: list) -> dict[str, int | None] | None:
 
 
 #: Every lab folder with model calls, and the public agent histories: how many completed
-#: model calls carry the provider's usage. The lab's ADK recordings (data/adk, duplicate_tool)
-#: predate the scripted model's usage_metadata (data/history_budget's ADK runs have it); the
+#: model calls carry the provider's usage. Every ADK model call the lab recorded carries the
+#: scripted model's usage_metadata (data/adk: 61 calls over 8 releases, duplicate_tool: 4); the
 #: Go twin's model records none; temporalio's own OpenAI Agents tests record Usage().
-_WITH_USAGE = {"adk": 0, "duplicate_tool": 0, "go_twin": 0, "history_budget": 618,
+_WITH_USAGE = {"adk": 61, "duplicate_tool": 4, "go_twin": 0, "history_budget": 618,
                "openai_agents": 41, "pydantic_ai": 31, "agent_histories": 3}  # fmt: skip
 
 
