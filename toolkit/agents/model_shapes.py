@@ -56,6 +56,8 @@ def get_field(mapping: Any, *names: str) -> Any:
 
 def _list(value: Any) -> list[Any]:
     """``value`` as a list when it is a sequence of items (not a string), else empty."""
+    if type(value) is list:  # decoded JSON: no ABC check
+        return list(value)
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         return list(value)
     return []
