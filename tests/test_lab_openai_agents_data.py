@@ -9,6 +9,7 @@ scenario and release, the listings, what duplicate tool names do, the replay mat
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -20,9 +21,11 @@ from lab_recordings import (
     scheduled_activity_types,
 )
 
+import toolkit as tk
 from toolkit.agents.roles import PRESETS, detect_roles
 from toolkit.lab.adk_python.matrix import MATRIX_NAME, history_files, read_matrix
 from toolkit.lab.adk_python.scenarios import TOKEN_QUERY
+from toolkit.lab.model import scripted_usage
 from toolkit.lab.openai_agents.envs import ENVIRONMENTS, environment
 from toolkit.lab.openai_agents.scenarios import SCENARIOS, UPGRADES
 from toolkit.replay.divergence import first_divergence
@@ -167,3 +170,40 @@ def test_moving_to_mcp_v2_servers_breaks_running_workflows() -> None:
     assert found is not None and found.core_message == (
         "[TMPRL1100] Nondeterminism error: Activity type of scheduled event "
         f"'{LIST}' does not match activity type of activity command '{V2_LIST}'")
+
+
+def _reply(result: dict[str, Any]) -> dict[str, Any]:
+    """The script's reply a recorded ``ModelResponse`` holds (a tool call or a text)."""
+    (item,) = result["output"]
+    if item["type"] == "function_call":
+        return {"function_call": {"name": item["name"], "args": json.loads(item["arguments"])}}
+    return {"text": item["content"][0]["text"]}
+
+
+def test_the_scripted_usage_counts_the_request_the_activity_carried() -> None:
+    # One token per 4 bytes of what the model was sent (instructions, the conversation, the
+    # declared tools) and of its reply, as the activity's payloads hold them: a turn's count
+    # follows its bytes (turn 2 of two_turns was once counted off the text of a pydantic
+    # iterator, 3,512 tokens for 2,114 bytes).
+    checked = []
+    for path in history_files(DATA):
+        events = tk.read_history(path)
+        acts = tk.activities(events)
+        sizes = dict(tk.model_calls(events)[["event_id", "input_bytes"]].itertuples(index=False))
+        for act in acts[acts["activity_type"] == MODEL].to_dict("records"):
+            if act["outcome"] != "completed":
+                continue
+            (request,), (result,) = act["input"], act["result"]
+            sent = {"system_instructions": request["system_instructions"],
+                    "input": request["input"],
+                    "tools": [{"name": t["name"], "description": t["description"],
+                               "parameters": t["params_json_schema"]}
+                              for t in request["tools"]]}  # fmt: skip
+            usage = result["usage"]
+            assert scripted_usage(sent, _reply(result)) == (
+                usage["input_tokens"], usage["output_tokens"]), (path.name, act["activity_id"])
+            checked.append((usage["input_tokens"], sizes[act["scheduled_event_id"]]))
+    assert len(checked) == 41
+    # The request is most of the activity's input, in 4-byte tokens (the input also carries
+    # the model settings): the ledger's input_tokens stay near input_bytes / 4.
+    assert all(nbytes / 8 < tokens < nbytes / 4 for tokens, nbytes in checked), checked

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolkit.lab.model import script_reply, scripted_usage
 
-__all__ = ["as_contents", "scripted_provider"]
+__all__ = ["as_contents", "plain_items", "scripted_provider"]
 
 
 def _text(content: Any) -> str:
@@ -60,6 +60,29 @@ def as_contents(items: str | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     return contents
 
 
+def plain_items(value: Any) -> Any:
+    """Input items as the JSON the model activity carried: mappings as dicts, sequences and
+    other iterables as lists, scalars and framework objects as they are.
+
+    The worker's converter validates the SDK's ``TypedDict`` items with pydantic, which turns an
+    ``Iterable[...]`` field (an assistant message's ``content``) into a ``ValidatorIterator``: an
+    iterator that runs once, and that JSON cannot encode (its text is the whole validator). Made
+    a list, it is read by the script and counted by the usage as the bytes it came from.
+
+    Examples
+    --------
+    >>> plain_items([{"role": "assistant", "content": iter([{"type": "output_text"}])}])
+    [{'role': 'assistant', 'content': [{'type': 'output_text'}]}]
+    """
+    if isinstance(value, Mapping):
+        return {key: plain_items(item) for key, item in value.items()}
+    if value is None or isinstance(value, (str, bytes, int, float)):
+        return value
+    if isinstance(value, Iterable) and not callable(getattr(value, "model_dump", None)):
+        return [plain_items(item) for item in value]  # a pydantic model iterates its fields
+    return value
+
+
 def _declaration(tool: Any) -> dict[str, Any]:
     """What the Responses API is sent for a tool: name, description, parameter schema."""
     return {"name": getattr(tool, "name", None),
@@ -82,8 +105,10 @@ def _classes() -> tuple[type, type]:
 
         async def get_response(self, system_instructions: Any, input: Any, model_settings: Any,
                                tools: Any, *args: Any, **kwargs: Any) -> Any:
-            contents = as_contents([i if isinstance(i, Mapping) else dict(i) for i in input]
-                                   if not isinstance(input, str) else input)
+            # The request as the activity carried it: the script reads it, the usage counts it.
+            items = input if isinstance(input, str) else plain_items(list(input))
+            contents = as_contents([i if isinstance(i, Mapping) else dict(i) for i in items]
+                                   if not isinstance(items, str) else items)
             reply = script_reply(contents, [tool.name for tool in tools])
             step = len(contents)  # deterministic ids: the same request gives the same reply
             if "function_call" in reply:
@@ -96,7 +121,7 @@ def _classes() -> tuple[type, type]:
                     id=f"msg_{step}", type="message", role="assistant", status="completed",
                     content=[ResponseOutputText(type="output_text", text=reply["text"],
                                                 annotations=[])])
-            request = {"system_instructions": system_instructions, "input": input,
+            request = {"system_instructions": system_instructions, "input": items,
                        "tools": [_declaration(tool) for tool in tools]}
             prompt, completion = scripted_usage(request, reply)
             usage = Usage(requests=1, input_tokens=prompt, output_tokens=completion,
