@@ -118,18 +118,24 @@ class LazyAttributes(_LazyMapping):
         return self._history.json_events[self._index]
 
     def _decode(self) -> dict[str, Any]:
-        event = msgspec.json.decode(self.raw)
         if self._key is None:
             return {}
-        return event.get(self._key) or {}
+        # The event's top level only, its fields kept raw: the envelope is never decoded.
+        found = _top_level.decode(self.raw).get(self._key)
+        return (msgspec.json.decode(found) if found is not None else None) or {}
 
 
 class LazyExtra(LazyAttributes):
     """Every field of a raw JSON event but its id, time, type and attributes."""
 
     def _decode(self) -> dict[str, Any]:
-        event = msgspec.json.decode(self.raw)
-        return {k: v for k, v in event.items() if k not in _ENVELOPE and k != self._key}
+        # The attributes (payloads and all) are skipped as raw text, not decoded and dropped.
+        event = _top_level.decode(self.raw)
+        return {k: msgspec.json.decode(v) for k, v in event.items()
+                if k not in _ENVELOPE and k != self._key}  # fmt: skip
+
+
+_top_level = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 def lazy_json_cells(history: Any, keys: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
