@@ -241,6 +241,9 @@ def test_every_in_memory_source_kind(corpus: Path) -> None:
         (b"\x0a\x02\x18\x05", "event #0 has event_id 0"),
         (b'{"events": [] } trailing', "after the JSON value"),
         (b"\x1f\x8b\x08\x00", "gzip"),
+        (b'{"events": [{"eventId": "1", "eventType": "EVENT_TYPE_WORKFLOW_TASK_STARTED", '
+         b'"workflowTaskStartedEventAttributes": {"suggestContinueAsNew": 1}}]}',
+         "true or false"),
     ],
 )
 def test_bad_input_names_source_and_position(tmp_path: Path, content: bytes, needle: str) -> None:

@@ -372,12 +372,14 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
                 head = min(head, len(text) - 4, len(before) - 4)
                 head = max(head - head % 4, 0)
                 shared = head * 3 // 4
-                tail = _decoded(text[head:])
+                tail, clean = _decoded_strictly(text[head:])
                 if decoded is not None and decoded[0] <= head:
                     before = decoded[1][(head - decoded[0]) // 4 * 3 :]
                 else:
                     before = _decoded(before[head:])
-                decoded = (head, tail) if len(tail) == _b64_size(text[head:]) else None
+                # Slices of a decoding line up with its text's quanta only where no character
+                # was skipped (the lenient decoder drops "-", "_", spaces, escapes' "\").
+                decoded = (head, tail) if clean else None
             else:
                 shared, tail, before = head, text[head:], before[head:]
                 decoded = None
@@ -386,6 +388,15 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
             decoded = None  # nothing decoded of this input: the next one decodes its own
         previous = (text, b64)
     return resent, (resent / total if total else None)
+
+
+def _decoded_strictly(text: Any) -> tuple[bytes, bool]:
+    """``text`` decoded from base64, and whether it was clean base64 (else decoded leniently,
+    as :func:`_decoded` does)."""
+    try:
+        return binascii.a2b_base64(text, strict_mode=True), True
+    except binascii.Error:
+        return _decoded(text), False
 
 
 def _decoded(text: Any) -> bytes:
@@ -505,8 +516,9 @@ def _continue_as_new_at(run: RunSizes, completed: list[Call]) -> int | None:
 
 def _suggested(attributes: Any) -> bool:
     raw = getattr(attributes, "raw", None)
-    if raw is not None and b"suggestContinueAsNew" not in bytes(raw):
-        return False  # most tasks: no decoding of the event to learn that
+    text = bytes(raw) if raw is not None else b""
+    if raw is not None and b"suggestContinueAsNew" not in text and b"\\u" not in text:
+        return False  # most tasks: no decoding of the event to learn that (a key can be escaped)
     try:
         if hasattr(attributes, "message"):
             return bool(getattr(attributes.message, "suggest_continue_as_new", False))

@@ -431,9 +431,17 @@ def measure_payload_cell(cell: Any) -> tuple[tuple[int, bool] | None, tuple[Any,
 
 
 #: The shape nearly every payload cell has: one payload whose only metadata is its encoding.
-_ONE_HEAD = re.compile(rb'\{\s*"payloads"\s*:\s*\[\s*\{\s*"metadata"\s*:\s*\{\s*"encoding"\s*:\s*'
-                       rb'"([A-Za-z0-9+/]*={0,2})"\s*\}\s*,\s*"data"\s*:\s*"')
-_ONE_TAIL = re.compile(rb'"\s*\}\s*\]\s*\}\s*\Z')
+_WS = rb"[ \t\n\r]*"  # JSON's whitespace (not \s: it takes \f and \v, which JSON does not)
+
+
+def _tokens(*parts: bytes) -> bytes:
+    return _WS.join(parts)
+
+
+_ONE_HEAD = re.compile(_tokens(rb"\{", rb'"payloads"', rb":", rb"\[", rb"\{", rb'"metadata"', rb":",
+                               rb"\{", rb'"encoding"', rb":", rb'"([A-Za-z0-9+/]*={0,2})"', rb"\}",
+                               rb",", rb'"data"', rb":", rb'"'))  # fmt: skip
+_ONE_TAIL = re.compile(_tokens(rb'"', rb"\}", rb"\]", rb"\}", rb"\Z"))
 
 
 def _one_payload(raw: Any) -> tuple[tuple[int, bool], tuple[Any, bool] | None] | None:

@@ -90,6 +90,20 @@ def _names(values: list[Any]) -> list[str | None]:
         return [_name(v) for v in values]  # some missing, or bare text (old dialects)
 
 
+def _flags(values: Sequence[Any]) -> list[bool]:
+    """A bool field as 0/1 cells: proto3 JSON writes a bool, an exporter may have quoted it;
+    anything else is a located error, not a silent <NA>."""
+    out = []
+    for index, value in enumerate(values):
+        if value is None or isinstance(value, bool):
+            out.append(bool(value))
+        elif value in ("true", "false"):
+            out.append(value == "true")
+        else:
+            raise BadFieldValue(index, value, "true or false")
+    return out
+
+
 def _decode_events(history: RawHistory, name: str) -> tuple[list[Any], set[int]]:
     """The typed events, and the indexes of those decoded tolerantly (views left empty)."""
     if history.typed_events is not None:
@@ -161,6 +175,14 @@ def _check_numbers(attributes: dict[str, Any], name: str, index: int) -> None:
                 position=f"event #{index}",
                 expected="text",
             )
+    flag = attributes.get("suggestContinueAsNew")
+    if not (flag is None or isinstance(flag, bool) or flag in ("true", "false")):
+        raise HistoryFormatError(
+            name,
+            f"suggestContinueAsNew is {type(flag).__name__} {flag!r}"[:200],
+            position=f"event #{index}",
+            expected="true or false",
+        )
     for field in _NUMBER_FIELDS:
         value = attributes.get(field)
         if value is None or isinstance(value, str) or (
@@ -360,8 +382,7 @@ def _fill_group(
         if (found := values(field)) is not None:
             c[column][positions] = int_array(found)
     if (found := values("suggestContinueAsNew")) is not None:
-        # proto3 JSON writes a bool; an exporter may have quoted it
-        c["suggest_continue_as_new"][positions] = [v is True or v == "true" for v in found]
+        c["suggest_continue_as_new"][positions] = _flags(found)
     producer = values("workflowTaskCompletedEventId")
     legacy = values("decisionTaskCompletedEventId")
     if producer is not None or legacy is not None:

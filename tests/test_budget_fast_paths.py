@@ -1,0 +1,132 @@
+"""The history budget's shortcuts give what the plain way gives, on real histories.
+
+Each shortcut is checked against the way it replaced: payload cells measured off their text
+against the slim decoding; the re-sent share computed with each input's decoded tail reused
+against decoding every tail afresh; checkpoints and the continue-as-new point read from the
+loader's columns against the attributes (a frame, or dataset rows, without those columns).
+"""
+
+from __future__ import annotations
+
+import binascii
+import itertools
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import toolkit as tk
+from toolkit.agents import budget
+from toolkit.agents.growth import calls_of, runs_of
+from toolkit.datasets.arrow import to_arrow
+from toolkit.datasets.frames import events_from_arrow
+from toolkit.datasets.layout import TABLES
+from toolkit.histories import sizes
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGET = ROOT / "data" / "history_budget"
+_NEW = ["history_size_bytes", "suggest_continue_as_new"]
+
+
+@pytest.fixture(scope="module")
+def lab_events() -> pd.DataFrame:
+    return tk.read_histories(BUDGET, errors="raise", progress=False)[0]
+
+
+def _slim(cell: object) -> object:
+    """measure_payload_cell with the text shortcut turned off."""
+    original = sizes._one_payload
+    sizes._one_payload = lambda raw: None
+    try:
+        return sizes.measure_payload_cell(cell)
+    finally:
+        sizes._one_payload = original
+
+
+def _plain(found: object) -> object:
+    size, text = found  # type: ignore[misc]
+    return size, None if text is None else (bytes(text[0]), text[1])
+
+
+def test_payload_cells_measured_off_their_text_equal_the_slim_decoding(corpus: Path) -> None:
+    checked = shortcut = 0
+    for folder in (ROOT / "data", corpus / "histories"):
+        events = tk.read_histories(folder, progress=False)[0]
+        for column in ("input", "result", "details"):
+            for cell in events[column]:
+                if cell is None:
+                    continue
+                raw = sizes._cell_raw(cell)
+                textual = isinstance(raw, bytes | bytearray) or type(raw).__name__ == "Raw"
+                shortcut += textual and sizes._one_payload(raw) is not None
+                assert _plain(sizes.measure_payload_cell(cell)) == _plain(_slim(cell))
+                checked += 1
+    assert checked > 3000 and shortcut > checked // 2
+
+
+def _resent_afresh(texts: list[bytes]) -> int:
+    """The re-sent bytes of consecutive base64 inputs, every tail decoded on its own."""
+    resent = 0
+    for before, text in itertools.pairwise(texts):
+        head = budget._common_prefix(before, text)
+        head = min(head, len(text) - 4, len(before) - 4)
+        head = max(head - head % 4, 0)
+        resent += head * 3 // 4 + budget._common_end(budget._decoded(text[head:]),
+                                                     budget._decoded(before[head:]))  # fmt: skip
+    return resent
+
+
+class _Run:
+    def __init__(self, texts: list[bytes]) -> None:
+        self.texts = texts
+
+    def payload_json(self, position: int, column: str) -> tuple[bytes, bool]:
+        return self.texts[position], True
+
+
+class _Call:
+    def __init__(self, position: int) -> None:
+        self.position = position
+
+
+def _resent_of(texts: list[bytes]) -> int:
+    calls = [_Call(p) for p in range(len(texts))]
+    found, _ = budget._resent(_Run(texts), calls)  # type: ignore[arg-type]
+    return found
+
+
+def test_resent_with_tails_reused_equals_every_tail_decoded_afresh(lab_events) -> None:
+    runs = 0
+    for run in runs_of(lab_events):
+        calls, _ = calls_of(run)
+        texts = [run.payload_json(call.position, "input") for call in calls]
+        if len(texts) < 3 or any(t is None or not t[1] for t in texts):
+            continue
+        plain = [bytes(t[0]) for t in texts]
+        assert _resent_of(plain) == _resent_afresh(plain)
+        runs += 1
+    assert runs > 20
+    # Characters the lenient decoder skips ("_" of URL-safe base64) shift a reused tail's
+    # quanta: such a tail is decoded afresh (this input differed by a byte before).
+    texts = [b"OPOr4/JfMa3PlRCsd9fg", b"OPOr4/JfMa3PlRCs6RyaGXeTitVKBQcSIQPR_1JXbJUkBAW3o",
+             b"OPOr4/JfMa3PlRCs6RyaGXeTitVKBQcSIQPR_1JXbJUkBAG94kxxlozSQOLo"]  # fmt: skip
+    assert _resent_of(texts) == _resent_afresh(texts)
+    with pytest.raises(binascii.Error):
+        binascii.a2b_base64(texts[1], strict_mode=True)
+
+
+def test_budget_from_the_loader_columns_equals_the_budget_from_the_attributes(lab_events) -> None:
+    with_columns = tk.history_budget(lab_events)
+    without = tk.history_budget(lab_events.drop(columns=_NEW))
+    pd.testing.assert_frame_equal(with_columns, without)
+    assert with_columns["continue_as_new_seen"].sum() > 0
+
+
+def test_dataset_rows_from_before_the_columns_read_them_off_the_attributes(lab_events) -> None:
+    table = to_arrow(lab_events, TABLES["events"])
+    back = events_from_arrow(table)
+    old = events_from_arrow(table.drop_columns(_NEW))
+    pd.testing.assert_frame_equal(back[_NEW], old[_NEW])
+    assert back["history_size_bytes"].notna().sum() > 1000
+    with pytest.raises(tk.ToolkitError, match="event_type"):
+        events_from_arrow(table.drop_columns(["event_type"]))
