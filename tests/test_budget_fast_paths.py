@@ -13,6 +13,7 @@ import itertools
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import toolkit as tk
@@ -20,7 +21,8 @@ from toolkit.agents import budget
 from toolkit.agents.growth import calls_of, runs_of
 from toolkit.datasets.arrow import to_arrow
 from toolkit.datasets.frames import events_from_arrow
-from toolkit.datasets.layout import TABLES
+from toolkit.datasets.layout import TABLES, file_schema
+from toolkit.datasets.merge import merge_sorted, sort_rows
 from toolkit.histories import sizes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,3 +132,24 @@ def test_dataset_rows_from_before_the_columns_read_them_off_the_attributes(lab_e
     assert back["history_size_bytes"].notna().sum() > 1000
     with pytest.raises(tk.ToolkitError, match="event_type"):
         events_from_arrow(table.drop_columns(["event_type"]))
+
+
+def test_columns_without_values_are_read_off_the_attributes(lab_events) -> None:
+    # Rows of a dataset compacted from parts written before the columns existed: present, NA.
+    blank = lab_events.assign(history_size_bytes=pd.array([None] * len(lab_events), "Int64"),
+                              suggest_continue_as_new=pd.array([None] * len(lab_events),
+                                                               "boolean"))  # fmt: skip
+    pd.testing.assert_frame_equal(tk.history_budget(blank), tk.history_budget(lab_events))
+
+
+def test_compacting_parts_from_before_the_columns_keeps_every_row(lab_events, tmp_path) -> None:
+    schema = file_schema("events")
+    table = sort_rows(to_arrow(lab_events, TABLES["events"]), schema)
+    half = table.num_rows // 2
+    pq.write_table(table.slice(0, half).drop_columns(_NEW), tmp_path / "old.parquet")
+    pq.write_table(table.slice(half), tmp_path / "new.parquet")
+    rows = merge_sorted([tmp_path / "old.parquet", tmp_path / "new.parquet"], schema,
+                        tmp_path / "merged.parquet")  # fmt: skip
+    merged = pq.read_table(tmp_path / "merged.parquet")
+    assert rows == merged.num_rows == table.num_rows
+    assert merged.column("history_size_bytes").null_count >= 1

@@ -502,7 +502,7 @@ def _continue_as_new_at(run: RunSizes, completed: list[Call]) -> int | None:
     """Model calls completed when a workflow task first carried ``suggestContinueAsNew``."""
     c = run.columns
     flags = c.get("suggest_continue_as_new")
-    if flags is not None:  # read by the loader
+    if flags is not None and run.loaded_sizes:  # read by the loader with the sizes
         first = next((p for p, flag in enumerate(flags) if flag is True), None)
         if first is None:
             return None

@@ -151,9 +151,17 @@ class RunSizes:
         return found[0]
 
     @property
+    def loaded_sizes(self) -> bool:
+        """Whether the loader's ``history_size_bytes`` column holds this run's recorded sizes.
+        Where it holds none (a frame or dataset rows from before the column, an old server)
+        they are read off the tasks' attributes instead."""
+        sizes = self.columns.get("history_size_bytes")
+        return sizes is not None and any(s is not None and s is not pd.NA for s in sizes)
+
+    @property
     def checkpoints(self) -> list[tuple[int, int]]:
         """``(position, server bytes)`` of the workflow tasks started with a recorded size."""
-        if self._checkpoints is None and "history_size_bytes" in self.columns:
+        if self._checkpoints is None and self.loaded_sizes:
             # read by the loader (the events' own historySizeBytes): nothing decoded here
             sizes = self.columns["history_size_bytes"]
             self._checkpoints = [(p, int(size)) for p, size in enumerate(sizes)

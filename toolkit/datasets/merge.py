@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY
 
-__all__ = ["merge_sorted", "sort_rows"]
+__all__ = ["conformed", "merge_sorted", "sort_rows"]
 
 #: Rows read from a part at a time, at most: every part of a chunk is open at once, so together
 #: they hold about :data:`OPEN_ROWS` rows (each part at least 256).
@@ -33,13 +33,22 @@ OPEN_ROWS = 64 * 1024
 _KEY_ORDER = [(key, "ascending") for key in SORT_BY]
 
 
+def conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` in ``schema``: columns a part written before they existed lacks are null
+    (readers fill them from the rows' other columns, :mod:`toolkit.datasets.frames`)."""
+    for field in schema:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table.select(schema.names).cast(schema)
+
+
 def sort_rows(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Rows in the writer's order: by :data:`SORT_BY`, each run's rows kept in their order
     (the sort is stable and every row of a run has the same sort keys)."""
     rows = table.take(pc.sort_indices(table, sort_keys=_KEY_ORDER))
     if rows.schema.remove_metadata() == schema.remove_metadata():
         return rows.replace_schema_metadata(schema.metadata)  # no copy of the columns
-    return rows.cast(schema)
+    return conformed(rows, schema)
 
 
 class _Part:
@@ -71,8 +80,8 @@ class _Part:
                 self._batches = file.iter_batches(batch_size=self._batch_rows, use_threads=False)
         batch = next(self._batches)
         if batch.schema.remove_metadata() != self._schema.remove_metadata():
-            batch = pa.Table.from_batches([batch]).cast(self._schema).combine_chunks()
-            batch = batch.to_batches()[0]
+            table = conformed(pa.Table.from_batches([batch]), self._schema)
+            batch = table.combine_chunks().to_batches()[0]
         return batch
 
     def take(self, count: int) -> list[pa.RecordBatch]:
