@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
-from timing import best
+from timing import best, best_cpu
 
 import toolkit as tk
 
@@ -72,8 +71,8 @@ def main() -> None:
         sizes, _ = best(lambda: tk.event_sizes(events), 1)
         # The same two in this process's CPU time: on a shared machine the wall clock swings
         # by 2x from one run to the next; CPU time much less.
-        read_cpu, _ = best(lambda: tk.read_histories(folder), args.repeat, time.process_time)
-        budget_cpu, _ = best(lambda: tk.history_budget(folder), args.repeat, time.process_time)
+        read_cpu, _ = best_cpu(lambda: tk.read_histories(folder), args.repeat)
+        budget_cpu, _ = best_cpu(lambda: tk.history_budget(folder), args.repeat)
     print(f"read_histories               {read:7.2f} s  ({len(events):,} events)")
     print(f"history_budget(folder)       {budget_time:7.2f} s  ratio {budget_time / read:.2f}x "
           f"(target <= 1.5)")  # fmt: skip

@@ -19,16 +19,13 @@ Usage: ``python benchmarks/bench_otel.py [--runs N] [--repeat R]``
 from __future__ import annotations
 
 import argparse
-import gc
 import tempfile
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pandas as pd
+from timing import best_cpu
 
 import toolkit as tk
 from toolkit.agents.tokens import genai_attributes, model_calls
@@ -51,20 +48,6 @@ def _write_runs(out: Path, count: int) -> None:
         (out / f"run-{index:05d}.json").write_text(text.replace(run_id, str(uuid.uuid4())))
 
 
-def _cpu(function: Callable[[], Any], repeat: int,
-         setup: Callable[[], Any] | None = None) -> tuple[float, Any]:
-    """The least CPU time (``time.process_time``: the machine is shared) of ``repeat`` runs of
-    ``function(setup())``, ``setup`` untimed; and the last value."""
-    times, result = [], None
-    for _ in range(repeat):
-        argument = setup() if setup is not None else None
-        gc.collect()
-        start = time.process_time()
-        result = function() if setup is None else function(argument)
-        times.append(time.process_time() - start)
-    return min(times), result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=500)
@@ -79,16 +62,16 @@ def main() -> None:
             # A frame just read: its cells still undecoded, as to_otel finds them.
             return tk.read_histories(folder, progress=False).events
 
-        read, events = _cpu(fresh, args.repeat)
+        read, events = best_cpu(fresh, args.repeat)
         out = Path(tmp) / "traces.json"
-        export, done = _cpu(lambda: tk.to_otel(folder, path=out), args.repeat)
-        ledger, calls = _cpu(model_calls, args.repeat, fresh)
+        export, done = best_cpu(lambda: tk.to_otel(folder, path=out), args.repeat)
+        ledger, calls = best_cpu(model_calls, args.repeat, fresh)
         attributes = genai_attributes(calls)
-        spans_time, spans = _cpu(lambda frame: trace_spans(frame, model_attributes=attributes),
+        spans_time, spans = best_cpu(lambda frame: trace_spans(frame, model_attributes=attributes),
                                  args.repeat, fresh)  # fmt: skip
         resource = {"service.name": "bench"}
-        as_json, _ = _cpu(lambda: orjson.dumps(otlp_document(spans, resource)), args.repeat)
-        as_proto, _ = _cpu(lambda: otlp_protobuf(spans, resource), args.repeat)
+        as_json, _ = best_cpu(lambda: orjson.dumps(otlp_document(spans, resource)), args.repeat)
+        as_proto, _ = best_cpu(lambda: otlp_protobuf(spans, resource), args.repeat)
     count = len(done.spans)
     print(f"{args.runs} runs, {len(events):,} events, {count:,} spans, "
           f"{len(calls):,} model calls (CPU seconds, best of {args.repeat})")
