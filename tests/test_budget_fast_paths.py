@@ -23,7 +23,7 @@ from toolkit.datasets.arrow import to_arrow
 from toolkit.datasets.frames import events_from_arrow
 from toolkit.datasets.layout import TABLES, file_schema
 from toolkit.datasets.merge import merge_sorted, sort_rows
-from toolkit.histories import sizes
+from toolkit.histories import payload_cells as sizes
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET = ROOT / "data" / "history_budget"

@@ -31,9 +31,9 @@ from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
 from toolkit.histories.enums import CLOSE_STATUS
+from toolkit.histories.payload_cells import _b64_size, payload_texts
 from toolkit.histories.server_limits import resolve_limits
 from toolkit.histories.size_errors import first_limit_hit
-from toolkit.histories.sizes import _b64_size, payload_texts
 from toolkit.histories.versions import run_label
 from toolkit.text import count
 

@@ -31,8 +31,8 @@ from toolkit.agents.roles import Roles, detect_roles, resolve_roles
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
 from toolkit.histories.columns.lazy import LazyProto
+from toolkit.histories.payload_cells import framed, measure_payload_cell
 from toolkit.histories.proto_size import NotCanonical, message_size
-from toolkit.histories.sizes import framed, measure_payload_cell
 from toolkit.histories.write import event_message
 from toolkit.replay.commands import events_frame
 
@@ -119,7 +119,7 @@ class RunSizes:
         return found
 
     def payload_json(self, position: int, column: str) -> tuple[Any, bool] | None:
-        """:func:`~toolkit.histories.sizes.payload_json` of the event's cell, from the decoding
+        """:func:`~toolkit.histories.payload_cells.payload_json` of the event's cell, from the decoding
         that measured it."""
         self.payload_bytes(position, column)
         return self._json.get(position * 4 + _PAYLOAD_CELLS.index(column))

@@ -1,0 +1,318 @@
+"""Payload cells of the events frame measured as the server counts them, without decoding.
+
+A payload cell (``input``, ``result``, ``details``) keeps its raw proto-JSON (or its protobuf
+message); the payload limit (``limit.blobSize.error``) compares the encoded size of one
+``Payloads`` field. These functions read that size, and the one ``json/plain`` payload's text, off
+the raw text: a cell of one payload whose only metadata is its encoding (nearly every cell) by the
+length of its data string; any other shape through slim msgspec structs whose data stays raw.
+:mod:`toolkit.histories.sizes` measures whole events with them.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+import msgspec
+from google.protobuf.message import Message
+
+from toolkit.histories.write import is_b64_text, is_decoded_payload, normalized_payload
+
+__all__ = [
+    "DATA_ALWAYS",
+    "framed",
+    "json_payload_size",
+    "measure_payload_cell",
+    "payload_json",
+    "payload_texts",
+    "payloads_field_size",
+    "varint_size",
+]
+
+#: Encodings whose payloads always carry data (``null`` is the four bytes ``null``).
+DATA_ALWAYS = frozenset({"json/plain", "json/protobuf", "binary/protobuf", "binary/encrypted"})
+
+
+def varint_size(value: int) -> int:
+    """Bytes a protobuf varint of ``value`` (>= 0) takes."""
+    return max(1, (int(value).bit_length() + 6) // 7)
+
+
+def framed(size: int) -> int:
+    """Bytes a length-delimited field of ``size`` bytes with a one-byte tag takes (an event in a
+    ``History`` batch, a payload in ``Payloads``)."""
+    return 1 + varint_size(size) + size
+
+
+def payloads_field_size(cell: Any) -> tuple[int, bool] | None:
+    """The encoded size of one payload cell of the events frame (``input``, ``result``,
+    ``details``): a ``Payloads`` as the payload limit compares it (for marker details, a map of
+    them: their sum), and whether it is exact (not where an exporter decoded a payload or
+    stripped its data). None for an empty cell.
+
+    Works on the raw proto-JSON or the message the cell keeps: no payload's data is decoded.
+    """
+    return measure_payload_cell(cell)[0]
+
+
+def payload_json(cell: Any) -> tuple[Any, bool] | None:
+    """The data of a payload cell holding one ``json/plain`` payload (``binary/null`` ones
+    aside), undecoded, and whether it is base64 text: its base64 text (a buffer, quotes left
+    out) from a JSON history, its bytes from a binary one; None for any other cell (several
+    JSON payloads, encrypted, protobuf, decoded by an exporter)."""
+    return measure_payload_cell(cell)[1]
+
+
+def measure_payload_cell(cell: Any) -> tuple[tuple[int, bool] | None, tuple[Any, bool] | None]:
+    """:func:`payloads_field_size` and :func:`payload_json` of a cell, from one decoding of its
+    raw text (the slow part of both, for a cell of megabytes)."""
+    raw = _cell_raw(cell)
+    if raw is None:
+        return None, None
+    if isinstance(raw, Message):
+        items = [(p.metadata.get("encoding", b""), p.data) for p in getattr(raw, "payloads", [])]
+        stripped = any(not data and e.decode("utf-8", "replace") in DATA_ALWAYS
+                       for e, data in items)  # fmt: skip
+        found = [data for e, data in items if e == b"json/plain"]
+        others = [e for e, _ in items if e not in (b"json/plain", b"binary/null")]
+        one = (found[0], False) if len(found) == 1 and not others else None
+        return (int(raw.ByteSize()), not stripped), one
+    if not isinstance(raw, (bytes, bytearray, memoryview, msgspec.Raw)):  # a map of Payloads
+        return (sum(int(v.ByteSize()) for v in raw.values()), True), None
+    found = _one_payload(raw)
+    if found is not None:
+        return found
+    try:  # the common shape, in slim structs; data stays raw text (its length is enough)
+        typed = _sizes_decoder.decode(raw)
+    except msgspec.ValidationError:
+        typed = None
+    if typed is not None and typed.payloads is not None:
+        size = _typed_size(typed.payloads)
+        if size is not None:
+            return size, _typed_json(typed.payloads)
+    value = msgspec.json.decode(bytes(raw))
+    if isinstance(value, Mapping) and ("metadata" in value or "data" in value):
+        return json_payload_size(value), None  # a single Payload (a Nexus operation's input)
+    if isinstance(value, Mapping) and "payloads" not in value and all(
+        isinstance(v, Mapping) for v in value.values()
+    ):  # marker details: name -> Payloads
+        sizes = [_json_payloads_size(v) for v in value.values()]
+        return (sum(size for size, _ in sizes), all(exact for _, exact in sizes)), None
+    return _json_payloads_size(value), None
+
+
+#: The shape nearly every payload cell has: one payload whose only metadata is its encoding.
+_WS = rb"[ \t\n\r]*"  # JSON's whitespace (not \s: it takes \f and \v, which JSON does not)
+
+
+def _tokens(*parts: bytes) -> bytes:
+    return _WS.join(parts)
+
+
+_ONE_HEAD = re.compile(_tokens(rb"\{", rb'"payloads"', rb":", rb"\[", rb"\{", rb'"metadata"', rb":",
+                               rb"\{", rb'"encoding"', rb":", rb'"([A-Za-z0-9+/]*={0,2})"', rb"\}",
+                               rb",", rb'"data"', rb":", rb'"'))  # fmt: skip
+_ONE_TAIL = re.compile(_tokens(rb'"', rb"\}", rb"\]", rb"\}", rb"\Z"))
+
+
+def _one_payload(raw: Any) -> tuple[tuple[int, bool], tuple[Any, bool] | None] | None:
+    """:func:`measure_payload_cell` of a cell of one payload with only an ``encoding``, read off
+    its text without decoding it (its data string's length is all its size needs); None for any
+    other shape, which is decoded. Gives what the slim decoding gives, to the byte."""
+    text = bytes(raw)  # one copy, searched in C (a buffer has no find)
+    head = _ONE_HEAD.match(text)
+    if head is None:
+        return None
+    tail = _ONE_TAIL.search(text, max(head.end(), len(text) - 24))
+    if tail is None or text.find(b'"', head.end(), tail.start()) >= 0:
+        return None  # not one string up to the end: another shape
+    encoding = head.group(1).decode("ascii")
+    metadata = _metadata_size((("encoding", encoding),))
+    if metadata is None:
+        return None
+    start, end = head.end(), tail.start()
+    padded = end
+    while padded > start and text[padded - 1] == 0x3D:  # "=" padding
+        padded -= 1
+    data = (padded - start) * 3 // 4
+    known = bool(data) or encoding not in _ALWAYS_DATA_B64
+    size = framed(metadata + (framed(data) if data else 0))
+    if encoding != _JSON_B64:
+        return (size, known), None
+    return (size, known), (memoryview(raw)[start:end], True)  # a string is never absent data
+
+
+def _typed_size(payloads: list[_PayloadSizeView]) -> tuple[int, bool] | None:
+    """Encoded size of slim-decoded payloads and whether exact; None where an exporter decoded
+    one (it is measured the general way)."""
+    total, known = 0, True
+    for payload in payloads:
+        metadata = _metadata_size(tuple(payload.metadata.items()))
+        data = _raw_b64_size(payload.data)
+        if metadata is None or data is None:
+            return None
+        if not data and payload.metadata.get("encoding") in _ALWAYS_DATA_B64:
+            known = False  # stripped by the exporter: the server stored more
+        total += framed(metadata + (framed(data) if data else 0))
+    return total, known
+
+
+def _typed_json(payloads: list[_PayloadSizeView]) -> tuple[memoryview, bool] | None:
+    """The base64 text of the one ``json/plain`` payload among slim-decoded payloads
+    (``binary/null`` ones aside), as a buffer without its quotes; None otherwise."""
+    found = None
+    for payload in payloads:
+        encoding = payload.metadata.get("encoding")
+        data = memoryview(payload.data)
+        absent = len(data) == 0 or data == b"null"
+        if encoding == _NULL_B64 and (absent or data == b'""'):
+            continue
+        if encoding != _JSON_B64 or absent or found is not None:
+            return None
+        found = data[1:-1]  # the sizes' decoding has checked it is a plain string
+    return None if found is None else (found, True)
+
+
+def _json_payloads_size(value: Any) -> tuple[int, bool]:
+    """Encoded size of a proto-JSON ``Payloads`` (``{"payloads": [...]}``) and whether exact."""
+    payloads = value.get("payloads") if isinstance(value, Mapping) else value
+    if not isinstance(payloads, list):
+        return 0, True
+    total, exact = 0, True
+    for payload in payloads:
+        size, payload_exact = json_payload_size(payload)
+        total += framed(size)
+        exact = exact and payload_exact
+    return total, exact
+
+
+def json_payload_size(payload: Any) -> tuple[int, bool]:
+    """Encoded size of one proto-JSON ``Payload`` (metadata values and data in base64) and
+    whether it is exact: a payload an exporter decoded is measured re-encoded as compact
+    ``json/plain``, as :func:`toolkit.histories.write.event_message` writes it."""
+    exact = True
+    if not isinstance(payload, Mapping) or is_decoded_payload(payload, check_data=False):
+        payload, exact = normalized_payload(payload), False
+    size = 0
+    for key, value in (payload.get("metadata") or {}).items():
+        entry = framed(len(key.encode("utf-8"))) + framed(_b64_size(value))
+        size += framed(entry)
+    data = _b64_size(payload.get("data"))
+    if data:
+        size += framed(data)
+    return size, exact
+
+
+def payload_texts(cell: Any) -> list[bytes] | None:
+    """The data of each ``json/plain`` payload of a payload cell, as bytes (``binary/null``
+    ones, which hold nothing, are left out); None where another payload holds data that is not
+    JSON (encrypted, protobuf, decoded by an exporter) or where nothing is left."""
+    raw = _cell_raw(cell)
+    if raw is None:
+        return None
+    if isinstance(raw, Message):
+        items = [(p.metadata.get("encoding", b""), p.data) for p in getattr(raw, "payloads", [])]
+        if any(e not in (b"json/plain", b"binary/null") for e, _ in items):
+            return None
+        return [data for e, data in items if e == b"json/plain"] or None
+    try:
+        typed = _payloads_decoder.decode(raw)
+    except msgspec.ValidationError:
+        return None
+    texts = []
+    for payload in typed.payloads or []:
+        encoding = payload.metadata.get("encoding")
+        if encoding == _NULL_B64 and not payload.data:
+            continue
+        if encoding != _JSON_B64 or payload.data is None:
+            return None
+        try:
+            texts.append(binascii.a2b_base64(payload.data, strict_mode=True))
+        except binascii.Error:
+            return None
+    return texts or None
+
+
+_JSON_B64 = "anNvbi9wbGFpbg=="  # base64 of json/plain, as proto-JSON writes metadata
+#: The base64 metadata of the encodings whose payloads always hold data.
+_ALWAYS_DATA_B64 = frozenset(binascii.b2a_base64(e.encode(), newline=False).decode()
+                             for e in DATA_ALWAYS)
+_NULL_B64 = "YmluYXJ5L251bGw="  # binary/null
+
+
+def _cell_raw(cell: Any) -> Any:
+    """What a payload cell decodes from: its raw proto-JSON, or its protobuf message (a cell
+    of a binary history looks its field up in the parsed events)."""
+    raw = getattr(cell, "_raw", None)
+    if raw is None and getattr(cell, "_events", None) is not None:
+        message = getattr(cell._events[cell._index], cell._attributes)
+        raw = getattr(message, cell._field)
+    return raw
+
+
+class _PayloadView(msgspec.Struct, gc=False):
+    metadata: dict[str, str] = {}
+    data: str | None = None
+
+
+class _PayloadsView(msgspec.Struct, gc=False):
+    payloads: list[_PayloadView] | None = None
+
+
+_payloads_decoder = msgspec.json.Decoder(_PayloadsView)
+
+
+class _PayloadSizeView(msgspec.Struct, gc=False):
+    metadata: dict[str, str] = {}
+    data: msgspec.Raw = msgspec.Raw(b"")  # absent: no data
+
+
+class _PayloadsSizeView(msgspec.Struct, gc=False):
+    payloads: list[_PayloadSizeView] | None = None
+
+
+_sizes_decoder = msgspec.json.Decoder(_PayloadsSizeView)
+
+
+def _raw_b64_size(raw: msgspec.Raw) -> int | None:
+    """Decoded size of a base64 JSON string given as its raw text (quotes included), or None
+    where it is not a plain string (a decoded value, escapes)."""
+    text = memoryview(raw)
+    if len(text) == 0 or bytes(text) == b"null":
+        return 0
+    if len(text) < 2 or text[0] != 0x22 or text[-1] != 0x22:
+        return None
+    end = len(text) - 1
+    while end > 1 and text[end - 1] == 0x3D:  # "=" padding
+        end -= 1
+    return (end - 1) * 3 // 4
+
+
+@cache
+def _metadata_size(items: tuple[tuple[str, str], ...]) -> int | None:
+    """Encoded size of a payload's metadata entries (the same few recur in every payload), or
+    None where a value is not base64 (an exporter decoded the payload)."""
+    if any(key == "encodingDecoded" for key, _ in items):
+        return None
+    size = 0
+    for key, value in items:
+        if not is_b64_text(value):
+            return None
+        size += framed(framed(len(key.encode("utf-8"))) + framed(_b64_size(value)))
+    return size
+
+
+def _b64_size(text: Any) -> int:
+    """Decoded size of base64 ``text`` (a str or a buffer, padded or not), without decoding
+    it; 0 for anything else."""
+    if isinstance(text, str):
+        return len(text.rstrip("=")) * 3 // 4
+    if not isinstance(text, bytes | bytearray | memoryview):
+        return 0
+    end = len(text)
+    while end and text[end - 1] == 0x3D:  # "=" padding
+        end -= 1
+    return end * 3 // 4
