@@ -391,12 +391,11 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
 
 
 def _decoded_strictly(text: Any) -> tuple[bytes, bool]:
-    """``text`` decoded from base64, and whether it was clean base64 (else decoded leniently,
-    as :func:`_decoded` does)."""
-    try:
-        return binascii.a2b_base64(text, strict_mode=True), True
-    except binascii.Error:
-        return _decoded(text), False
+    """``text`` decoded from base64 as :func:`_decoded` does, and whether every character of
+    it was decoded: whole quanta, and as many bytes as its characters hold (each character
+    the lenient decoder skips costs bytes; its strict mode is twice as slow)."""
+    out = _decoded(text)
+    return out, len(text) % 4 == 0 and len(out) == _b64_size(text)
 
 
 def _decoded(text: Any) -> bytes:

@@ -119,8 +119,8 @@ class RunSizes:
         return found
 
     def payload_json(self, position: int, column: str) -> tuple[Any, bool] | None:
-        """:func:`~toolkit.histories.payload_cells.payload_json` of the event's cell, from the decoding
-        that measured it."""
+        """:func:`~toolkit.histories.payload_cells.payload_json` of the event's cell, from the
+        decoding that measured it."""
         self.payload_bytes(position, column)
         return self._json.get(position * 4 + _PAYLOAD_CELLS.index(column))
 
