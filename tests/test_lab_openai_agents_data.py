@@ -10,6 +10,7 @@ scenario and release, the listings, what duplicate tool names do, the replay mat
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -180,13 +181,11 @@ def _reply(result: dict[str, Any]) -> dict[str, Any]:
     return {"text": item["content"][0]["text"]}
 
 
-def test_the_scripted_usage_counts_the_request_the_activity_carried() -> None:
-    # One token per 4 bytes of what the model was sent (instructions, the conversation, the
-    # declared tools) and of its reply, as the activity's payloads hold them: a turn's count
-    # follows its bytes (turn 2 of two_turns was once counted off the text of a pydantic
-    # iterator, 3,512 tokens for 2,114 bytes).
+def _usage_against_payloads(paths: list[Path]) -> list[tuple[int, int]]:
+    """``(input tokens, model-call input bytes)`` of every completed model call in ``paths``,
+    asserting its recorded ``Usage`` is ``scripted_usage`` of the activity's own payloads."""
     checked = []
-    for path in history_files(DATA):
+    for path in paths:
         events = tk.read_history(path)
         acts = tk.activities(events)
         sizes = dict(tk.model_calls(events)[["event_id", "input_bytes"]].itertuples(index=False))
@@ -203,7 +202,28 @@ def test_the_scripted_usage_counts_the_request_the_activity_carried() -> None:
             assert scripted_usage(sent, _reply(result)) == (
                 usage["input_tokens"], usage["output_tokens"]), (path.name, act["activity_id"])
             checked.append((usage["input_tokens"], sizes[act["scheduled_event_id"]]))
+    return checked
+
+
+def test_the_scripted_usage_counts_the_request_the_activity_carried() -> None:
+    # One token per 4 bytes of what the model was sent (instructions, the conversation, the
+    # declared tools) and of its reply, as the activity's payloads hold them: a turn's count
+    # follows its bytes (turn 2 of two_turns was once counted off the text of a pydantic
+    # iterator, 3,512 tokens for 2,114 bytes).
+    checked = _usage_against_payloads(history_files(DATA))
     assert len(checked) == 41
     # The request is most of the activity's input, in 4-byte tokens (the input also carries
     # the model settings): the ledger's input_tokens stay near input_bytes / 4.
+    assert all(nbytes / 8 < tokens < nbytes / 4 for tokens, nbytes in checked), checked
+
+
+def test_the_history_budget_loops_count_the_request_the_activity_carried() -> None:
+    # The same count in the history-budget lab's long tool loops (data/history_budget): every
+    # model call after the first holds the assistant's tool calls, which the script once counted
+    # off a pydantic iterator's text (59 of 231 calls over-counted, up to 2.85x).
+    budget_dir = DATA.parent / "history_budget" / "oa-0.22.3"
+    if not budget_dir.is_dir():
+        pytest.skip(f"no recorded data in {budget_dir} (run `make record-history-budget`)")
+    checked = _usage_against_payloads(sorted(budget_dir.glob("*.json.gz")))
+    assert len(checked) == 231
     assert all(nbytes / 8 < tokens < nbytes / 4 for tokens, nbytes in checked), checked
