@@ -72,9 +72,10 @@ ACTIVITY_COLUMNS: dict[str, str] = {
     "result": "object",
 }
 
-#: Attribute fields read: those without a column, and the fallbacks of the columns.
+#: Attribute fields decoded for every event at once: those without a column, and
+#: ``retryState``, whose column the loader leaves empty on most closing events (it has none).
+#: The other fallbacks of columns (``activityId`` ...) are decoded only where a column is empty.
 _FIELDS = (
-    "activityId", "activityType", "taskQueue", "attempt", "identity",
     "startToCloseTimeout", "scheduleToCloseTimeout", "heartbeatTimeout", "retryPolicy",
     "lastFailure", "failure", "reason", "timeoutType", "retryState",
 )

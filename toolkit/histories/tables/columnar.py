@@ -15,12 +15,16 @@ These are the rules a walk in history order produces, stated per column:
 
 Values with no column in the events frame come from the attributes: only the few fields a table
 reads, decoded for all its events at once (:mod:`~toolkit.histories.tables.attribute_views`).
+Fields that only stand in for an empty column (an activity id, an attempt, the link to the
+opening event) are decoded for the events whose column is empty, when there are any: the
+loader fills those columns, so a batch of its histories decodes none of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -38,6 +42,7 @@ from toolkit.histories.tables.common import (
 
 __all__ = [
     "Entities",
+    "FrameRows",
     "cached_duration",
     "first_present_of",
     "group_entities",
@@ -77,8 +82,10 @@ class Entities:
     events
         The table's events (its event types only), in the events frame's order.
     fields
-        Attribute field -> its value on each event (see :func:`attribute_fields`); holds the
-        link's attribute (``scheduledEventId``).
+        Attribute field -> its value on each event (see :func:`attribute_fields`): the fields
+        :meth:`read` reads. Others are decoded where :meth:`column_or_attribute` needs them.
+    cells
+        The events' ``attributes`` cells (default: the ``attributes`` column of ``events``).
     opening
         Event types that open an entity.
     link
@@ -100,10 +107,19 @@ class Entities:
         fields: dict[str, np.ndarray],
         opening: Sequence[str],
         link: str,
+        cells: np.ndarray | None = None,
     ) -> None:
         self.events = events
         self.fields = fields
+        if cells is None:
+            cells = (events["attributes"].to_numpy(dtype=object) if "attributes" in events.columns
+                     else np.full(len(events), None, dtype=object))  # fmt: skip
+        self.cells = cells
         self.event_type = plain_column(events, "event_type")
+        # Masks test small integer codes, not every event's type text.
+        codes, names = pd.factorize(self.event_type)
+        self._type_codes: np.ndarray = codes
+        self._type_code = {name: code for code, name in enumerate(names.tolist())}
         self._columns: dict[str, np.ndarray] = {}
         is_opening = self.mask(opening)
         linked = self.column_or_attribute(link, camel(link), rows=~is_opening, convert=to_int)
@@ -116,7 +132,8 @@ class Entities:
 
     def mask(self, event_types: Iterable[str]) -> np.ndarray:
         """Which events have one of ``event_types``."""
-        return np.isin(self.event_type, list(event_types))
+        wanted = [self._type_code[kind] for kind in event_types if kind in self._type_code]
+        return np.isin(self._type_codes, wanted)
 
     def first(self, mask: np.ndarray | None = None) -> Picks:
         """Per entity, the first event (among ``mask``); -1 where there is none."""
@@ -186,12 +203,28 @@ class Entities:
         return taken
 
     def read(self, picks: Picks, convert: Callable[..., Any], *fields: str) -> np.ndarray:
-        """``convert(value of each of fields)`` for each picked event; None where no pick."""
+        """``convert(value of each of fields)`` for each picked event; None where no pick.
+
+        Most events have none of the fields a column reads (a failure, a timeout type, a
+        build id): ``convert`` runs once for all of those (it is a pure function of its
+        values), and once per event for the others.
+        """
         picked = picks >= 0
         rows = picks[picked]
-        values = map(convert, *(self.fields[name][rows] for name in fields))
+        columns = [self.attribute(name, rows) for name in fields]
         result = np.full(len(picks), None, dtype=object)
-        result[picked] = np.fromiter(values, dtype=object, count=len(rows))
+        absent = np.logical_and.reduce([np.equal(c, None) for c in columns])
+        nothing = convert(*(None for _ in fields)) if absent.any() else None
+        if not _immutable(nothing):  # a list or dict must not be one object in many rows
+            absent[:] = False
+        some = np.flatnonzero(~absent)
+        values = map(convert, *(c[some] for c in columns))
+        held = np.fromiter(values, dtype=object, count=len(some))
+        found = np.empty(len(rows), dtype=object)
+        count = len(rows) - len(some)
+        found[absent] = np.fromiter(repeat(nothing, count), dtype=object, count=count)
+        found[some] = held
+        result[picked] = found
         return result
 
     def column_or_attribute(
@@ -211,11 +244,27 @@ class Entities:
         if rows is not None:
             values[~rows] = None
             empty &= rows
-        field = self.fields[path[0]]
-        for row in np.flatnonzero(empty).tolist():
-            found = dig(field[row], *path[1:])
+        needed = np.flatnonzero(empty)
+        if not len(needed):  # the loader filled the column: no attribute decoded
+            return values
+        field = self.attribute(path[0], needed)
+        # Where the event has no such attribute either, the value is the same for all.
+        unset = np.equal(field, None)
+        nothing = first_present(convert(None) if convert is not None else None)
+        if unset.any() and _immutable(nothing) and type(nothing) is not tuple:
+            values[needed[unset]] = nothing
+            needed, field = needed[~unset], field[~unset]
+        for row, value in zip(needed.tolist(), field.tolist(), strict=True):
+            found = dig(value, *path[1:])
             values[row] = first_present(convert(found) if convert is not None else found)
         return values
+
+    def attribute(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """The attribute field ``name`` of the events at ``rows`` (decoded for those only,
+        unless :meth:`read` reads it anyway)."""
+        if name in self.fields:
+            return self.fields[name][rows]
+        return attribute_fields(self.cells[rows], (name,))[name]
 
     def first_value(self, values: np.ndarray) -> np.ndarray:
         """Per entity, the first non-None of ``values`` (one per event): ``fill_once``."""
@@ -271,6 +320,13 @@ def _text_duration(value: str) -> Any:
     return duration(value)
 
 
+def _immutable(value: Any) -> bool:
+    """Whether one object may stand for the value of many cells."""
+    if value is None or value is pd.NaT or type(value) in (str, int, float, bool, pd.Timedelta):
+        return True
+    return type(value) is tuple and all(_immutable(v) for v in value)
+
+
 def _present(values: np.ndarray) -> np.ndarray:
     return np.not_equal(values, None)
 
@@ -301,12 +357,31 @@ def group_entities(
     link
         The link column (``scheduled_event_id``).
     fields
-        The attribute fields the table reads (see :func:`attribute_fields`).
+        The attribute fields the table reads with :meth:`Entities.read` (see
+        :func:`attribute_fields`); the fallbacks of columns are decoded where needed.
     """
-    selected = events[events["event_type"].isin(set(opening) | set(others))]
-    wanted = tuple(dict.fromkeys((camel(link), *fields)))
-    decoded = attribute_fields(selected["attributes"].to_numpy(dtype=object), wanted)
-    return Entities(selected, decoded, opening, link)
+    kept = np.flatnonzero(events["event_type"].isin(set(opening) | set(others)).to_numpy())
+    selected = FrameRows(events, kept)
+    cells = selected["attributes"].to_numpy(dtype=object)
+    decoded = attribute_fields(cells, tuple(dict.fromkeys(fields)))
+    return Entities(selected, decoded, opening, link, cells)  # type: ignore[arg-type]
+
+
+class FrameRows:
+    """Rows of an events frame, a column at a time: the few columns a table reads are taken,
+    instead of copying every column of the frame (payloads, attributes ...) to select rows.
+    Reads like a frame for :func:`plain_column` and :class:`Entities`."""
+
+    def __init__(self, frame: pd.DataFrame, rows: np.ndarray) -> None:
+        self.frame = frame
+        self.rows = rows
+        self.columns = frame.columns
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, column: str) -> pd.Series:
+        return self.frame[column].take(self.rows)
 
 
 def joint_codes(*keys: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
@@ -285,7 +286,38 @@ def _typed_column(values: Any, dtype: str) -> pd.Series:
     if dtype == "object":
         # Built as object explicitly: pandas 3 would otherwise infer its own string dtype.
         return pd.Series(values, dtype=object)
+    fast = _masked(values, dtype)
+    if fast is not None:
+        return pd.Series(fast, copy=False)
     return pd.Series([None if v is None or v is pd.NA else v for v in values], dtype=dtype)
+
+
+_MISSING_TYPES = (type(None), type(pd.NA))
+_MASKED = {"Int64": (int, np.int64, pd.arrays.IntegerArray),
+           "boolean": (bool, np.bool_, pd.arrays.BooleanArray)}
+
+
+def _masked(values: Any, dtype: str) -> Any:
+    """A nullable ``Int64`` / ``boolean`` column built from a value array and a mask, when every
+    value is a plain int (bool) or missing: what the per-value conversion gives, without it.
+    None for anything else (that conversion decides)."""
+    kinds = _MASKED.get(dtype)
+    if kinds is None:
+        return None
+    plain, numpy_type, array_type = kinds
+    if isinstance(values, np.ndarray) and values.dtype == numpy_type:
+        return array_type(values.copy(), np.zeros(len(values), dtype=bool))
+    cells = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
+    if cells.dtype != object or not set(map(type, cells)) <= {plain, *_MISSING_TYPES}:
+        return None
+    missing = np.fromiter(map(_MISSING_TYPES.__contains__, map(type, cells)), bool, len(cells))
+    present = cells.copy()
+    present[missing] = 0 if plain is int else False
+    try:
+        data = present.astype(numpy_type)
+    except OverflowError:  # beyond 64 bits: as the per-value conversion reports it
+        return None
+    return array_type(data, missing)
 
 
 def history_fields(event: Any) -> dict[str, Any]:

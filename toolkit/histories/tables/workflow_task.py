@@ -18,6 +18,7 @@ from toolkit.histories.tables.attribute_views import dig
 from toolkit.histories.tables.build import add_durations, canonical_of
 from toolkit.histories.tables.columnar import (
     Entities,
+    FrameRows,
     first_present_of,
     group_entities,
     joint_codes,
@@ -64,11 +65,13 @@ WORKFLOW_TASK_COLUMNS: dict[str, str] = {
     "queue_duration": "timedelta", "run_duration": "timedelta",
 }
 
-#: Attribute fields read: those without a column, and the fallbacks of the columns.
+#: Attribute fields decoded for every event at once: those without a column, and ``attempt``,
+#: whose column is empty on started events that name none. The other fallbacks of columns
+#: (``identity``, ``cause``) are decoded only where a column is empty.
 _FIELDS = (
-    "attempt", "taskQueue", "identity", "historySizeBytes", "cause",
-    "failure", "details", "timeoutType", "sdkMetadata", "binaryChecksum", "workerVersion",
-    "deploymentVersion", "deployment", "workerDeploymentVersion",
+    "attempt", "taskQueue", "historySizeBytes", "failure", "details", "timeoutType",
+    "sdkMetadata", "binaryChecksum", "workerVersion", "deploymentVersion", "deployment",
+    "workerDeploymentVersion",
 )
 _DURATIONS = {
     "queue_duration": ("scheduled_time", "started_time"),
@@ -294,7 +297,8 @@ def _commands(events: pd.DataFrame, columns: dict[str, Any]) -> np.ndarray:
     Command events name the task by its ordinal (the events frame's ``workflow_task``); a task
     that did not complete produced none.
     """
-    commands = events[events["is_command"].fillna(False).astype(bool).to_numpy()]
+    rows = np.flatnonzero(events["is_command"].fillna(False).astype(bool).to_numpy())
+    commands = FrameRows(events, rows)
     task = plain_column(commands, "workflow_task")
     named = np.not_equal(task, None)
     count = len(columns["outcome"])
