@@ -18,21 +18,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+# The activity table's own event kinds and outcomes: these facts follow its rules.
+from toolkit.histories.tables.activity import (
+    _CANCEL_REQUESTED,
+    _CLOSE_OUTCOMES,
+    _SCHEDULED,
+    _STARTED,
+)
 from toolkit.histories.tables.attribute_views import attribute_fields, dig
 from toolkit.histories.tables.columnar import Entities
 from toolkit.histories.tables.common import failure_of, first_present, to_int
 
 __all__ = ["FAILED", "activity_facts"]
 
-_SCHEDULED = "ActivityTaskScheduled"
-_STARTED = "ActivityTaskStarted"
-_CANCEL_REQUESTED = "ActivityTaskCancelRequested"
-_CLOSE_OUTCOMES = {
-    "ActivityTaskCompleted": "completed",
-    "ActivityTaskFailed": "failed",
-    "ActivityTaskTimedOut": "timed_out",
-    "ActivityTaskCanceled": "canceled",
-}
 #: Outcomes whose closing failure is read (an activity span's error).
 FAILED = frozenset({"failed", "timed_out", "canceled"})
 
