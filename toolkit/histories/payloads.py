@@ -283,5 +283,7 @@ def decode_any(raw: Any, codec: Any = None) -> Any:
     if hasattr(raw, "payloads"):
         return decode_proto_payloads(raw, codec)
     if hasattr(raw, "items"):  # protobuf map<string, Payloads>
-        return {key: decode_proto_payloads(value, codec) for key, value in raw.items()}
+        # A map's iteration order is not defined (it differed between two processes): by key,
+        # so that every process gives the same dict, in the same order.
+        return {key: decode_proto_payloads(raw[key], codec) for key in sorted(raw)}
     return raw
