@@ -365,6 +365,7 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
     decoded: tuple[int, bytes] | None = None
     for text, b64 in inputs:  # type: ignore[misc]
         total += _b64_size(text) if b64 else len(text)
+        reusable, decoded = decoded, None  # only the previous input's decoding can be reused
         if previous is not None and previous[1] == b64:
             before = previous[0]
             head = _common_prefix(before, text)
@@ -373,8 +374,8 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
                 head = max(head - head % 4, 0)
                 shared = head * 3 // 4
                 tail, clean = _decoded_strictly(text[head:])
-                if decoded is not None and decoded[0] <= head:
-                    before = decoded[1][(head - decoded[0]) // 4 * 3 :]
+                if reusable is not None and reusable[0] <= head:
+                    before = reusable[1][(head - reusable[0]) // 4 * 3 :]
                 else:
                     before = _decoded(before[head:])
                 # Slices of a decoding line up with its text's quanta only where no character
@@ -382,10 +383,7 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
                 decoded = (head, tail) if clean else None
             else:
                 shared, tail, before = head, text[head:], before[head:]
-                decoded = None
             resent += shared + _common_end(tail, before)
-        else:
-            decoded = None  # nothing decoded of this input: the next one decodes its own
         previous = (text, b64)
     return resent, (resent / total if total else None)
 
