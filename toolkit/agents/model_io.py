@@ -96,6 +96,7 @@ from typing import Any
 
 import orjson
 
+from toolkit.agents.model_cells import raw_payloads, raw_summary_field
 from toolkit.agents.model_records import ModelCall, ToolRequest, ToolResult, Usage
 from toolkit.agents.model_shapes import (
     FRAMEWORKS,
@@ -210,7 +211,9 @@ def read_model_call(
 
 def summary_of(extra: Any) -> Any:
     """The decoded ``userMetadata.summary`` of an event's ``extra`` (None when absent)."""
-    metadata = get_field(extra, "userMetadata", "user_metadata")
+    read, metadata = raw_summary_field(extra)  # a raw JSON event's: that field decoded alone
+    if not read:
+        metadata = get_field(extra, "userMetadata", "user_metadata")
     summary = get_field(metadata, "summary")
     if summary is None:
         return None
@@ -285,15 +288,25 @@ def model_call_of_cells(
     type, ``result`` and ``attributes`` (None: no closing event)."""
     output_bytes = None
     if closed_type == "ActivityTaskCompleted":
-        output_bytes = payload_bytes(get_field(closed_attributes, "result"))
+        result, output_bytes = _values_and_bytes(result, closed_attributes, "result")
     else:
         result = None
+    input, input_bytes = _values_and_bytes(input, attributes, "input")
     return read_model_call(
         input,
         result,
         activity_type=activity_type,
         summary=summary_of(extra),
         framework=framework,
-        input_bytes=payload_bytes(get_field(attributes, "input")),
+        input_bytes=input_bytes,
         output_bytes=output_bytes,
     )
+
+
+def _values_and_bytes(cell: Any, attributes: Any, name: str) -> tuple[Any, int | None]:
+    """A payload cell's values and :func:`payload_bytes` of its event's ``attributes[name]``
+    (one decode of a raw JSON event's payloads: :mod:`toolkit.agents.model_cells`)."""
+    read = raw_payloads(cell, attributes)
+    if read is not None:
+        return read[1], payload_bytes(read[0])
+    return cell, payload_bytes(get_field(attributes, name))

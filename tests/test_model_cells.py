@@ -1,0 +1,66 @@
+"""A model call read off a raw JSON history's cells (each payload and the summary decoded once,
+:mod:`toolkit.agents.model_cells`) equals the one read through the cells' decoded values, on
+every lab recording, the public agent histories and the corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import toolkit as tk
+from toolkit.agents.activity_turns import activity_turns
+from toolkit.agents.model_cells import raw_payloads, raw_summary_field
+from toolkit.agents.model_io import model_call_of_cells
+from toolkit.histories.columns.lazy import LazyCell
+from toolkit.traces.spans import with_run_columns
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "histories"
+FOLDERS = [*sorted(p for p in (ROOT / "data").iterdir() if p.is_dir() and p.name != "venvs"),
+           ROOT / "tests" / "fixtures" / "agent_histories", CORPUS]  # fmt: skip
+CELLS = ("input", "extra", "attributes", "activity_type")
+
+
+def _value(cell: Any) -> Any:
+    """A cell as the plain value it stands for (what a frame built by hand holds)."""
+    return cell.value if isinstance(cell, LazyCell) else cell
+
+
+def _at(frame: pd.DataFrame, name: str, row: int) -> Any:
+    return frame[name].iloc[row] if row >= 0 and name in frame.columns else None
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_model_calls_off_raw_cells_equal_those_off_values(folder: Path) -> None:
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent (the shared corpus is not laid out here)")
+    events = with_run_columns(tk.read_histories(folder, progress=False).events)
+    found = activity_turns(events, "auto")
+    # Every scheduled activity, not the model calls alone: each shape, and none, is read alike.
+    rows = found.positions["scheduled"]
+    closing = found.positions["closed"]
+    fast = 0
+    for scheduled, closed in zip(rows.tolist(), closing.tolist(), strict=True):
+        cells = [_at(events, name, scheduled) for name in CELLS]
+        after = [_at(events, name, closed) for name in ("event_type", "result", "attributes")]
+        fast += raw_payloads(cells[0], cells[2]) is not None
+        expected = model_call_of_cells(*map(_value, cells), *map(_value, after))
+        assert model_call_of_cells(*cells, *after) == expected, (folder, scheduled)
+    if len(rows) and all(isinstance(c, LazyCell) for c in events["attributes"]):
+        assert fast  # raw JSON histories: the shortcut was taken, not only the general route
+
+
+def test_the_summary_field_is_the_extra_cells_own() -> None:
+    events = tk.read_histories(ROOT / "data" / "openai_agents", progress=False).events
+    extra = events["extra"].to_numpy(dtype=object)
+    summaries = 0
+    for cell in extra[np.flatnonzero(events["event_type"] == "ActivityTaskScheduled")]:
+        read, field = raw_summary_field(cell)
+        assert read and field == cell.value.get("userMetadata")
+        summaries += field is not None
+    assert summaries  # temporalio >= 1.16 records the agent in the summary
+    assert raw_summary_field({"userMetadata": {}}) == (False, None)

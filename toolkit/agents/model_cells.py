@@ -1,0 +1,56 @@
+"""A model activity's payloads and summary read off the events frame's raw JSON cells, each
+decoded once.
+
+:func:`toolkit.agents.model_io.model_call_of_cells` needs, of the scheduled event, the input's
+values and the size of its data, and the activity summary; of the closing event, the result's
+values and size. Read through the cells as values, the event's attributes are decoded whole
+(every payload again) for the sizes alone, and the envelope's every field for the summary.
+Where the cells are those of a raw JSON history (the payload cell keeps the raw ``Payloads``
+JSON of its event's attributes, the attribute and extra cells the event's raw bytes), the same
+results come from one decode of each ``Payloads`` and of the event's top level:
+
+- the payload field's raw JSON is the one its event's attributes hold under that very key (the
+  loader takes it from there), so its decoded ``Payloads`` is the one the attributes would give;
+- ``userMetadata`` is no envelope field and no attributes key in any spelling, so the event's
+  top level holds it as the extra cell would.
+
+Other cells (protobuf histories, frames built by hand, cells decoded already) take the general
+route; both give the same values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from toolkit.agents.model_shapes import get_field
+from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
+from toolkit.histories.payloads import decode_payloads
+
+__all__ = ["raw_payloads", "raw_summary_field"]
+
+_TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def raw_payloads(cell: Any, attributes: Any) -> tuple[Any, Any] | None:
+    """``(Payloads as the attributes hold it, decoded values)`` of a payload cell of a raw JSON
+    event, from one decode of its raw JSON; None when the cells are not of that kind."""
+    if type(cell) is not LazyPayloads or type(attributes) is not LazyAttributes:
+        return None
+    raw = cell._raw
+    if not isinstance(raw, (bytes, msgspec.Raw)):
+        return None
+    # The values as the cell decodes them (LazyPayloads -> decode_any: the same two calls); they
+    # may share objects with the Payloads, which neither the sizes nor the readers change.
+    payloads = msgspec.json.decode(raw)
+    return payloads, decode_payloads(payloads, cell._codec)
+
+
+def raw_summary_field(extra: Any) -> tuple[bool, Any]:
+    """``(True, get_field(extra, "userMetadata", "user_metadata"))`` of an extra cell of a raw
+    JSON event, decoding that field alone; ``(False, None)`` when the cell is not of that kind."""
+    if type(extra) is not LazyExtra:
+        return False, None
+    found = get_field(_TOP_LEVEL.decode(extra.raw), "userMetadata", "user_metadata")
+    return True, (None if found is None else msgspec.json.decode(found))
