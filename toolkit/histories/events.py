@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toolkit.errors import HistoryFormatError
-from toolkit.histories.columns.common import EventColumns
+from toolkit.histories.columns.common import EventColumns, TypeCodes
 from toolkit.histories.columns.from_json import json_columns
 from toolkit.histories.columns.from_proto import proto_columns
 from toolkit.histories.columns.from_wire import wire_columns
@@ -210,7 +210,7 @@ def _joint_parts(run: list[HistoryItem], codec: Any, decode: bool) -> HistoryPar
         keys = EventKeys(ids, counts)
     except Unlinkable:
         raise _BuildAlone from None
-    task = _link(c, built.completed_by, keys)
+    task = _link(c, built.completed_by, keys, built.types)
     event_types = c["event_type"]
     started = np.flatnonzero(event_types == "WorkflowExecutionStarted")
     first_started: dict[int, int] = {}
@@ -232,14 +232,15 @@ def _history_parts(
     c = built.columns
     n = len(c["event_id"])
     times = _located_times(built.times, n, source_name)
-    completed_by = built.completed_by
+    completed_by, types = built.completed_by, built.types
     order = None
     if n > 1 and bool((c["event_id"][1:] < c["event_id"][:-1]).any()):
         # Descending UI exports and keyed-by-type fixtures: history order is event id order.
         order = np.argsort(c["event_id"], kind="stable")
         c = {name: values[order] for name, values in c.items()}
         times, completed_by = times[order], completed_by[order]
-    task = _link(c, completed_by, EventKeys(c["event_id"]))
+        types = types.take(order) if types is not None else None
+    task = _link(c, completed_by, EventKeys(c["event_id"]), types)
     started = np.flatnonzero(c["event_type"] == "WorkflowExecutionStarted")
     first = None
     if len(started):
@@ -397,11 +398,13 @@ def _own_workflow_id(attributes: Any) -> str | None:
     return None
 
 
-def _link(c: dict[str, Any], completed_by: np.ndarray, keys: EventKeys) -> np.ndarray:
+def _link(
+    c: dict[str, Any], completed_by: np.ndarray, keys: EventKeys, types: TypeCodes | None = None
+) -> np.ndarray:
     """Fill what one event learns from another, in place; return the workflow task ordinals."""
     if not len(c["event_id"]):
         return np.zeros(0)
-    kinds = EventKinds(c["event_type"], c["category"])
+    kinds = EventKinds(c["event_type"], c["category"], types)
     task = workflow_task_ordinals(
         kinds, c["is_command"], keys, c["scheduled_event_id"], completed_by
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +21,11 @@ __all__ = [
     "NULL",
     "BadFieldValue",
     "EventColumns",
+    "TypeCodes",
     "TypeInfo",
     "failure_columns",
-    "group_by_number",
+    "fill_types",
+    "fill_types_by_number",
     "group_by_type",
     "int_array",
     "new_columns",
@@ -72,6 +74,8 @@ class EventColumns:
     counts : numpy.ndarray or None
         Events of each history, when the columns hold several histories one after another
         (``None``: one history).
+    types : TypeCodes or None
+        The event types as codes, where the builder has them (see :class:`TypeCodes`).
     """
 
     columns: dict[str, Any]
@@ -79,6 +83,7 @@ class EventColumns:
     completed_by: np.ndarray
     started: dict[int, tuple[Any, ...]]
     counts: np.ndarray | None = None
+    types: TypeCodes | None = None
 
 
 def new_columns(n: int) -> dict[str, Any]:
@@ -150,24 +155,61 @@ def _checked_int(index: int, value: Any) -> int:
     return number
 
 
-def group_by_number(numbers: np.ndarray) -> Iterator[tuple[TypeInfo, np.ndarray]]:
-    """:func:`group_by_type` for event types given as enum numbers (binary histories)."""
+@dataclass
+class TypeCodes:
+    """Each event's type as a code into ``shorts``/``categories`` (the distinct types' names),
+    handed to the linking pass so it need not factorize the ``event_type`` column again."""
+
+    codes: np.ndarray
+    shorts: list[str]
+    categories: list[str]
+
+    def take(self, order: np.ndarray) -> TypeCodes:
+        """The codes of the events reordered by ``order``."""
+        return TypeCodes(self.codes[order], self.shorts, self.categories)
+
+
+def _small_codes(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(numbers, return_inverse=True)``, by counting where the numbers are small."""
+    if len(numbers) and int(numbers.min()) >= 0 and int(numbers.max()) < 4096:
+        distinct = np.flatnonzero(np.bincount(numbers))
+        lookup = np.zeros(int(distinct[-1]) + 1, dtype=np.intp)
+        lookup[distinct] = np.arange(len(distinct))
+        return distinct, lookup[numbers]
     distinct, codes = np.unique(numbers, return_inverse=True)
-    order = np.argsort(codes, kind="stable")
-    ends = np.cumsum(np.bincount(codes, minlength=len(distinct)))
-    for code, number in enumerate(distinct.tolist()):
-        yield type_info(number), order[(ends[code - 1] if code else 0) : ends[code]]
+    return distinct, codes.astype(np.intp, copy=False)
 
 
-def group_by_type(spellings: Sequence[Any]) -> Iterator[tuple[TypeInfo, np.ndarray]]:
-    """``(type facts, positions)`` per distinct event type spelling, in first-seen order."""
+def fill_types(c: dict[str, Any], infos: list[TypeInfo], codes: np.ndarray) -> TypeCodes:
+    """``event_type``, ``category`` and ``is_command`` of every event (``infos[codes[i]]``),
+    one lookup each rather than one scatter per type."""
+    shorts = [info.short for info in infos]
+    categories = [info.category for info in infos]
+    c["event_type"] = np.array(shorts, dtype=object)[codes]
+    c["category"] = np.array(categories, dtype=object)[codes]
+    c["is_command"] = np.array([info.is_command for info in infos], dtype=bool)[codes]
+    return TypeCodes(codes, shorts, categories)
+
+
+def fill_types_by_number(c: dict[str, Any], numbers: np.ndarray) -> TypeCodes:
+    """:func:`fill_types` for event types given as enum numbers (binary histories)."""
+    distinct, codes = _small_codes(numbers)
+    return fill_types(c, [type_info(number) for number in distinct.tolist()], codes)
+
+
+def group_by_type(spellings: Sequence[Any]) -> tuple[list[tuple[TypeInfo, np.ndarray]], TypeCodes]:
+    """``(type facts, positions)`` per distinct event type spelling, in first-seen order, and
+    each event's code into them (a :class:`TypeCodes`)."""
     index = {spelling: code for code, spelling in enumerate(dict.fromkeys(spellings))}
     codes = np.fromiter(map(index.__getitem__, spellings), dtype=np.intp, count=len(spellings))
     order = np.argsort(codes, kind="stable")
     ends = np.cumsum(np.bincount(codes, minlength=len(index)))
+    groups = []
     for spelling, code in index.items():
         start = ends[code - 1] if code else 0
-        yield type_info(spelling), order[start : ends[code]]
+        groups.append((type_info(spelling), order[start : ends[code]]))
+    infos = [info for info, _ in groups]
+    return groups, TypeCodes(codes, [i.short for i in infos], [i.category for i in infos])
 
 
 _WRAPPER_INFOS = (

@@ -28,6 +28,7 @@ from toolkit.histories.columns.common import (
     TypeInfo,
     cause_name,
     failure_columns,
+    fill_types,
     group_by_type,
     int_array,
     new_columns,
@@ -273,9 +274,14 @@ def json_columns(
     n = len(events)
     c = new_columns(n)
     c["event_id"] = _event_ids(events, where)
-    keys: list[str | None] = [None] * n
     started: dict[int, tuple[Any, ...]] = {}
-    for info, positions in group_by_type(types):
+    groups, type_codes = group_by_type(types)
+    infos = [info for info, _ in groups]
+    fill_types(c, infos, type_codes.codes)
+    # Each event's attributes key: its type's, or (types the API does not know) found below.
+    known_keys = np.array([i.key if i.known else None for i in infos], dtype=object)
+    keys: list[str | None] = known_keys[type_codes.codes].tolist()
+    for info, positions in groups:
         at = positions.tolist()
         group = itemgetter(*at)(events) if len(at) > 1 else (events[at[0]],)
         if info.known:
@@ -284,8 +290,6 @@ def json_columns(
             if views.count(None):
                 views = [v if v is not None else empty for v in views]
             fields = frozenset(type(empty).__struct_fields__)
-            for i in at:
-                keys[i] = info.key
         else:
             found = [_find_attributes(where.raw_event(histories, i)) for i in at]
             views = [view for _, view in found]
@@ -313,7 +317,7 @@ def json_columns(
     for history in histories:
         # The cells keep each history alive; they need only its raw bytes, not the structs.
         history.typed_events = None
-    return EventColumns(c, times, c.pop("completed_by"), started, counts)
+    return EventColumns(c, times, c.pop("completed_by"), started, counts, type_codes)
 
 
 class _Where:
@@ -354,10 +358,6 @@ def _fill_group(
     info: TypeInfo, codec: Any, decode: bool,
 ) -> None:  # fmt: skip
     """Fill every column the group's attributes can hold, at the group's positions."""
-    c["event_type"][positions] = info.short
-    c["category"][positions] = info.category
-    c["is_command"][positions] = info.is_command
-
     by_field: dict[str, tuple[Any, ...]] = {}
     if views and type(views[0]) is not AttrView and len({type(v) for v in views}) == 1:
         # One C call per view and one transposition: cheaper than a pass per field.

@@ -22,7 +22,7 @@ from toolkit.histories.columns.common import (
     EventColumns,
     cause_name,
     failure_columns,
-    group_by_number,
+    fill_types_by_number,
     new_columns,
     retry_state_name,
     scatter,
@@ -101,10 +101,7 @@ def proto_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns
     c = new_columns(n)
     c["event_id"] = np.fromiter((e.event_id for e in events), dtype=np.int64, count=n)
     numbers = np.fromiter((e.event_type for e in events), dtype=np.int64, count=n)
-    for info, positions in group_by_number(numbers):
-        c["event_type"][positions] = info.short
-        c["category"][positions] = info.category
-        c["is_command"][positions] = info.is_command
+    types = fill_types_by_number(c, numbers)
     c["attributes"], c["extra"] = lazy_proto_cells(events, whichs)
     for which, indexes in _group(whichs).items():
         if which is None:
@@ -139,7 +136,7 @@ def proto_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns
     times = [
         s * 1_000_000_000 + ns if s or ns else None for s, ns in zip(seconds, nanos, strict=True)
     ]
-    return EventColumns(c, times, c.pop("completed_by"), {})
+    return EventColumns(c, times, c.pop("completed_by"), {}, types=types)
 
 
 def _payload(message: Any, field: str, is_map: bool, codec: Any) -> Any:

@@ -24,7 +24,7 @@ from toolkit.histories.columns.common import (
     EventColumns,
     cause_name,
     failure_columns,
-    group_by_number,
+    fill_types_by_number,
     new_columns,
     retry_state_name,
     scatter,
@@ -259,13 +259,11 @@ def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
     c = new_columns(n)
     c["event_id"] = found.ids
     _check_ids(c["event_id"], history.source_name)
-    for info, positions in group_by_number(found.types):
-        c["event_type"][positions] = info.short
-        c["category"][positions] = info.category
-        c["is_command"][positions] = info.is_command
+    types = fill_types_by_number(c, found.types)
     _fill(c, data, found, history.proto_events, codec, decode)
     _cells(c, found.kinds, history.proto_events)
-    return EventColumns(c, _event_times(found.seconds, found.nanos), c.pop("completed_by"), {})
+    times = _event_times(found.seconds, found.nanos)
+    return EventColumns(c, times, c.pop("completed_by"), {}, types=types)
 
 
 def _fill(

@@ -32,13 +32,13 @@ class LazyHistoryEvents:
         self._data = data
         self._name = name
         self._all: Any = None
-        self._starts: list[int] | None = None
-        self._ends: list[int] | None = None
+        self._starts: np.ndarray | None = None
+        self._ends: np.ndarray | None = None
         self._one: dict[int, HistoryEvent] = {}
 
     def set_bounds(self, starts: np.ndarray, ends: np.ndarray) -> None:
         """Each event's byte range (from the wire reader): events then parse one at a time."""
-        self._starts, self._ends = starts.tolist(), ends.tolist()
+        self._starts, self._ends = starts, ends
 
     def parsed(self) -> Any:
         """All events (the repeated field of the parsed ``History``)."""
@@ -62,7 +62,7 @@ class LazyHistoryEvents:
             return self.parsed()[index]
         event = self._one.get(index)
         if event is None:
-            start, end = self._starts[index], self._ends[index]  # type: ignore[index]
+            start, end = int(self._starts[index]), int(self._ends[index])  # type: ignore[index]
             try:
                 event = HistoryEvent.FromString(self._data[start:end])
             except DecodeError as exc:

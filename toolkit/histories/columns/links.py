@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from toolkit.histories.columns.common import TypeCodes
+
 __all__ = [
     "EventKeys",
     "EventKinds",
@@ -83,7 +85,12 @@ class EventKinds:
     type), and each mask is then a lookup of the few distinct types.
     """
 
-    def __init__(self, event_type: np.ndarray, category: np.ndarray) -> None:
+    def __init__(
+        self, event_type: np.ndarray, category: np.ndarray, known: TypeCodes | None = None
+    ) -> None:
+        if known is not None:  # the column builder's codes (same types, same categories)
+            self._codes, self._types, self._categories = known.codes, known.shorts, known.categories
+            return
         codes, types = pd.factorize(event_type, use_na_sentinel=False)
         self._codes = codes
         self._types = list(types)
