@@ -168,6 +168,14 @@ class TypeCodes:
         """The codes of the events reordered by ``order``."""
         return TypeCodes(self.codes[order], self.shorts, self.categories)
 
+    def of_type(self, short: str) -> np.ndarray:
+        """Which events have the type ``short`` (a boolean mask)."""
+        return np.array([name == short for name in self.shorts], dtype=bool)[self.codes]
+
+    def of_category(self, category: str) -> np.ndarray:
+        """Which events have the category ``category`` (a boolean mask)."""
+        return np.array([name == category for name in self.categories], dtype=bool)[self.codes]
+
 
 def _small_codes(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(numbers, return_inverse=True)``, by counting where the numbers are small."""

@@ -22,6 +22,7 @@ from temporalio.api.history.v1 import HistoryEvent
 
 from toolkit.histories.columns.common import (
     EventColumns,
+    TypeCodes,
     cause_name,
     failure_columns,
     fill_types_by_number,
@@ -260,15 +261,16 @@ def wire_columns(history: RawHistory, codec: Any, decode: bool) -> EventColumns:
     c["event_id"] = found.ids
     _check_ids(c["event_id"], history.source_name)
     types = fill_types_by_number(c, found.types)
-    _fill(c, data, found, history.proto_events, codec, decode)
+    _fill(c, data, found, history.proto_events, codec, decode, types)
     _cells(c, found.kinds, history.proto_events)
     times = _event_times(found.seconds, found.nanos)
     return EventColumns(c, times, c.pop("completed_by"), {}, types=types)
 
 
 def _fill(
-    c: dict[str, Any], data: bytes, found: _WireEvents, messages: Any, codec: Any, decode: bool
-) -> None:
+    c: dict[str, Any], data: bytes, found: _WireEvents, messages: Any, codec: Any, decode: bool,
+    types: TypeCodes,
+) -> None:  # fmt: skip
     """Route every attributes field to its column."""
     kinds, bounds = found.kinds, found.bounds
     n = len(kinds)
@@ -300,7 +302,7 @@ def _fill(
             _causes(c, data, rows, kinds)
     # Update and child workflow columns come from a few nested messages: read the parsed ones.
     for category in ("update", "child_workflow"):
-        at = np.flatnonzero((c["category"] == category) & (kinds != 0)).tolist()
+        at = np.flatnonzero(types.of_category(category) & (kinds != 0)).tolist()
         views = [getattr(messages[i], _ATTRIBUTES[int(kinds[i])].name) for i in at]
         if at:
             sparse_columns(c, at, views, category, codec, decode)
