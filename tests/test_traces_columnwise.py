@@ -24,11 +24,18 @@ FOLDERS = sorted(p for p in (ROOT / "data").iterdir() if p.is_dir() and p.name !
 FIXTURES = ROOT / "tests" / "fixtures" / "agent_histories"
 
 
-@pytest.fixture(scope="module", params=[*FOLDERS, FIXTURES], ids=lambda p: p.name)
+CORPUS = ROOT.parent / "shared" / "corpus" / "histories"
+
+
+@pytest.fixture(scope="module", params=[*FOLDERS, FIXTURES, CORPUS], ids=lambda p: p.name)
 def recorded(request: pytest.FixtureRequest) -> pd.DataFrame:
+    if not request.param.is_dir():
+        pytest.skip(f"{request.param} is absent (the shared corpus is not laid out here)")
     events, errors = tk.read_histories(request.param, progress=False)
-    # the folders' other JSON files (cases, registries) are no histories: named, not read
-    assert len(events) and errors["message"].str.contains("is not a history").all()
+    # the folders' other JSON files (cases, registries) are no histories: named, not read; the
+    # corpus holds an empty history on purpose
+    expected = "holds no events" if request.param == CORPUS else "is not a history"
+    assert len(events) and errors["message"].str.contains(expected).all()
     return events
 
 

@@ -1,0 +1,299 @@
+"""The spans of one run, as rows (tuples in :data:`SPAN_COLUMNS` order), and the helpers that
+make their ids and attributes (:mod:`toolkit.traces.spans` states what each span is)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+import pandas as pd
+
+__all__ = ["SPAN_COLUMNS", "ModelAttributes", "RunSpans", "span_ids"]
+
+SPAN_COLUMNS = [
+    "source", "history", "run_id", "trace_id", "span_id", "parent_span_id", "name", "kind",
+    "role", "event_id", "turn", "start", "end", "status", "status_message", "attributes",
+    "events",
+]  # fmt: skip
+
+_CLOSE_STATUS = {
+    "WorkflowExecutionCompleted": ("OK", "completed"),
+    "WorkflowExecutionContinuedAsNew": ("OK", "continued_as_new"),
+    "WorkflowExecutionFailed": ("ERROR", "failed"),
+    "WorkflowExecutionTimedOut": ("ERROR", "timed_out"),
+    "WorkflowExecutionTerminated": ("ERROR", "terminated"),
+    "WorkflowExecutionCanceled": ("ERROR", "canceled"),
+}
+_TASK_FAILURES = ("WorkflowTaskFailed", "WorkflowTaskTimedOut")
+_ACTIVITY_STATUS = {"completed": "OK", "failed": "ERROR", "timed_out": "ERROR",
+                    "canceled": "ERROR"}  # fmt: skip
+#: OpenInference span kinds (what Phoenix reads to draw a span).
+_OPENINFERENCE = {"workflow": "CHAIN", "turn": "AGENT", "activity": "CHAIN", "model": "LLM",
+                  "tool_call": "TOOL"}  # fmt: skip
+
+#: Model-call attributes by (source, history, scheduled event id): GenAI and OpenInference keys.
+ModelAttributes = Mapping[tuple[Any, int, int], Mapping[str, Any]]
+
+#: The fields of an activity (:func:`toolkit.traces.activity_facts.activity_facts`), in the
+#: order of the tuples :meth:`RunSpans.activity` takes (``input``, ``result`` last, with content).
+ACTIVITY_FIELDS = ("source", "history", "scheduled_event_id", "activity_id", "activity_type",
+                   "task_queue", "scheduled_time", "started_time", "closed_time", "attempt",
+                   "outcome", "queue_duration", "failure_message", "last_failure_message",
+                   "input", "result")  # fmt: skip
+
+
+def span_ids(namespace: str, run: str, event_id: int, kind: str) -> tuple[str, str]:
+    """(trace id, span id) in hex for one span: a hash of where it comes from, never random.
+
+    Examples
+    --------
+    >>> span_ids("default", "run-1", 1, "workflow") == span_ids("default", "run-1", 1, "workflow")
+    True
+    >>> len(span_ids("default", "run-1", 1, "workflow")[0])
+    32
+    """
+    trace = hashlib.blake2b(f"{namespace}\x1f{run}".encode(), digest_size=16).hexdigest()
+    return trace, _span_id(namespace, run, event_id, kind)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _time(value: Any) -> pd.Timestamp | None:
+    if type(value) is pd.Timestamp:  # the common case, without pd.isna
+        return value
+    return None if value is None or pd.isna(value) else pd.Timestamp(value)
+
+
+def _span_id(namespace: str, run: str, event_id: int, kind: str) -> str:
+    """The span id of :func:`span_ids` alone (a run's trace id is computed once)."""
+    key = f"{namespace}\x1f{run}\x1f{event_id}\x1f{kind}".encode()
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def _content(value: Any) -> str:
+    """A decoded payload value as JSON text (bytes and opaque payloads by their repr)."""
+    return orjson.dumps(value, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _set(attributes: dict[str, Any], key: str, value: Any) -> None:
+    """Set an attribute unless the value is missing (OTel attributes have no null)."""
+    if type(value) in (str, int, bool):  # the common case, without pandas
+        attributes[key] = value
+        return
+    if value is None or (not isinstance(value, (str, list, dict)) and pd.isna(value)):
+        return
+    attributes[key] = value.item() if hasattr(value, "item") else value
+
+
+def _set_text(attributes: dict[str, Any], key: str, value: Any) -> None:
+    """``_set(attributes, key, _text(value))``, a plain string set without the checks."""
+    if type(value) is str:
+        attributes[key] = value
+    elif isinstance(value, str):
+        _set(attributes, key, value)
+
+
+class RunSpans:
+    """The spans of one history: :meth:`root`, then :meth:`turns`, then :meth:`activity` of
+    each of its activities in order."""
+
+    def __init__(self, head: Mapping[str, Any], source: Any, history: int,
+                 namespace: str | None, first_time: pd.Timestamp | None,
+                 last_time: pd.Timestamp | None) -> None:  # fmt: skip
+        self.source, self.history = source, history
+        self.namespace = namespace if namespace is not None else (_text(head["namespace"]) or "")
+        self.run_id = _text(head["run_id"])
+        self.workflow_id = _text(head["workflow_id"])
+        self.workflow_type = _text(head["workflow_type"]) or "workflow"
+        self.key = self.run_id or self.workflow_id or f"{source}#{history}"
+        self.first_time, self.last_time = first_time, last_time
+        self.trace_id, self.root_id = span_ids(self.namespace, self.key, 1, "workflow")
+        self.pending_tools: list[str] = []  # requested by the last model call, not yet run
+        self.turn_spans: dict[int, str] = {}
+        self.base = {"temporalWorkflowID": self.workflow_id, "temporalRunID": self.run_id,
+                     "temporal.namespace": self.namespace or None,
+                     "temporal.workflow.type": self.workflow_type,
+                     "session.id": self.workflow_id}  # fmt: skip
+        self.base_set: dict[str, Any] = {}  # the base as every span carries it
+        for key, value in self.base.items():
+            _set(self.base_set, key, value)
+        self.fixed = {*self.base, "openinference.span.kind", "temporal.event_id"}
+        # The span id's key up to the event id: f"{namespace}\x1f{run}\x1f"
+        self.id_prefix = f"{self.namespace}\x1f{self.key}\x1f"
+
+    def _id(self, event_id: int, kind: str) -> str:
+        """:func:`_span_id` of this run's span (the same text hashed)."""
+        key = f"{self.id_prefix}{event_id}\x1f{kind}".encode()
+        return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+    def _attributes(self, role: str, event_id: int,
+                    attributes: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+        """The span's attributes: the base, its kind and event id, then its own."""
+        if self.fixed.isdisjoint(attributes):  # the common case: the base as it is
+            attrs = self.base_set.copy()
+            attrs["openinference.span.kind"] = _OPENINFERENCE[role]
+            _set(attrs, "temporal.event_id", event_id)
+            for key, value in attributes.items():
+                kind_of = type(value)
+                if kind_of is str or kind_of is int or kind_of is bool:  # _set's common case
+                    attrs[key] = value
+                elif value is not None:
+                    _set(attrs, key, value)
+            return attrs
+        # An attribute replaces a base one in its place (or drops it, when missing).
+        attrs = {}
+        for key, value in {**self.base, "openinference.span.kind": _OPENINFERENCE[role],
+                           "temporal.event_id": event_id, **attributes}.items():  # fmt: skip
+            _set(attrs, key, value)
+        return attrs
+
+    def _row(self, span_id: str, parent: str | None, name: str, kind: str, role: str,
+             event_id: int, turn: int | None, start: Any, end: Any, status: str,
+             message: str | None, attrs: dict[str, Any],
+             events: list[dict[str, Any]] | None = None) -> tuple[Any, ...]:  # fmt: skip
+        """One row; ``attrs`` as :meth:`_attributes` made them."""
+        start = _time(start) or self.first_time
+        end = _time(end) or self.last_time or start
+        return (self.source, self.history, self.run_id, self.trace_id, span_id, parent, name,
+                kind, role, event_id, turn, start,
+                max(end, start) if start is not None else end,
+                status, message, attrs, events or [])  # fmt: skip
+
+    def root(self, last: Mapping[str, Any], failures: list[dict[str, Any]]) -> tuple[Any, ...]:
+        """The run's span: its close (the ``last`` event), its workflow-task ``failures``."""
+        status, word = _CLOSE_STATUS.get(str(last["event_type"]), ("UNSET", "running"))
+        message = _text(last.get("failure_message")) if status == "ERROR" else None
+        span_events = [
+            {"time": _time(event["event_time"]), "name": "exception", "attributes": {
+                "exception.type": _text(event.get("failure_type")) or _text(event.get("cause"))
+                or str(event["event_type"]),
+                "exception.message": _text(event.get("failure_message"))
+                or _text(event.get("cause")) or str(event["event_type"]),
+                "temporal.event_type": str(event["event_type"]),
+                "temporal.event_id": int(event["event_id"]),
+                **({"temporal.workflow_task.cause": event["cause"]}
+                   if _text(event.get("cause")) else {}),
+            }}
+            for event in failures
+        ]  # fmt: skip
+        attributes = {"temporal.workflow.status": word,
+                      "temporal.workflow.task_failures": len(span_events)}  # fmt: skip
+        return self._row(self.root_id, None, f"RunWorkflow:{self.workflow_type}", "SERVER",
+                         "workflow", 1, None, self.first_time, self.last_time, status, message,
+                         self._attributes("workflow", 1, attributes), span_events)  # fmt: skip
+
+    def turns(self, starts: list[tuple[int, str, bool, str | None]],
+              acts: Sequence[tuple[Any, ...]], turn_of: Mapping[int, tuple[int, str]],
+              models: ModelAttributes, times: Mapping[tuple[int, int], Any],
+              code: int) -> list[tuple[Any, ...]]:  # fmt: skip
+        """One ``invoke_agent`` span per turn that has activities or got no answer (``acts``:
+        tuples of :data:`ACTIVITY_FIELDS`; ``times``: the user messages' by (run code, event
+        id))."""
+        ends: dict[int, Any] = {}
+        agents: dict[int, str] = {}
+        for act in acts:
+            event_id = int(act[2])
+            turn = turn_of.get(event_id, (0, ""))[0]
+            candidates = [t for t in (_time(act[6]), _time(act[7]), _time(act[8])) if t]
+            if candidates:
+                ends[turn] = max([ends[turn], *candidates] if turn in ends else candidates)
+            if turn not in agents:
+                agent = models.get((self.source, self.history, event_id), {}).get(
+                    "gen_ai.agent.name")  # fmt: skip
+                if agent:
+                    agents[turn] = agent
+        rows = []
+        for number, (event_id, trigger, answered, failure) in enumerate(starts, 1):
+            if number not in ends and answered:
+                continue  # a control message (``finish``) that started no work is no turn
+            agent = agents.get(number) or self.workflow_type
+            span_id = self._id(event_id, "turn")
+            status, message = (
+                ("UNSET", None) if answered else ("ERROR", failure or "no workflow task answered")
+            )
+            attributes = {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": agent,
+                "temporal.turn": number,
+                "temporal.turn.trigger": trigger,
+            }
+            start = _time(times.get((code, event_id)))
+            rows.append(self._row(span_id, self.root_id, f"invoke_agent {agent}", "INTERNAL",
+                                  "turn", event_id, number, start, ends.get(number, start),
+                                  status, message, self._attributes("turn", event_id,
+                                                                    attributes)))  # fmt: skip
+            self.turn_spans[number] = span_id
+        return rows
+
+    def activity(self, act: tuple[Any, ...], turn_of: Mapping[int, tuple[int, str]],
+                 models: ModelAttributes, content: bool) -> list[tuple[Any, ...]]:  # fmt: skip
+        """The ``RunActivity`` span of one activity (a tuple of :data:`ACTIVITY_FIELDS`), and
+        its GenAI span if it has one."""
+        (_, _, event_id, activity_id, activity_type, task_queue, scheduled, started, closed,
+         attempt, outcome, queue, failure_message, last_failure) = act[:14]  # fmt: skip
+        event_id = int(event_id)
+        turn, role = turn_of.get(event_id, (0, "other"))
+        parent = self.turn_spans.get(turn, self.root_id)
+        status = _ACTIVITY_STATUS.get(outcome, "UNSET") if isinstance(outcome, str) else "UNSET"
+        message = _text(failure_message) if status == "ERROR" else None
+        scheduled = _time(scheduled)
+        start = _time(started) or scheduled
+        end = _time(closed) or self.last_time
+        if type(attempt) is not int:  # activity_facts gives ints and None
+            attempt = int(attempt) if attempt is not None and not pd.isna(attempt) else None
+        span_events = []
+        if attempt and attempt > 1:
+            span_events.append({"time": start, "name": "temporal.activity.retried", "attributes": {
+                "temporal.activity.previous_attempts": attempt - 1,
+                **({"exception.message": last_failure} if _text(last_failure) else {})}})
+        # The activity's attributes are no base keys: the base, then each one that is set, as
+        # _attributes would set them.
+        attrs = self.base_set.copy()
+        attrs["openinference.span.kind"] = "CHAIN"
+        _set(attrs, "temporal.event_id", event_id)
+        _set_text(attrs, "temporalActivityID", activity_id)
+        _set_text(attrs, "temporal.activity.type", activity_type)
+        if attempt is not None:
+            attrs["temporal.activity.attempt"] = attempt
+        _set_text(attrs, "temporal.activity.outcome",
+                  outcome if isinstance(outcome, str) else "open")  # fmt: skip
+        _set_text(attrs, "temporal.activity.task_queue", task_queue)
+        attrs["temporal.activity.scheduled_time"] = str(scheduled or "")
+        if type(queue) is pd.Timedelta or (queue is not None and not pd.isna(queue)):
+            _set(attrs, "temporal.activity.queue_ms", round(queue.total_seconds() * 1000, 3))
+        _set_text(attrs, "temporal.agent.role", role)
+        span_id = self._id(event_id, "activity")
+        rows = [self._row(span_id, parent, f"RunActivity:{activity_type}", "SERVER",
+                          "activity", event_id, turn, start, end, status, message, attrs,
+                          span_events)]  # fmt: skip
+        if role not in ("model", "tool_call"):
+            return rows
+        genai = dict(models.get((self.source, self.history, event_id), {}))
+        requested = genai.pop("_requested_tools", None)
+        if role == "model":
+            self.pending_tools = [str(name) for name in requested or []]
+            model = genai.get("gen_ai.request.model") or genai.get("gen_ai.response.model")
+            name, kind = (f"chat {model}" if model else "chat"), "CLIENT"
+            genai.setdefault("gen_ai.operation.name", "chat")
+        else:
+            # The answer's tool requests run in order; handoffs and hosted tools run no activity,
+            # so a name is taken only while requests remain (else the activity names the span).
+            requested_name = self.pending_tools.pop(0) if self.pending_tools else None
+            tool = requested_name or _text(activity_type)
+            genai.setdefault("gen_ai.tool.name", tool)
+            genai.setdefault("tool.name", tool)
+            name, kind = f"execute_tool {tool}", "INTERNAL"
+            genai.setdefault("gen_ai.operation.name", "execute_tool")
+        if content:
+            for key, value in (("input.value", act[14]), ("output.value", act[15])):
+                if value is not None:
+                    genai[key] = _content(value)
+                    genai[key.replace(".value", ".mime_type")] = "application/json"
+        rows.append(self._row(self._id(event_id, role), span_id, name, kind, role, event_id,
+                              turn, start, end, status, message,
+                              self._attributes(role, event_id, genai)))  # fmt: skip
+        return rows
