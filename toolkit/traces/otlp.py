@@ -25,6 +25,7 @@ import pandas as pd
 from toolkit import __version__
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
+from toolkit.traces.otlp_wire import encode_request
 
 __all__ = ["OtlpExportError", "batches", "otlp_document", "otlp_protobuf", "send"]
 
@@ -100,7 +101,12 @@ def _nanos(value: Any) -> str:
 
 def _all_nanos(times: pd.Series) -> list[str]:
     """:func:`_nanos` of a whole column at once."""
-    return [str(n) for n in pd.DatetimeIndex(times).as_unit("ns").asi8.tolist()]
+    return [str(n) for n in _all_ints(times)]
+
+
+def _all_ints(times: pd.Series) -> list[int]:
+    """``pd.Timestamp(t).value`` of each time of a column, at once (NaT: the int64 minimum)."""
+    return pd.DatetimeIndex(times).as_unit("ns").asi8.tolist()  # type: ignore[no-any-return]
 
 
 def otlp_document(spans: pd.DataFrame, resource: Mapping[str, Any]) -> dict[str, Any]:
@@ -166,6 +172,20 @@ def _key_values(target: Any, attributes: Mapping[str, Any]) -> None:
         _any_value(entry.value, value)
 
 
+def _encoded(spans: pd.DataFrame, resource: Mapping[str, Any]) -> bytes:
+    """:func:`otlp_protobuf`'s bytes by :func:`toolkit.traces.otlp_wire.encode_request`."""
+    rows = zip(
+        spans["trace_id"].tolist(), spans["span_id"].tolist(), spans["parent_span_id"].tolist(),
+        spans["name"].tolist(), spans["kind"].tolist(), _all_ints(spans["start"]),
+        _all_ints(spans["end"]), spans["attributes"].tolist(), spans["status"].tolist(),
+        spans["status_message"].tolist(),
+        [[(pd.Timestamp(e["time"]).value, e["name"], e["attributes"]) for e in events]
+         for events in spans["events"].tolist()],
+        strict=True,
+    )  # fmt: skip
+    return encode_request(rows, resource, (SCOPE["name"], SCOPE["version"]), _KIND, _STATUS)
+
+
 def otlp_protobuf(spans: pd.DataFrame, resource: Mapping[str, Any]) -> bytes:
     """The spans as a serialized protobuf ``ExportTraceServiceRequest``.
 
@@ -183,7 +203,15 @@ def otlp_protobuf(spans: pd.DataFrame, resource: Mapping[str, Any]) -> bytes:
             "OTLP/HTTP protobuf needs opentelemetry-proto: pip install "
             "'temporal-agent-toolkit[otel]' (or send encoding='json')"
         ) from error
-    request = ExportTraceServiceRequest()
+    try:  # the same bytes as the messages give, written directly (toolkit.traces.otlp_wire)
+        return _encoded(spans, resource)
+    except (ValueError, TypeError, OverflowError):  # Unencodable, or times pandas cannot read
+        pass  # a value the messages refuse or change: they say so, as they always did
+    return _from_messages(spans, resource, ExportTraceServiceRequest())
+
+
+def _from_messages(spans: pd.DataFrame, resource: Mapping[str, Any], request: Any) -> bytes:
+    """:func:`otlp_protobuf` by filling the ``opentelemetry-proto`` messages."""
     resource_spans = request.resource_spans.add()
     _key_values(resource_spans.resource.attributes, resource)
     scope_spans = resource_spans.scope_spans.add()
