@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 # The environment is rebuilt whenever pyproject.toml or the C reader of binary histories changes
 # (setup.py builds it with the machine's C compiler; without one the package reads them with numpy).
-$(STAMP): pyproject.toml setup.py toolkit/histories/reading/_wirescan.c
+$(STAMP): pyproject.toml setup.py toolkit/histories/reading/_wirescan.c toolkit/histories/_cellscan.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[lab,notebooks,dev,spark,otel]"

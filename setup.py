@@ -13,6 +13,12 @@ setup(
             ["toolkit/histories/reading/_wirescan.c"],
             extra_compile_args=["-O2"],
             optional=True,
-        )
+        ),
+        Extension(
+            "toolkit.histories._cellscan",
+            ["toolkit/histories/_cellscan.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
     ]
 )

@@ -17,15 +17,18 @@ from functools import cache
 from typing import Any
 
 import msgspec
+import numpy as np
 from google.protobuf.message import Message
 
 from toolkit.histories.write import is_b64_text, is_decoded_payload, normalized_payload
 
 __all__ = [
     "DATA_ALWAYS",
+    "PayloadTexts",
     "framed",
     "json_payload_size",
     "measure_payload_cell",
+    "measure_payload_cells",
     "payload_json",
     "payload_texts",
     "payloads_field_size",
@@ -121,19 +124,24 @@ _ONE_TAIL = re.compile(_tokens(rb'"', rb"\}", rb"\]", rb"\}", rb"\Z"))
 def _one_payload(raw: Any) -> tuple[tuple[int, bool], tuple[Any, bool] | None] | None:
     """:func:`measure_payload_cell` of a cell of one payload with only an ``encoding``, read off
     its text without decoding it (its data string's length is all its size needs); None for any
-    other shape, which is decoded. Gives what the slim decoding gives, to the byte."""
-    text = bytes(raw)  # one copy, searched in C (a buffer has no find)
-    head = _ONE_HEAD.match(text)
+    other shape, which is decoded. Gives what the slim decoding gives, to the byte.
+
+    The patterns run on the cell's buffer itself: a copy of it would cost more than all the
+    searching (the data of a model call's input is most of a history's bytes).
+    """
+    head = _ONE_HEAD.match(raw)
     if head is None:
         return None
-    tail = _ONE_TAIL.search(text, max(head.end(), len(text) - 24))
-    if tail is None or text.find(b'"', head.end(), tail.start()) >= 0:
+    size = len(raw)
+    tail = _ONE_TAIL.search(raw, max(head.end(), size - 24))
+    if tail is None or _QUOTE.search(raw, head.end(), tail.start()) is not None:
         return None  # not one string up to the end: another shape
     encoding = head.group(1).decode("ascii")
     metadata = _metadata_size((("encoding", encoding),))
     if metadata is None:
         return None
     start, end = head.end(), tail.start()
+    text = memoryview(raw)
     padded = end
     while padded > start and text[padded - 1] == 0x3D:  # "=" padding
         padded -= 1
@@ -142,7 +150,102 @@ def _one_payload(raw: Any) -> tuple[tuple[int, bool], tuple[Any, bool] | None] |
     size = framed(metadata + (framed(data) if data else 0))
     if encoding != _JSON_B64:
         return (size, known), None
-    return (size, known), (memoryview(raw)[start:end], True)  # a string is never absent data
+    return (size, known), (text[start:end], True)  # a string is never absent data
+
+
+_QUOTE = re.compile(rb'"')
+
+
+def measure_payload_cells(cells: list[Any]) -> tuple[np.ndarray, np.ndarray, PayloadTexts]:
+    """:func:`measure_payload_cell` of every cell of a column at once: the encoded sizes (0 for
+    an empty cell), whether each is inexact (decoded or stripped by an exporter), and each
+    one ``json/plain`` payload's text (made on first use).
+
+    Cells of the common shapes (one or two payloads whose metadata is only an encoding) are read
+    in C where the package was built with a compiler (``toolkit/histories/_cellscan.c``: one call
+    for the column), the rest, and all of them without it, one at a time."""
+    sizes = np.zeros(len(cells), dtype=np.int64)
+    inexact = np.zeros(len(cells), dtype=bool)
+    texts = PayloadTexts()
+    rest: Any = range(len(cells))
+    if _cellscan is not None and len(cells):
+        raws = [None if cell is None else _cell_raw(cell) for cell in cells]
+        rest = _spans_measured(raws, sizes, inexact, texts).tolist()
+    for index in rest:
+        cell = cells[index]
+        if cell is None:
+            continue
+        measured, texts.made[index] = measure_payload_cell(cell)
+        if measured is not None:
+            sizes[index] = measured[0]
+            inexact[index] = not measured[1]
+    return sizes, inexact, texts
+
+
+class PayloadTexts:
+    """The one ``json/plain`` payload's text of each cell :func:`measure_payload_cells`
+    measured (:func:`payload_json`), by the cell's position: a buffer over the cell's raw
+    text made when asked for (most are never asked for)."""
+
+    def __init__(self) -> None:
+        self.made: dict[int, tuple[Any, bool] | None] = {}
+        self.raws: list[Any] = []
+        self.start = self.end = np.zeros(0, np.int64)
+
+    def __getitem__(self, index: int) -> tuple[Any, bool] | None:
+        if index in self.made:
+            return self.made[index]
+        if index < len(self.start) and self.start[index] >= 0:
+            return memoryview(self.raws[index])[self.start[index] : self.end[index]], True
+        return None
+
+
+try:  # the compiled scanner (setup.py builds it where a C compiler is present)
+    from toolkit.histories import _cellscan
+except ImportError:  # pragma: no cover - depends on the install
+    _cellscan = None
+
+
+def _spans_measured(raws: list[Any], sizes: np.ndarray, inexact: np.ndarray,
+                    texts: PayloadTexts) -> np.ndarray:  # fmt: skip
+    """Fill in the cells of the common shapes from their payloads' spans (read in C); the
+    positions of the others (empty cells aside): other shapes, metadata an exporter decoded."""
+    spans, names = _cellscan.payload_spans(raws)
+    first, start1, padded1, end1, second, start2, padded2, end2 = np.frombuffer(
+        spans, np.int64).reshape(8, len(raws))  # fmt: skip
+    shape = first
+    first, second = np.maximum(first, -1), np.maximum(second, -1)  # -2: an empty cell
+    encodings = [name.decode("ascii") for name in names]
+    # One entry per encoding, then one for "no such payload" (codes -1 and -2 pick it).
+    found = [_metadata_size((("encoding", e),)) for e in encodings]
+    metadata = np.array([-1 if size is None else size for size in found] + [0], np.int64)
+    always = np.array([e in _ALWAYS_DATA_B64 for e in encodings] + [False], bool)
+    plain = np.array([e == _JSON_B64 for e in encodings] + [False], bool)
+    null = np.array([e == _NULL_B64 for e in encodings] + [False], bool)
+    read = (first >= 0) & (metadata[first] >= 0) & ((second < 0) | (metadata[second] >= 0))
+    total = np.zeros(len(raws), np.int64)
+    stripped = np.zeros(len(raws), bool)
+    for code, start, padded in ((first, start1, padded1), (second, start2, padded2)):
+        data = np.where(start >= 0, (padded - start) * 3 // 4, 0)
+        inner = metadata[code] + np.where(data > 0, _framed_sizes(data), 0)
+        total += np.where(code >= 0, _framed_sizes(inner), 0)
+        stripped |= (code >= 0) & (data == 0) & always[code]
+    sizes[read], inexact[read] = total[read], stripped[read]
+    # The text of the one json/plain payload, binary/null ones that hold nothing aside.
+    empty1 = null[first] & ((start1 < 0) | (start1 == end1))
+    empty2 = (second < 0) | (null[second] & ((start2 < 0) | (start2 == end2)))
+    from_first = read & plain[first] & (start1 >= 0) & empty2
+    from_second = read & (second >= 0) & plain[second] & (start2 >= 0) & empty1
+    texts.raws = raws
+    texts.start = np.where(from_first, start1, np.where(from_second, start2, -1))
+    texts.end = np.where(from_first, end1, end2)
+    return np.flatnonzero((shape != -2) & ~read)
+
+
+def _framed_sizes(sizes: np.ndarray) -> np.ndarray:
+    """:func:`framed` of each size (>= 0)."""
+    varint = 1 + sum((sizes >= 1 << (7 * k)).astype(np.int64) for k in range(1, 9))
+    return 1 + varint + sizes
 
 
 def _typed_size(payloads: list[_PayloadSizeView]) -> tuple[int, bool] | None:

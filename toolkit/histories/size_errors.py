@@ -47,8 +47,8 @@ import pandas as pd
 
 from toolkit.errors import ToolkitError
 
-__all__ = ["SIZE_ERROR_COLUMNS", "SIZE_SHAPES", "Hit", "first_limit_hit", "parse_size_error",
-           "size_errors"]  # fmt: skip
+__all__ = ["LIMIT_EVENT_TYPES", "SIZE_ERROR_COLUMNS", "SIZE_SHAPES", "Hit", "first_limit_hit",
+           "parse_size_error", "size_errors"]  # fmt: skip
 
 #: (limit, who, pattern). First match wins, so the specific shapes come first.
 SIZE_SHAPES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
@@ -90,8 +90,10 @@ SIZE_ERROR_COLUMNS = [
     "text",
 ]  # fmt: skip
 
-_HISTORY_TYPES = {"WorkflowExecutionTerminated", "WorkflowTaskFailed", "ActivityTaskFailed",
-                  "WorkflowExecutionFailed", "ChildWorkflowExecutionFailed"}  # fmt: skip
+#: The events whose reason or failure can name a size limit.
+LIMIT_EVENT_TYPES = ("WorkflowExecutionTerminated", "WorkflowTaskFailed", "ActivityTaskFailed",
+                     "WorkflowExecutionFailed", "ChildWorkflowExecutionFailed")  # fmt: skip
+_HISTORY_TYPES = frozenset(LIMIT_EVENT_TYPES)
 _NEEDLES = ("exceeds", "exceed size", "TMPRL1103", "larger than max", "TOO_LARGE", "TooLarge",
             "too large")  # fmt: skip
 

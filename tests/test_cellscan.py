@@ -1,0 +1,176 @@
+"""The compiled payload-cell scanner (``toolkit/histories/_cellscan.c``) gives what the pure
+paths give: cell by cell on every payload cell of data/ and the corpus, on cells of unusual
+shapes, and in whole budgets; its base64 decoder and buffer comparisons against binascii and
+numpy on random and damaged inputs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import random
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pandas as pd
+import pytest
+from google.protobuf import json_format
+from temporalio.api.history.v1 import History
+
+import toolkit as tk
+from toolkit.agents import budget
+from toolkit.histories import payload_cells
+from toolkit.histories.columns.lazy import LazyPayloads
+
+ROOT = Path(__file__).resolve().parents[1]
+compiled = pytest.mark.skipif(
+    payload_cells._cellscan is None, reason="built without a C compiler: only the pure paths exist"
+)
+
+
+def _pure(cells: list[Any]) -> tuple[Any, Any, Any]:
+    original = payload_cells._cellscan
+    payload_cells._cellscan = None
+    try:
+        return payload_cells.measure_payload_cells(cells)
+    finally:
+        payload_cells._cellscan = original
+
+
+def _plain(text: Any) -> Any:
+    return None if text is None else (bytes(text[0]), text[1])
+
+
+def _assert_same(cells: list[Any]) -> None:
+    sizes, inexact, texts = payload_cells.measure_payload_cells(cells)
+    pure_sizes, pure_inexact, pure_texts = _pure(cells)
+    assert sizes.tolist() == pure_sizes.tolist()
+    assert inexact.tolist() == pure_inexact.tolist()
+    for index, cell in enumerate(cells):
+        assert _plain(texts[index]) == _plain(pure_texts[index]), cell
+        if cell is not None:  # and the pure batch is the single-cell measure
+            single, text = payload_cells.measure_payload_cell(cell)
+            assert (0, True) if single is None else single == (
+                pure_sizes[index], not pure_inexact[index])
+            assert _plain(text) == _plain(pure_texts[index])
+
+
+@compiled
+def test_every_payload_cell_of_data_and_the_corpus(corpus: Path) -> None:
+    checked = 0
+    for folder in (ROOT / "data", corpus / "histories"):
+        events = tk.read_histories(folder, progress=False)[0]
+        for column in ("input", "result", "details"):
+            cells = events[column].tolist()
+            _assert_same(cells)
+            checked += sum(cell is not None for cell in cells)
+    assert checked > 5_000
+
+
+def _cell(text: str) -> LazyPayloads:
+    """A payload cell as the JSON reader makes it (its raw proto-JSON)."""
+    return LazyPayloads(_raw=msgspec.Raw(text.encode()))
+
+
+JSON = base64.b64encode(b"json/plain").decode()
+NULL = base64.b64encode(b"binary/null").decode()
+DATA = base64.b64encode(b'{"messages": ["hi"]}').decode()
+
+SHAPES = [
+    f'{{"payloads":[{{"metadata":{{"encoding":"{JSON}"}},"data":"{DATA}"}}]}}',
+    f'{{ "payloads" : [ {{ "metadata" : {{ "encoding" : "{JSON}" }} , "data" : "{DATA}" }} ] }}\n',
+    f'{{\n  "payloads": [\n    {{\n      "metadata": {{\n        "encoding": "{JSON}"\n      }},\n'
+    f'      "data": "{DATA}"\n    }}\n  ]\n}}',
+    f'{{"payloads":[{{"metadata":{{"encoding":"{JSON}"}},"data":"{DATA}"}},'
+    f'{{"metadata":{{"encoding":"{NULL}"}}}}]}}',
+    f'{{"payloads":[{{"metadata":{{"encoding":"{NULL}"}}}},'
+    f'{{"metadata":{{"encoding":"{JSON}"}},"data":"{DATA}"}}]}}',
+    f'{{"payloads":[{{"metadata":{{"encoding":"{JSON}"}},"data":"{DATA}"}},'
+    f'{{"metadata":{{"encoding":"{JSON}"}},"data":"{DATA}"}}]}}',
+    f'{{"payloads":[{{"metadata":{{"encoding":"{NULL}"}},"data":""}}]}}',
+    f'{{"payloads":[{{"metadata":{{"encoding":"{NULL}"}}}}]}}',
+    f'{{"payloads":[{{"metadata":{{"encoding":"{JSON}"}}}}]}}',  # data stripped by an exporter
+    f'{{"payloads":[{{"metadata":{{"encoding":"{JSON}"}},"data":""}}]}}',
+    f'{{"payloads":[{{"metadata":{{"encoding":"{JSON}"}},"data":null}}]}}',
+    f'{{"payloads":[{{"metadata":{{"encoding":"{JSON}"}},"data":"ab\\/cd=="}}]}}',
+    '{"payloads":[{"metadata":{"encoding":"json/plain"},"data":"{\\"a\\": 1}"}]}',  # decoded
+    f'{{"payloads":[{{"metadata":{{"encoding":"{JSON}","messageType":"eA=="}},"data":"{DATA}"}}]}}',
+    f'{{"payloads":[{{"data":"{DATA}","metadata":{{"encoding":"{JSON}"}}}}]}}',
+    f'{{"payloads":[{{"metadata":{{"encoding":"{JSON}"}},"data":"{DATA}","extra":1}}]}}',
+    f' {{"payloads":[{{"metadata":{{"encoding":"{JSON}"}},"data":"{DATA}"}}]}}',
+    f'{{"payloads":[{{"metadata":{{"encoding":"{JSON}"}},"data":"{DATA}"}},'
+    f'{{"metadata":{{"encoding":"{NULL}"}}}},{{"metadata":{{"encoding":"{NULL}"}}}}]}}',
+    '{"payloads":[]}',
+    '{"payloads":null}',
+    f'{{"metadata":{{"encoding":"{JSON}"}},"data":"{DATA}"}}',  # a bare Payload (Nexus)
+]
+
+
+@compiled
+@pytest.mark.parametrize("text", SHAPES)
+def test_cells_of_every_shape_are_measured_as_the_pure_path_measures_them(text: str) -> None:
+    _assert_same([_cell(text), None, _cell(text)])
+
+
+@compiled
+def test_cells_of_a_binary_history_are_left_to_the_pure_path(tmp_path: Path) -> None:
+    source = next((ROOT / "data" / "openai_agents").rglob("two_turns.json"))
+    history = json_format.Parse(source.read_text(), History(), ignore_unknown_fields=True)
+    binary = tmp_path / "two_turns.binpb"
+    binary.write_bytes(history.SerializeToString())
+    events = tk.read_history(binary)
+    cells = events["input"].tolist() + events["result"].tolist()
+    _assert_same(cells)
+    sizes, _, _ = payload_cells.measure_payload_cells(cells)
+    assert (sizes > 0).sum() > 4
+
+
+@compiled
+def test_b64_decode_equals_binascii_on_clean_text_and_declines_the_rest() -> None:
+    rng = random.Random(25)
+    decode = payload_cells._cellscan.b64_decode
+    for size in [*range(40), 1000, 65536]:
+        data = rng.randbytes(size)
+        assert decode(base64.b64encode(data)) == data
+        assert decode(memoryview(base64.b64encode(data))) == data
+    alphabet = b"ABCab019+/=-_ \\\n"
+    for _ in range(20_000):
+        text = bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 13)))
+        found = decode(text)
+        if found is not None:  # only where binascii decodes every character the same
+            assert found == binascii.a2b_base64(text, strict_mode=True)
+    assert decode(b"QR==") == binascii.a2b_base64(b"QR==")  # trailing bits, as binascii
+
+
+@compiled
+def test_common_ends_equal_numpy() -> None:
+    rng = random.Random(24)
+    for _ in range(5_000):
+        shared = rng.randbytes(rng.randrange(0, 40))
+        a = rng.randbytes(rng.randrange(0, 12)) + shared + rng.randbytes(rng.randrange(0, 3))
+        b = rng.randbytes(rng.randrange(0, 12)) + shared + rng.randbytes(rng.randrange(0, 3))
+        for x, y in ((a, b), (shared + a, shared + b), (a + shared, b + shared)):
+            assert budget._common_prefix(x, y) == budget._prefix_numpy(x, y)
+            assert budget._common_suffix(x, y) == budget._suffix_numpy(x, y)
+            assert budget._common_suffix(memoryview(x), y) == budget._suffix_numpy(x, y)
+
+
+@compiled
+def test_budgets_without_the_scanner_equal_budgets_with_it(corpus: Path) -> None:
+    events = pd.concat([tk.read_histories(ROOT / "data" / name, progress=False)[0]
+                        for name in ("history_budget", "pydantic_ai", "openai_agents")]
+                       + [tk.read_histories(corpus / "histories", progress=False)[0]],
+                       ignore_index=True)  # fmt: skip
+    with_it = tk.history_budget(events)
+    saved = (payload_cells._cellscan, budget._cellscan, budget._common_prefix,
+             budget._common_suffix)
+    payload_cells._cellscan = budget._cellscan = None
+    budget._common_prefix, budget._common_suffix = budget._prefix_numpy, budget._suffix_numpy
+    try:
+        without = tk.history_budget(events)
+    finally:
+        (payload_cells._cellscan, budget._cellscan, budget._common_prefix,
+         budget._common_suffix) = saved
+    pd.testing.assert_frame_equal(with_it, without)
+    assert with_it["resent_bytes"].notna().sum() > 50

@@ -1,0 +1,410 @@
+"""Every run of an events frame measured at once: its model calls, the history size right after
+each was scheduled, the bytes each role has added by then, and the whole history's size.
+
+A history's size is known exactly at its checkpoints (each ``WorkflowTaskStarted`` records the
+server's ``historySizeBytes``); in between, each event's size is estimated from one measured
+event of its kind (workflow type, event type, activity type: their envelopes are a few bytes of
+ids apart) plus the difference of their payload bytes, which are read off the payload cells
+without decoding them (:func:`toolkit.histories.payload_cells.measure_payload_cells`). An event
+carrying a failure, a termination, or one of a binary history (protobuf measures itself cheaply)
+is measured, not estimated.
+
+Which event of a kind is its sample is fixed by the order in which the runs are looked at: run by
+run, each model call's stretch of events since its checkpoint, then the stretch the history's
+size is read from (the events since the last checkpoint). The first event of each kind met in
+that order, with no failure, is measured and stands for its kind in every later run of the frame.
+:func:`measure_frame` does all of this with arrays over the whole frame; the per-event Python
+that remains is the measuring of the samples.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+from temporalio.api.history.v1 import HistoryEvent
+
+from toolkit.histories.columns.lazy import LazyProto
+from toolkit.histories.payload_cells import PayloadTexts, framed, measure_payload_cells
+from toolkit.histories.proto_size import NotCanonical, message_size
+from toolkit.histories.write import event_message
+
+__all__ = ["ROLE_KEYS", "FrameSizes", "measure_frame"]
+
+#: Keys of ``bytes_by_role``, in chart order (``other``: everything else in the history).
+ROLE_KEYS = ("model_input", "model_output", "tool_input", "tool_result", "listing", "other")
+#: Role codes of activities (``Roles.role_of``'s names).
+_ROLE_CODE = {"other": 0, "model": 1, "listing": 2, "tool_call": 3}
+_CLOSED_ACTIVITY = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut",
+                    "ActivityTaskCanceled")  # fmt: skip
+#: Event types measured even where a measured event of their kind exists: their size is in
+#: text no payload cell holds (a termination's reason, a failure's message and stack).
+_ALWAYS_MEASURED = ("WorkflowExecutionTerminated", "WorkflowExecutionFailed",
+                    "WorkflowTaskFailed", "ActivityTaskFailed")  # fmt: skip
+#: Bytes two estimates of the same boundary may differ by (ids one digit longer, times).
+_SLACK = 32
+
+
+@dataclass
+class FrameSizes:
+    """What :func:`measure_frame` found, per event (arrays over the frame) and per run.
+
+    Per model call (arrays in call order, runs in frame order): ``call_position`` (in the
+    frame), ``call_run``, ``call_input``, ``call_output`` (-1 until the call closes),
+    ``call_completed``, ``call_history_bytes`` and ``call_by_role`` (one array per key of
+    :data:`ROLE_KEYS`, ``other`` left 0). Per run: ``run_total`` (the history's size, -1 where
+    totals were not asked for), ``run_exact`` (every measured event measured as the server
+    stores it), ``run_inexact_payloads`` and ``run_by_role``.
+    """
+
+    starts: np.ndarray
+    ends: np.ndarray
+    input_bytes: np.ndarray
+    result_bytes: np.ndarray
+    input_texts: PayloadTexts
+    call_position: np.ndarray
+    call_run: np.ndarray
+    call_input: np.ndarray
+    call_output: np.ndarray
+    call_completed: np.ndarray
+    call_history_bytes: np.ndarray
+    call_by_role: dict[str, np.ndarray]
+    run_total: np.ndarray
+    run_exact: np.ndarray
+    run_inexact_payloads: np.ndarray
+    run_by_role: dict[str, np.ndarray]
+    event_type: np.ndarray
+    _found: dict[tuple[str, ...], tuple[list[int], list[int], list[int]]] = field(
+        default_factory=dict)  # fmt: skip
+
+    def positions(self, run: int, types: tuple[str, ...]) -> list[int]:
+        """Where in run ``run`` (from its first event) the events of ``types`` are, in order:
+        found for the whole frame once per ``types``, so no run's events are looked through."""
+        found = self._found.get(types)
+        if found is None:
+            at = np.flatnonzero(np.isin(self.event_type, types))
+            low = np.searchsorted(at, self.starts)
+            high = np.searchsorted(at, self.ends)
+            owner = np.repeat(np.arange(len(self.starts)), high - low)
+            found = self._found[types] = ((at - self.starts[owner]).tolist(), low.tolist(),
+                                          high.tolist())  # fmt: skip
+        return found[0][found[1][run] : found[2][run]]
+
+
+def measure_frame(
+    frame: pd.DataFrame, starts: np.ndarray, ends: np.ndarray, roles: list[Any], *,
+    totals: bool = True,
+) -> FrameSizes:  # fmt: skip
+    """Measure every run of ``frame`` (in run order: run ``r`` is rows ``starts[r]`` to
+    ``ends[r]``, events by id), ``roles[r]`` naming its model, tool and listing activities
+    (None: no calls are looked for). ``totals``: also read each history's whole size."""
+    n = len(frame)
+    run_of = np.repeat(np.arange(len(starts)), ends - starts)
+    event_type = frame["event_type"].to_numpy(dtype=object)
+    ids = frame["event_id"].to_numpy(dtype=np.int64)
+    in_b, in_inexact, in_texts = _payload_column(frame, "input")
+    res_b, res_inexact, _ = _payload_column(frame, "result")
+    role, link_role = _roles_of_events(frame, event_type, ids, run_of, roles)
+    scheduled = event_type == "ActivityTaskScheduled"
+    closed = np.isin(event_type, _CLOSED_ACTIVITY)
+    contributions = {
+        "model_input": np.where(scheduled & (role == 1), in_b, 0),
+        "model_output": np.where(closed & (link_role == 1), res_b, 0),
+        "tool_input": np.where(scheduled & (role == 3), in_b, 0),
+        "tool_result": np.where(closed & (link_role == 3), res_b, 0),
+        "listing": np.where(scheduled & (role == 2), in_b, 0)
+        + np.where(closed & (link_role == 2), res_b, 0),
+    }
+    calls = np.flatnonzero(scheduled & (role == 1))
+    call_run = run_of[calls]
+    running = {key: np.cumsum(values) for key, values in contributions.items()}
+    before_run = {key: np.concatenate([[0], values])[starts] for key, values in running.items()}
+    call_by_role = {key: running[key][calls] - before_run[key][call_run] for key in running}
+    call_by_role["other"] = np.zeros(len(calls), dtype=np.int64)
+    run_by_role = {key: np.concatenate([[0], running[key]])[ends] - before_run[key]
+                   for key in running}  # fmt: skip
+    run_by_role["other"] = np.zeros(len(starts), dtype=np.int64)
+    output, completed = _outputs(event_type, ids, frame, run_of, calls, res_b, link_role)
+
+    sizes = _EventSizes(frame, event_type, run_of, starts, ends, in_b + res_b)
+    call_history = sizes.after_calls(calls, call_run, totals)
+    return FrameSizes(
+        starts=starts, ends=ends, input_bytes=in_b, result_bytes=res_b, input_texts=in_texts,
+        call_position=calls, call_run=call_run, call_input=in_b[calls], call_output=output,
+        call_completed=completed, call_history_bytes=call_history, call_by_role=call_by_role,
+        run_total=sizes.run_total, run_exact=sizes.run_exact,
+        run_inexact_payloads=np.add.reduceat(in_inexact.astype(np.int64)
+                                             + res_inexact, starts) if n else
+        np.zeros(0, np.int64),
+        run_by_role=run_by_role, event_type=event_type,
+    )  # fmt: skip
+
+
+def _payload_column(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, Any]:
+    if column not in frame.columns:
+        return np.zeros(len(frame), np.int64), np.zeros(len(frame), bool), PayloadTexts()
+    return measure_payload_cells(frame[column].tolist())
+
+
+def _roles_of_events(
+    frame: pd.DataFrame, event_type: np.ndarray, ids: np.ndarray, run_of: np.ndarray,
+    roles: list[Any],
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The role code of each scheduled activity, and of the activity each closing event closes
+    (an earlier scheduling of the same run with the id it links to)."""
+    n = len(frame)
+    role = np.zeros(n, dtype=np.int8)
+    link_role = np.zeros(n, dtype=np.int8)
+    if "activity_type" not in frame.columns or not n:
+        return role, link_role
+    scheduled = np.flatnonzero(event_type == "ActivityTaskScheduled")
+    codes, names = pd.factorize(frame["activity_type"].to_numpy(dtype=object)[scheduled])
+    owners = run_of[scheduled]
+    by_roles: dict[int, tuple[Any, list[int]]] = {}
+    for run, found in enumerate(roles):
+        if found is not None:
+            by_roles.setdefault(id(found), (found, []))[1].append(run)
+    for found, runs in by_roles.values():
+        table = np.array([_ROLE_CODE[found.role_of(name)] for name in names] + [0], np.int8)
+        mine = np.isin(owners, runs)
+        role[scheduled[mine]] = table[codes[mine]]  # code -1 (no type): the last, "other"
+    closed = np.flatnonzero(np.isin(event_type, _CLOSED_ACTIVITY))
+    if not len(closed) or not len(scheduled) or "scheduled_event_id" not in frame.columns:
+        return role, link_role
+    links = frame["scheduled_event_id"].to_numpy(dtype=np.float64, na_value=np.nan)[closed]
+    width = int(ids.max()) + 2
+    keys = run_of[scheduled].astype(np.int64) * width + ids[scheduled]
+    order = np.argsort(keys, kind="stable")
+    known = ~np.isnan(links)
+    wanted = run_of[closed].astype(np.int64) * width + np.where(known, links, -1).astype(np.int64)
+    at = np.clip(np.searchsorted(keys[order], wanted), 0, len(keys) - 1)
+    target = scheduled[order[at]]
+    hit = known & (keys[order[at]] == wanted) & (target < closed)
+    link_role[closed[hit]] = role[target[hit]]
+    return role, link_role
+
+
+def _outputs(
+    event_type: np.ndarray, ids: np.ndarray, frame: pd.DataFrame, run_of: np.ndarray,
+    calls: np.ndarray, res_b: np.ndarray, link_role: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Each model call's result bytes (-1 while open) and whether it completed: from the last
+    event that closed it."""
+    output = np.full(len(calls), -1, dtype=np.int64)
+    completed = np.zeros(len(calls), dtype=bool)
+    closing = np.flatnonzero(link_role == 1)
+    if not len(closing) or not len(calls):
+        return output, completed
+    links = frame["scheduled_event_id"].to_numpy(dtype=np.float64, na_value=np.nan)[closing]
+    width = int(ids.max()) + 2
+    keys = run_of[calls].astype(np.int64) * width + ids[calls]  # ascending: runs, then ids
+    wanted = run_of[closing].astype(np.int64) * width + links.astype(np.int64)
+    at = np.searchsorted(keys, wanted)
+    # The last closing event of a call decides (later ones overwrite, as events happen).
+    last = np.unique(at[::-1], return_index=True)[1]
+    picked = len(at) - 1 - last
+    output[at[picked]] = res_b[closing[picked]]
+    completed[at[picked]] = event_type[closing[picked]] == "ActivityTaskCompleted"
+    return output, completed
+
+
+class _EventSizes:
+    """The size of each event looked at, and the history sizes built from them."""
+
+    def __init__(self, frame: pd.DataFrame, event_type: np.ndarray, run_of: np.ndarray,
+                 starts: np.ndarray, ends: np.ndarray, payloads: np.ndarray) -> None:  # fmt: skip
+        self.frame, self.event_type, self.run_of = frame, event_type, run_of
+        self.starts, self.ends, self.payloads = starts, ends, payloads
+        self.extra = (frame["extra"].to_numpy(dtype=object) if "extra" in frame.columns
+                      else np.full(len(frame), None, dtype=object))  # fmt: skip
+        self.points, self.point_bytes = _checkpoints(frame, event_type, run_of, starts)
+        self.run_total = np.full(len(starts), -1, dtype=np.int64)
+        self.run_exact = np.ones(len(starts), dtype=bool)
+
+    def after_calls(self, calls: np.ndarray, call_run: np.ndarray, totals: bool) -> np.ndarray:
+        """The history size right after each call's scheduling; with ``totals`` the runs'
+        whole sizes too (``run_total``)."""
+        # Each call's stretch: from the last checkpoint at or before the event after it.
+        points = np.concatenate([[-1], self.points])  # -1: before every checkpoint
+        point_bytes = np.concatenate([[0], self.point_bytes])
+        at = np.searchsorted(points, calls + 1, side="right") - 1
+        valid = (at > 0) & (self.run_of[np.maximum(points[at], 0)] == call_run)
+        call_start = np.where(valid, points[at], self.starts[call_run])
+        call_base = np.where(valid, point_bytes[at], 0)
+        stretches = [(call_start, calls + 1, call_run, np.zeros(len(calls), np.int64))]
+        if totals:
+            stretches.append(self._total_stretches())
+        self._measure_stretches(stretches)
+        running = np.concatenate([[0], np.cumsum(self.sizes)])
+        if totals:
+            self._totals(running)
+        return call_base + running[calls + 1] - running[call_start]
+
+    def _total_stretches(self) -> tuple[np.ndarray, ...]:
+        """The stretches the runs' sizes are read from: the events since the one but last
+        checkpoint (where the last may have to move back), or the whole run without any."""
+        runs = np.arange(len(self.starts))
+        count = np.bincount(self.run_of[self.points], minlength=len(runs)) if len(
+            self.points) else np.zeros(len(runs), np.int64)  # fmt: skip
+        last = np.cumsum(count) - 1
+        starts, stops, owners, phase = [], [], [], []
+        has = count > 0
+        two = count >= 2
+        # phase 1: the one but last checkpoint up to and with the last; phase 2: the rest
+        starts.append(self.points[last[two] - 1])
+        stops.append(self.points[last[two]] + 1)
+        owners.append(runs[two])
+        phase.append(np.ones(two.sum(), np.int64))
+        starts.append(np.where(has, self.points[np.maximum(last, 0)] if len(self.points)
+                               else 0, self.starts))  # fmt: skip
+        stops.append(self.ends)
+        owners.append(runs)
+        phase.append(np.where(has, 2, 3))  # 3: no checkpoint, every event measured
+        self._last_point = np.where(has, last, -1)
+        return tuple(np.concatenate(parts) for parts in (starts, stops, owners, phase))
+
+    def _measure_stretches(self, stretches: list[tuple[np.ndarray, ...]]) -> None:
+        """The sizes of every event of the stretches, in the order they are looked at: run by
+        run, its calls' stretches first, then its total's."""
+        start, stop, owner, phase = (np.concatenate(parts) for parts in zip(*stretches,
+                                                                           strict=True))
+        order = np.lexsort((phase, owner))  # stable: calls in order, then the total's
+        start, stop, owner, phase = start[order], stop[order], owner[order], phase[order]
+        lengths = np.maximum(stop - start, 0)
+        looked = _ranges(start, lengths)
+        kinds = self._kinds()
+        failure = self._failures()
+        proto = np.fromiter((isinstance(x, LazyProto) for x in self.extra), bool, len(self.extra))
+        always = np.isin(self.event_type, _ALWAYS_MEASURED)
+        sampleable = ~failure & ~proto
+        seen = looked[sampleable[looked]]
+        _, first = np.unique(kinds[seen], return_index=True)
+        samples = seen[first]
+        measured = np.union1d(looked[(failure | always | proto)[looked]], samples)
+        everything = _ranges(start[phase == 3], lengths[phase == 3])
+        to_measure = np.union1d(measured, everything)
+        found = np.zeros(len(self.event_type), np.int64)
+        exact = np.ones(len(self.event_type), bool)
+        for position in to_measure.tolist():
+            found[position], exact[position] = self._measure(position)
+        sample_of = np.full(int(kinds.max()) + 1 if len(kinds) else 1, -1, np.int64)
+        sample_of[kinds[samples]] = samples
+        estimated = np.setdiff1d(np.unique(looked), measured)
+        base = sample_of[kinds[estimated]]
+        sizes = np.zeros(len(self.event_type), np.int64)
+        sizes[estimated] = found[base] + self.payloads[estimated] - self.payloads[base]
+        sizes[measured] = found[measured]
+        self.sizes, self.measured_sizes = sizes, found
+        bad = to_measure[~exact[to_measure]]
+        self.run_exact[self.run_of[bad]] = False
+
+    def _totals(self, running: np.ndarray) -> None:
+        """Each run's size: its last checkpoint plus the events after it, the checkpoint first
+        checked against the one before it (a workflow task the server started in the same write
+        as the events before it records the size before them)."""
+        whole = np.concatenate([[0], np.cumsum(self.measured_sizes)])
+        for run in range(len(self.starts)):
+            last = int(self._last_point[run])
+            if last < 0:
+                self.run_total[run] = whole[self.ends[run]] - whole[self.starts[run]]
+                continue
+            start, base = int(self.points[last]), int(self.point_bytes[last])
+            if last >= 1 and self.run_of[self.points[last - 1]] == run:
+                p0, s0 = int(self.points[last - 1]), int(self.point_bytes[last - 1])
+                away = np.abs(s0 + running[p0 : start + 1] - running[p0] - base)
+                boundary = int(away.argmin())
+                if away[boundary] <= _SLACK and p0 + boundary < start:
+                    start = p0 + boundary
+            self.run_total[run] = base + running[self.ends[run]] - running[start]
+
+    def _kinds(self) -> np.ndarray:
+        """A code per event for its kind: workflow type, event type and activity type."""
+        codes = np.zeros(len(self.event_type), np.int64)
+        for column in ("workflow_type", "event_type", "activity_type"):
+            if column in self.frame.columns:
+                found, names = pd.factorize(self.frame[column].to_numpy(dtype=object))
+                codes = codes * (len(names) + 1) + found + 1
+        return pd.factorize(codes)[0]
+
+    def _failures(self) -> np.ndarray:
+        if "failure_message" not in self.frame.columns:
+            return np.zeros(len(self.event_type), bool)
+        values = self.frame["failure_message"].to_numpy(dtype=object)
+        return np.fromiter((isinstance(v, str) for v in values), bool, len(values))
+
+    def _measure(self, position: int) -> tuple[int, bool]:
+        """An event's size framed in a ``History``, and whether it is the server's."""
+        extra = self.extra[position]
+        if isinstance(extra, LazyProto):
+            return framed(extra.message.ByteSize()), True
+        raw = getattr(extra, "raw", None)
+        if raw is not None:
+            try:
+                event = msgspec.json.decode(bytes(raw))
+                return framed(message_size(event, HistoryEvent.DESCRIPTOR)), True
+            except NotCanonical:
+                pass
+        row = self.frame.iloc[position].to_dict()
+        return framed(event_message(row).ByteSize()), False
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``start, start + 1, ...`` of each range, concatenated in order."""
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, np.int64)
+    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.arange(total) - offsets + np.repeat(starts, lengths)
+
+
+def _checkpoints(frame: pd.DataFrame, event_type: np.ndarray, run_of: np.ndarray,
+                 starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Positions and server sizes of the workflow tasks started with a recorded size, in
+    frame order: from the loader's ``history_size_bytes`` column, or, for a run whose column
+    holds no value (a frame or dataset rows from before it, an old server), off the tasks'
+    attributes."""
+    n = len(frame)
+    sizes = np.zeros(n, np.int64)
+    loaded = np.zeros(len(starts), bool)
+    if "history_size_bytes" in frame.columns and n:
+        column = frame["history_size_bytes"]
+        present = column.notna().to_numpy()
+        sizes = column.to_numpy(dtype=np.float64, na_value=0).astype(np.int64)
+        loaded = np.add.reduceat(present.astype(np.int64), starts) > 0
+    fallback = ~loaded[run_of] & (event_type == "WorkflowTaskStarted") if n else (
+        np.zeros(0, bool))  # fmt: skip
+    if fallback.any():
+        cells = frame["attributes"].to_numpy(dtype=object) if "attributes" in frame else None
+        for position in np.flatnonzero(fallback).tolist():
+            sizes[position] = _history_size_bytes(cells[position] if cells is not None else None)
+    keep = (sizes > 0) & (loaded[run_of] | fallback) if n else np.zeros(0, bool)
+    points = np.flatnonzero(keep)
+    return points, sizes[points]
+
+
+_SIZE_KEY = b'"historySizeBytes":'
+
+
+def _history_size_bytes(attributes: Any) -> int:
+    if isinstance(attributes, LazyProto):
+        return int(getattr(attributes.message, "history_size_bytes", 0) or 0)
+    raw = getattr(attributes, "raw", None)
+    if raw is not None:  # read off the event's text: no decoding of the whole event
+        text = bytes(raw)
+        at = text.find(_SIZE_KEY)
+        if at < 0:
+            return 0
+        digits = re.match(rb'\s*"?(\d+)', text[at + len(_SIZE_KEY): at + len(_SIZE_KEY) + 32])
+        return int(digits.group(1)) if digits else 0
+    try:
+        value = attributes.get("historySizeBytes") if attributes is not None else None
+    except (AttributeError, msgspec.DecodeError):
+        return 0
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0

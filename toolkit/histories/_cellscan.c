@@ -1,0 +1,239 @@
+/*
+ * Payload cells measured in C, many at a time, and the common ends of two buffers.
+ *
+ * The compiled twin of two pure paths that stay the reference (setup.py marks this optional;
+ * without a C compiler the package does the same in Python, and tests/test_cellscan.py holds both
+ * to the same results):
+ *
+ * payload_spans(cells) -> (spans, encodings)
+ *   cells: a list of buffers (a payload cell's raw proto-JSON) or anything else (skipped).
+ *   For each cell of the shape nearly every cell has, one or two payloads whose metadata is only
+ *   an encoding, `{"payloads":[{"metadata":{"encoding":"<base64>"},"data":"<base64>"}, ...]}`,
+ *   the data optional, with JSON whitespace anywhere between tokens: spans, int64 [8][n], per
+ *   payload (first, second) the number of its encoding in `encodings` (-1: no such payload),
+ *   its data string's start, its end before any "=" padding, and its end (all -1 without data).
+ *   A cell of another shape (or not a buffer) has -1 as its first encoding, None -2.
+ *   encodings: the distinct encodings' base64 texts (bytes), in the order first met.
+ *
+ * common_prefix(a, b) -> int, common_suffix(a, b) -> int
+ *   The length of the common beginning (end) of two buffers.
+ *
+ * b64_decode(text) -> bytes | None
+ *   The bytes of base64 text made of whole quanta of base64 digits, "=" padding at its end only;
+ *   None for any other text (binascii.a2b_base64, which skips other characters, decodes it).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static int is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static int is_b64(unsigned char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/';
+}
+
+/* Skips whitespace, then expects `token`; returns the position after it or -1. */
+static Py_ssize_t expect(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, const char *token,
+                         int skip) {
+    if (skip)
+        while (at < n && is_ws(s[at])) at++;
+    Py_ssize_t size = (Py_ssize_t)strlen(token);
+    if (at + size > n || memcmp(s + at, token, (size_t)size) != 0) return -1;
+    return at + size;
+}
+
+/* One payload from `at`: `{"metadata":{"encoding":"..."}` with `,"data":"..."` or not, then
+ * `}`. Fills out[0..4]: encoding start and end, data start, padded end, end (-1 without data).
+ * Returns the position after it, or -1 for another shape. */
+static Py_ssize_t one_payload(const unsigned char *s, Py_ssize_t n, Py_ssize_t at,
+                              Py_ssize_t out[5]) {
+    static const char *before[] = {"{", "\"metadata\"", ":", "{", "\"encoding\"", ":", "\""};
+    for (size_t i = 0; i < sizeof(before) / sizeof(*before); i++) {
+        at = expect(s, n, at, before[i], 1);
+        if (at < 0) return -1;
+    }
+    out[0] = at;
+    while (at < n && is_b64(s[at])) at++;
+    for (int pad = 0; pad < 2 && at < n && s[at] == '='; pad++) at++;
+    out[1] = at;
+    at = expect(s, n, at, "\"", 0);  /* the encoding's closing quote follows it */
+    if (at < 0 || (at = expect(s, n, at, "}", 1)) < 0) return -1;
+    out[2] = out[3] = out[4] = -1;
+    Py_ssize_t data = expect(s, n, at, ",", 1);
+    if (data >= 0) {
+        if ((data = expect(s, n, data, "\"data\"", 1)) < 0) return -1;
+        if ((data = expect(s, n, data, ":", 1)) < 0) return -1;
+        if ((data = expect(s, n, data, "\"", 1)) < 0) return -1;
+        const unsigned char *quote = memchr(s + data, '"', (size_t)(n - data));
+        if (quote == NULL) return -1;
+        Py_ssize_t end = quote - s, padded = end;
+        while (padded > data && s[padded - 1] == '=') padded--;
+        out[2] = data, out[3] = padded, out[4] = end;
+        at = end + 1;
+    }
+    return expect(s, n, at, "}", 1);
+}
+
+/* The payloads of one cell (one or two): fills out[0..9] (five per payload, -1 for a second
+ * that is not there). Returns 0 for another shape. */
+static int one_cell(const unsigned char *s, Py_ssize_t n, Py_ssize_t out[10]) {
+    Py_ssize_t at = expect(s, n, 0, "{", 0);  /* nothing before the opening brace */
+    if (at < 0 || (at = expect(s, n, at, "\"payloads\"", 1)) < 0) return 0;
+    if ((at = expect(s, n, at, ":", 1)) < 0 || (at = expect(s, n, at, "[", 1)) < 0) return 0;
+    for (int k = 5; k < 10; k++) out[k] = -1;
+    if ((at = one_payload(s, n, at, out)) < 0) return 0;
+    Py_ssize_t more = expect(s, n, at, ",", 1);
+    if (more >= 0 && (at = one_payload(s, n, more, out + 5)) < 0) return 0;
+    if ((at = expect(s, n, at, "]", 1)) < 0 || (at = expect(s, n, at, "}", 1)) < 0) return 0;
+    while (at < n && is_ws(s[at])) at++;
+    return at == n;
+}
+
+/* The number of the encoding `text` in `names`, appended if new; -1 on a failure. */
+static Py_ssize_t encoding_number(PyObject *names, const char *text, Py_ssize_t size) {
+    Py_ssize_t count = PyList_GET_SIZE(names);
+    for (Py_ssize_t k = 0; k < count; k++) {  /* a handful: json/plain, binary/null, ... */
+        PyObject *name = PyList_GET_ITEM(names, k);
+        if (PyBytes_GET_SIZE(name) == size && memcmp(PyBytes_AS_STRING(name), text, size) == 0)
+            return k;
+    }
+    PyObject *name = PyBytes_FromStringAndSize(text, size);
+    if (name == NULL || PyList_Append(names, name) < 0) {
+        Py_XDECREF(name);
+        return -1;
+    }
+    Py_DECREF(name);
+    return count;
+}
+
+static PyObject *payload_spans(PyObject *self, PyObject *args) {
+    PyObject *cells;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &cells)) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(cells);
+    PyObject *spans = PyByteArray_FromStringAndSize(NULL, count * 8 * (Py_ssize_t)sizeof(int64_t));
+    PyObject *names = PyList_New(0);
+    if (spans == NULL || names == NULL) goto fail;
+    int64_t *out = (int64_t *)PyByteArray_AS_STRING(spans);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *cell = PyList_GET_ITEM(cells, i);
+        Py_ssize_t found[10];
+        int64_t row[8] = {cell == Py_None ? -2 : -1, -1, -1, -1, -1, -1, -1, -1};
+        if (cell != Py_None && PyObject_CheckBuffer(cell)) {
+            Py_buffer view;
+            if (PyObject_GetBuffer(cell, &view, PyBUF_SIMPLE) < 0) goto fail;
+            if (one_cell((const unsigned char *)view.buf, view.len, found)) {
+                for (int k = 0; k < 2; k++) {
+                    const Py_ssize_t *payload = found + 5 * k;
+                    if (payload[0] < 0) continue;
+                    Py_ssize_t number = encoding_number(
+                        names, (const char *)view.buf + payload[0], payload[1] - payload[0]);
+                    if (number < 0) {
+                        PyBuffer_Release(&view);
+                        goto fail;
+                    }
+                    row[4 * k] = number;
+                    for (int j = 0; j < 3; j++) row[4 * k + 1 + j] = payload[2 + j];
+                }
+            }
+            PyBuffer_Release(&view);
+        }
+        for (int k = 0; k < 8; k++) out[k * count + i] = row[k];
+    }
+    return Py_BuildValue("(NN)", spans, names);
+fail:
+    Py_XDECREF(spans);
+    Py_XDECREF(names);
+    return NULL;
+}
+
+static PyObject *common_end(PyObject *args, int suffix) {
+    Py_buffer a, b;
+    if (!PyArg_ParseTuple(args, "y*y*", &a, &b)) return NULL;
+    const unsigned char *x = a.buf, *y = b.buf;
+    Py_ssize_t n = a.len < b.len ? a.len : b.len, same = 0;
+    if (suffix) {
+        x += a.len - n, y += b.len - n;  /* the last n bytes of each, compared from the end */
+        while (same + 8 <= n && memcmp(x + n - same - 8, y + n - same - 8, 8) == 0) same += 8;
+        while (same < n && x[n - same - 1] == y[n - same - 1]) same++;
+    } else {
+        while (same + 8 <= n && memcmp(x + same, y + same, 8) == 0) same += 8;
+        while (same < n && x[same] == y[same]) same++;
+    }
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    return PyLong_FromSsize_t(same);
+}
+
+/* base64 digits' values; 64 for "=", 255 for anything else. */
+static unsigned char B64[256];
+
+static void b64_table(void) {
+    const char *digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    memset(B64, 255, sizeof(B64));
+    for (int k = 0; k < 64; k++) B64[(unsigned char)digits[k]] = (unsigned char)k;
+    B64['='] = 64;
+}
+
+static PyObject *b64_decode(PyObject *self, PyObject *args) {
+    Py_buffer text;
+    if (!PyArg_ParseTuple(args, "y*", &text)) return NULL;
+    const unsigned char *s = text.buf;
+    Py_ssize_t n = text.len;
+    if (n % 4 != 0) goto other;
+    Py_ssize_t pad = 0;
+    if (n && s[n - 1] == '=') pad = (n >= 2 && s[n - 2] == '=') ? 2 : 1;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n / 4 * 3 - pad);
+    if (out == NULL) {
+        PyBuffer_Release(&text);
+        return NULL;
+    }
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    Py_ssize_t full = pad ? n - 4 : n;
+    for (Py_ssize_t i = 0; i < full; i += 4, o += 3) {
+        unsigned a = B64[s[i]], b = B64[s[i + 1]], c = B64[s[i + 2]], d = B64[s[i + 3]];
+        if ((a | b | c | d) & 0xC0) {  /* not a digit ("=" is 64): not this decoder's text */
+            Py_DECREF(out);
+            goto other;
+        }
+        unsigned v = a << 18 | b << 12 | c << 6 | d;
+        o[0] = (unsigned char)(v >> 16), o[1] = (unsigned char)(v >> 8), o[2] = (unsigned char)v;
+    }
+    if (pad) {
+        unsigned a = B64[s[n - 4]], b = B64[s[n - 3]], c = pad == 1 ? B64[s[n - 2]] : 0;
+        if ((a | b | c) & 0xC0) {
+            Py_DECREF(out);
+            goto other;
+        }
+        unsigned v = a << 18 | b << 12 | c << 6;
+        o[0] = (unsigned char)(v >> 16);
+        if (pad == 1) o[1] = (unsigned char)(v >> 8);
+    }
+    PyBuffer_Release(&text);
+    return out;
+other:
+    PyBuffer_Release(&text);
+    Py_RETURN_NONE;
+}
+
+static PyObject *common_prefix(PyObject *self, PyObject *args) { return common_end(args, 0); }
+static PyObject *common_suffix(PyObject *self, PyObject *args) { return common_end(args, 1); }
+
+static PyMethodDef methods[] = {
+    {"payload_spans", payload_spans, METH_VARARGS,
+     "Data spans and encodings of payload cells of the common shape."},
+    {"common_prefix", common_prefix, METH_VARARGS, "Length of the common beginning of a and b."},
+    {"common_suffix", common_suffix, METH_VARARGS, "Length of the common end of a and b."},
+    {"b64_decode", b64_decode, METH_VARARGS,
+     "Decoded base64 of whole quanta and only base64 digits, else None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cellscan", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__cellscan(void) {
+    b64_table();
+    return PyModule_Create(&module);
+}
