@@ -6,8 +6,9 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test record record-flag-pairs record-history-budget lint bench clean
 
-# The environment is rebuilt whenever pyproject.toml or the C reader of binary histories changes
-# (setup.py builds it with the machine's C compiler; without one the package reads them with numpy).
+# The environment is rebuilt whenever pyproject.toml or a C part changes (setup.py builds the reader
+# of binary histories and the payload-cell scanner with the machine's C compiler; without one the
+# package does the same in numpy and Python).
 $(STAMP): pyproject.toml setup.py toolkit/histories/reading/_wirescan.c toolkit/histories/_cellscan.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

@@ -1,7 +1,10 @@
-"""Build of the optional C reader of the protobuf wire format (everything else is in pyproject.toml).
+"""Build of the optional C parts (everything else is in pyproject.toml): the reader of the protobuf
+wire format and the payload-cell scanner of the history budget.
 
-``optional=True``: where no C compiler is present the install goes on without it and
-``toolkit.histories.reading.wire`` reads the wire format with numpy instead (same results).
+``optional=True``: where no C compiler is present the install goes on without them;
+``toolkit.histories.reading.wire`` then reads the wire format with numpy, and
+``toolkit.histories.payload_cells`` and ``toolkit.agents.budget`` measure cells and compare
+inputs in Python (same results).
 """
 
 from setuptools import Extension, setup
