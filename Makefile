@@ -7,9 +7,10 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test record record-flag-pairs record-history-budget lint bench clean
 
 # The environment is rebuilt whenever pyproject.toml or a C part changes (setup.py builds the reader
-# of binary histories and the payload-cell scanner with the machine's C compiler; without one the
-# package does the same in numpy and Python).
-$(STAMP): pyproject.toml setup.py toolkit/histories/reading/_wirescan.c toolkit/histories/_cellscan.c
+# of binary histories, the payload-cell scanner and the proto-JSON scanner with the machine's C
+# compiler; without one the package does the same in numpy and Python).
+$(STAMP): pyproject.toml setup.py toolkit/histories/reading/_wirescan.c toolkit/histories/_cellscan.c \
+    toolkit/histories/reading/_jsonscan.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[lab,notebooks,dev,spark,otel]"

@@ -1,10 +1,10 @@
 """Build of the optional C parts (everything else is in pyproject.toml): the reader of the protobuf
-wire format and the payload-cell scanner of the history budget.
+wire format, the payload-cell scanner of the history budget and the proto-JSON scanner.
 
 ``optional=True``: where no C compiler is present the install goes on without them;
-``toolkit.histories.reading.wire`` then reads the wire format with numpy, and
+``toolkit.histories.reading.wire`` then reads the wire format with numpy,
 ``toolkit.histories.payload_cells`` and ``toolkit.agents.budget`` measure cells and compare
-inputs in Python (same results).
+inputs in Python, and proto-JSON documents are decoded with msgspec (same results).
 """
 
 from setuptools import Extension, setup
@@ -20,6 +20,12 @@ setup(
         Extension(
             "toolkit.histories._cellscan",
             ["toolkit/histories/_cellscan.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "toolkit.histories.reading._jsonscan",
+            ["toolkit/histories/reading/_jsonscan.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

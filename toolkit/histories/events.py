@@ -20,6 +20,7 @@ from pandas.api.internals import create_dataframe_from_blocks
 from toolkit.errors import HistoryFormatError
 from toolkit.histories.columns.common import EventColumns, TypeCodes
 from toolkit.histories.columns.from_json import json_columns
+from toolkit.histories.columns.from_json_scan import scanned_columns
 from toolkit.histories.columns.from_proto import proto_columns
 from toolkit.histories.columns.from_wire import wire_columns
 from toolkit.histories.columns.links import (
@@ -170,7 +171,7 @@ def build_parts(
     parts: list[HistoryParts] = []
     run: list[HistoryItem] = []
     for item in [*items, None]:
-        if item is not None and item[0].is_json:
+        if item is not None and item[0].is_json and item[0].scanned is None:
             run.append(item)
             continue
         if len(run) > 1:
@@ -312,6 +313,8 @@ def _repeated(values: tuple[Any, ...], counts: np.ndarray, dtype: str) -> np.nda
 
 
 def _columns(history: RawHistory, source_name: str, codec: Any, decode: bool) -> EventColumns:
+    if history.scanned is not None:
+        return scanned_columns(history, source_name, codec, decode)
     if history.proto_events is None:
         return json_columns([history], [source_name], codec, decode)
     if history.wire is not None:

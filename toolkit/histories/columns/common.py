@@ -32,6 +32,7 @@ __all__ = [
     "present",
     "retry_state_name",
     "scatter",
+    "small_codes",
     "type_info",
 ]
 
@@ -177,7 +178,7 @@ class TypeCodes:
         return np.array([name == category for name in self.categories], dtype=bool)[self.codes]
 
 
-def _small_codes(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def small_codes(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(numbers, return_inverse=True)``, by counting where the numbers are small."""
     if len(numbers) and int(numbers.min()) >= 0 and int(numbers.max()) < 4096:
         distinct = np.flatnonzero(np.bincount(numbers))
@@ -201,7 +202,7 @@ def fill_types(c: dict[str, Any], infos: list[TypeInfo], codes: np.ndarray) -> T
 
 def fill_types_by_number(c: dict[str, Any], numbers: np.ndarray) -> TypeCodes:
     """:func:`fill_types` for event types given as enum numbers (binary histories)."""
-    distinct, codes = _small_codes(numbers)
+    distinct, codes = small_codes(numbers)
     return fill_types(c, [type_info(number) for number in distinct.tolist()], codes)
 
 

@@ -50,7 +50,9 @@ from toolkit.histories.views import (
     typed_list_decoder,
 )
 
-__all__ = ["json_columns"]
+__all__ = [
+    "ATTRIBUTE_COLUMNS", "fill_group", "json_columns", "name_text", "not_a_number", "own_id",
+]  # fmt: skip
 
 _EMPTY = AttrView()
 _EMPTY_VIEWS = {key: view() for key, view in ATTRIBUTE_VIEWS.items()}
@@ -63,9 +65,13 @@ _INTS = {"scheduledEventId": "scheduled_event_id", "startedEventId": "started_ev
          "initiatedEventId": "initiated_event_id", "attempt": "attempt",
          "historySizeBytes": "history_size_bytes"}  # fmt: skip
 _PAYLOADS = ("input", "result", "details")
+#: view field -> the column its value fills as it is (the scanned path reads these the same way)
+ATTRIBUTE_COLUMNS = {
+    **_STRINGS, **_NAMES, **_INTS, "suggestContinueAsNew": "suggest_continue_as_new"
+}  # fmt: skip
 
 
-def _name(value: Any) -> str | None:
+def name_text(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, Named):
@@ -73,7 +79,7 @@ def _name(value: Any) -> str | None:
     return str(value) or None
 
 
-def _own_id(view: Any) -> str | None:
+def own_id(view: Any) -> str | None:
     """The run's own workflow id from its started event's view (see ``events._own_workflow_id``,
     which reads the same from an attributes cell)."""
     if view.workflowId:
@@ -88,7 +94,7 @@ def _names(values: list[Any]) -> list[str | None]:
     try:
         return [name or None for name in map(attrgetter("name"), values)]  # all {"name": ...}
     except AttributeError:
-        return [_name(v) for v in values]  # some missing, or bare text (old dialects)
+        return [name_text(v) for v in values]  # some missing, or bare text (old dialects)
 
 
 def _flags(values: Sequence[Any]) -> list[bool]:
@@ -297,20 +303,14 @@ def json_columns(
             for i, (key, _) in zip(at, found, strict=True):
                 keys[i] = key
         try:
-            _fill_group(c, positions, views, fields, info, codec, decode)
+            fill_group(c, positions, views, fields, info, codec, decode)
         except BadFieldValue as bad:
-            name, index = where.locate(int(positions[bad.index]))
-            raise HistoryFormatError(
-                name,
-                f"{info.short} has the value {bad.value!r} where a number belongs",
-                position=f"event #{index}",
-                expected=bad.expected,
-            ) from None
+            raise not_a_number(*where.locate(int(positions[bad.index])), info, bad) from None
         if info.short == "WorkflowExecutionStarted":
             for i, view in zip(at, views, strict=True):
                 if i not in tolerant:
                     started[i] = (
-                        view.originalExecutionRunId, _name(view.workflowType), _own_id(view)
+                        view.originalExecutionRunId, name_text(view.workflowType), own_id(view)
                     )
     c["attributes"], c["extra"] = _cells(histories, keys, where)
     times = [e.eventTime or e.timestamp for e in events]
@@ -318,6 +318,16 @@ def json_columns(
         # The cells keep each history alive; they need only its raw bytes, not the structs.
         history.typed_events = None
     return EventColumns(c, times, c.pop("completed_by"), started, counts, type_codes)
+
+
+def not_a_number(name: str, index: int, info: TypeInfo, bad: BadFieldValue) -> HistoryFormatError:
+    """The error for a value a number column cannot hold, at event ``index`` of ``name``."""
+    return HistoryFormatError(
+        name,
+        f"{info.short} has the value {bad.value!r} where a number belongs",
+        position=f"event #{index}",
+        expected=bad.expected,
+    )
 
 
 class _Where:
@@ -353,7 +363,7 @@ def _cells(
     )
 
 
-def _fill_group(
+def fill_group(
     c: dict[str, Any], positions: np.ndarray, views: list[Any], fields: frozenset[str],
     info: TypeInfo, codec: Any, decode: bool,
 ) -> None:  # fmt: skip
@@ -418,7 +428,7 @@ def _fill_group(
                 or (execution.workflowId if execution else None)
                 or None
             )
-            c["child_workflow_type"][i] = _name(getattr(a, "workflowType", None))
+            c["child_workflow_type"][i] = name_text(getattr(a, "workflowType", None))
 
 
 def _fill_failures(

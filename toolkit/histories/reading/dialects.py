@@ -32,6 +32,7 @@ from temporalio.api.history.v1 import HistoryEvent
 
 from toolkit.errors import HistoryFormatError
 from toolkit.histories.columns.lazy_proto import LazyHistoryEvents
+from toolkit.histories.reading.json_scan import scan_document
 from toolkit.histories.reading.sources import Source, describe
 from toolkit.histories.views import tagged_document_decoder, typed_document_decoder
 
@@ -80,6 +81,7 @@ class RawHistory:
     source_name: str = ""
     where: str = "$"
     _json_events: list[msgspec.Raw] | None = None
+    scanned: Any = None  # the document's events as the compiled scanner read them (json_scan)
 
     @property
     def is_json(self) -> bool:
@@ -137,6 +139,15 @@ def _typed_document(data: bytes, name: str) -> list[RawHistory] | None:
     """
     if not _EVENTS_FIRST.match(data):
         return None
+    scanned = scan_document(data)  # None: small, or not read exactly as msgspec would
+    if scanned is not None:
+        workflow_id, run_id, namespace = (_text(raw) for raw in scanned.top)
+        return [
+            RawHistory(
+                scanned=scanned, document=data, source_name=name, where="$.events",
+                workflow_id=workflow_id, run_id=run_id, namespace=namespace,
+            )
+        ]  # fmt: skip
     try:
         document = tagged_document_decoder.decode(data)  # the proto3 JSON spelling of types
     except msgspec.MsgspecError:
