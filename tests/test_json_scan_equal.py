@@ -10,6 +10,7 @@ with care: frames (columns, dtypes, every cell) or errors must be the same.
 
 from __future__ import annotations
 
+import random
 import re
 import sys
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import orjson
 import pytest
 
 from toolkit.histories.reading import json_scan
+from toolkit.histories.reading.dialects import _EVENTS_FIRST
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_frames_equal import SEED, _files, _name, _read
@@ -159,3 +161,42 @@ def test_large_documents_use_the_scanner() -> None:
     assert json_scan.SCAN_FROM_BYTES is not None and len(data) >= json_scan.SCAN_FROM_BYTES
     scanned = json_scan.scan_document(data)
     assert scanned is not None and len(scanned.ids) == 5_000
+
+
+_BYTES = b'"\\{}[],:0e-.+ \nntfu\x00\x7f\xc3\xff1aZ'
+
+
+def _outcome(data: bytes) -> Any:
+    """The frame digest, or whatever error reading it (or decoding its cells) raises."""
+    try:
+        return _read(data, "mutated")
+    except Exception as exc:  # both paths must fail alike, whatever the failure
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_random_mutations_read_alike(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seeded byte edits of small real documents: the scanner declines, or reads what msgspec
+    reads (frames or errors alike)."""
+    rng = random.Random(25)
+    small = [p for p in _files() if p.suffix == ".json" and 2_000 < p.stat().st_size < 60_000]
+    small = [p for p in small if _EVENTS_FIRST.match(p.read_bytes())]
+    assert len(small) > 20
+    scanned = 0
+    for _ in range(300):
+        data = bytearray(rng.choice(small).read_bytes())
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            at = rng.randrange(len(data))
+            edit = rng.random()
+            if edit < 0.6:
+                data[at] = rng.choice(_BYTES)
+            elif edit < 0.8:
+                del data[at]
+            else:
+                data[at:at] = data[at : at + rng.randrange(1, 12)]
+        mutated = bytes(data)
+        monkeypatch.setattr(json_scan, "SCAN_FROM_BYTES", 0)
+        scanned += json_scan.scan_document(mutated) is not None
+        with_scanner = _outcome(mutated)
+        monkeypatch.setattr(json_scan, "SCAN_FROM_BYTES", None)
+        assert with_scanner == _outcome(mutated), mutated[:200]
+    assert scanned > 30  # many edits land in text the scanner reads (not only declines)
