@@ -45,6 +45,11 @@ class EventKeys:
     def __init__(self, ids: np.ndarray, counts: np.ndarray | None = None) -> None:
         self.segment: np.ndarray | None = None
         self.keys = ids
+        # One history numbered 1, 2, 3, ... (the usual case): event id k is at position k - 1.
+        self.dense = bool(
+            (counts is None or len(counts) <= 1) and len(ids) and ids[0] == 1
+            and ids[-1] == len(ids) and (np.diff(ids) == 1).all()
+        )  # fmt: skip
         if counts is None or len(counts) <= 1 or not len(ids):
             return
         low, high = int(ids.min()), int(ids.max())
@@ -62,6 +67,14 @@ class EventKeys:
             return targets
         inside = (targets > 0) & (targets < self.span)
         return np.where(inside, self.segment[rows] * self.span + targets, 0)
+
+    def positions(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each wanted key: the position of the first event with it, and whether there is
+        one (``0`` stands for an absent link and never matches)."""
+        if not self.dense:
+            return _positions_of(self.keys, wanted)
+        found = (wanted >= 1) & (wanted <= len(self.keys))
+        return np.where(found, wanted - 1, 0), found
 
     def restart(self, counter: np.ndarray) -> np.ndarray:
         """A running count (``cumsum``) restarted at the first event of each history."""
@@ -123,9 +136,17 @@ def _positions_of(sorted_ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarra
     return at, (sorted_ids[at] == wanted) & (wanted != 0)
 
 
-def _lookup(sorted_ids: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """``values`` of the events whose id is each wanted id (NaN where there is none)."""
-    at, found = _positions_of(sorted_ids, wanted)
+def _lookup(
+    keys: EventKeys, among: np.ndarray, values: np.ndarray, wanted: np.ndarray
+) -> np.ndarray:
+    """``values`` of the events (``among`` them) whose key is each wanted key (NaN where there
+    is none)."""
+    if keys.dense:  # no repeated ids: the event with the id, if it is among them
+        at, found = keys.positions(wanted)
+        found &= among[at]
+    else:  # the first of them with the id
+        at, found = _positions_of(keys.keys[among], wanted)
+        values = values[among]
     out = np.full(len(wanted), np.nan)
     out[found] = values[at[found]]
     return out
@@ -147,13 +168,9 @@ def workflow_task_ordinals(
     task = np.full(n, np.nan)
     task[opens] = latest[opens]
     task_events = kinds.of_category("workflow_task") & ~opens
-    task[task_events] = _lookup(
-        keys.keys[opens], task[opens], keys.of(scheduled[task_events], task_events)
-    )
+    task[task_events] = _lookup(keys, opens, task, keys.of(scheduled[task_events], task_events))
     known = ~np.isnan(task)
-    by_producer = _lookup(
-        keys.keys[known], task[known], keys.of(completed_by[is_command], is_command)
-    )
+    by_producer = _lookup(keys, known, task, keys.of(completed_by[is_command], is_command))
     latest[latest == 0] = np.nan
     task[is_command] = np.where(np.isnan(by_producer), latest[is_command], by_producer)
     starts = np.flatnonzero(kinds.of_type(*_STARTS) & ~np.isnan(task))
@@ -181,7 +198,7 @@ def copy_from_linked(
         missing = rows[_absent(column[rows])]  # look only at the linked rows' cells
         if not len(missing):
             continue
-        at, found = _positions_of(keys.keys, keys.of(targets[missing], missing))
+        at, found = keys.positions(keys.of(targets[missing], missing))
         copied = np.full(len(missing), None, dtype=object)
         copied[found] = column[at[found]]
         column[missing] = copied
