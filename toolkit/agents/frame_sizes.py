@@ -33,7 +33,7 @@ from toolkit.histories.payload_cells import PayloadTexts, framed, measure_payloa
 from toolkit.histories.proto_size import NotCanonical, message_size
 from toolkit.histories.write import event_message
 
-__all__ = ["ROLE_KEYS", "FrameSizes", "measure_frame"]
+__all__ = ["ROLE_KEYS", "EventTypes", "FrameSizes", "measure_frame"]
 
 #: Keys of ``bytes_by_role``, in chart order (``other``: everything else in the history).
 ROLE_KEYS = ("model_input", "model_output", "tool_input", "tool_result", "listing", "other")
@@ -77,16 +77,26 @@ class FrameSizes:
     run_exact: np.ndarray
     run_inexact_payloads: np.ndarray
     run_by_role: dict[str, np.ndarray]
-    event_type: np.ndarray
+    run_loaded: np.ndarray
+    event_type: EventTypes
     _found: dict[tuple[str, ...], tuple[list[int], list[int], list[int]]] = field(
         default_factory=dict)  # fmt: skip
+    _call_bounds: tuple[list[int], list[int]] | None = None
+
+    def calls_of_run(self, run: int) -> tuple[int, int]:
+        """Where run ``run``'s calls are in the call arrays (they are in run order)."""
+        if self._call_bounds is None:
+            runs = np.arange(len(self.starts))
+            self._call_bounds = (np.searchsorted(self.call_run, runs, side="left").tolist(),
+                                 np.searchsorted(self.call_run, runs, side="right").tolist())
+        return self._call_bounds[0][run], self._call_bounds[1][run]
 
     def positions(self, run: int, types: tuple[str, ...]) -> list[int]:
         """Where in run ``run`` (from its first event) the events of ``types`` are, in order:
         found for the whole frame once per ``types``, so no run's events are looked through."""
         found = self._found.get(types)
         if found is None:
-            at = np.flatnonzero(np.isin(self.event_type, types))
+            at = np.flatnonzero(self.event_type.mask(*types))
             low = np.searchsorted(at, self.starts)
             high = np.searchsorted(at, self.ends)
             owner = np.repeat(np.arange(len(self.starts)), high - low)
@@ -95,22 +105,39 @@ class FrameSizes:
         return found[0][found[1][run] : found[2][run]]
 
 
+class EventTypes:
+    """The frame's event types as small integer codes, for masks without string compares."""
+
+    def __init__(self, event_type: np.ndarray) -> None:
+        self.codes, names = pd.factorize(event_type)
+        self._code = {name: code for code, name in enumerate(names.tolist())}
+
+    def mask(self, *types: str) -> np.ndarray:
+        """Whether each event is of one of ``types``."""
+        wanted = [self._code[t] for t in types if t in self._code]
+        if len(wanted) == 1:
+            return self.codes == wanted[0]
+        return np.isin(self.codes, wanted)
+
+
 def measure_frame(
     frame: pd.DataFrame, starts: np.ndarray, ends: np.ndarray, roles: list[Any], *,
-    totals: bool = True,
+    totals: bool = True, event_type: EventTypes | None = None,
 ) -> FrameSizes:  # fmt: skip
     """Measure every run of ``frame`` (in run order: run ``r`` is rows ``starts[r]`` to
     ``ends[r]``, events by id), ``roles[r]`` naming its model, tool and listing activities
-    (None: no calls are looked for). ``totals``: also read each history's whole size."""
+    (None: no calls are looked for). ``totals``: also read each history's whole size.
+    ``event_type``: the frame's event types, where the caller has them already."""
     n = len(frame)
     run_of = np.repeat(np.arange(len(starts)), ends - starts)
-    event_type = frame["event_type"].to_numpy(dtype=object)
+    if event_type is None:
+        event_type = EventTypes(frame["event_type"].to_numpy(dtype=object))
     ids = frame["event_id"].to_numpy(dtype=np.int64)
     in_b, in_inexact, in_texts = _payload_column(frame, "input")
     res_b, res_inexact, _ = _payload_column(frame, "result")
     role, link_role = _roles_of_events(frame, event_type, ids, run_of, roles)
-    scheduled = event_type == "ActivityTaskScheduled"
-    closed = np.isin(event_type, _CLOSED_ACTIVITY)
+    scheduled = event_type.mask("ActivityTaskScheduled")
+    closed = event_type.mask(*_CLOSED_ACTIVITY)
     contributions = {
         "model_input": np.where(scheduled & (role == 1), in_b, 0),
         "model_output": np.where(closed & (link_role == 1), res_b, 0),
@@ -140,7 +167,7 @@ def measure_frame(
         run_inexact_payloads=np.add.reduceat(in_inexact.astype(np.int64)
                                              + res_inexact, starts) if n else
         np.zeros(0, np.int64),
-        run_by_role=run_by_role, event_type=event_type,
+        run_by_role=run_by_role, run_loaded=sizes.loaded, event_type=event_type,
     )  # fmt: skip
 
 
@@ -151,7 +178,7 @@ def _payload_column(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.nd
 
 
 def _roles_of_events(
-    frame: pd.DataFrame, event_type: np.ndarray, ids: np.ndarray, run_of: np.ndarray,
+    frame: pd.DataFrame, event_type: EventTypes, ids: np.ndarray, run_of: np.ndarray,
     roles: list[Any],
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The role code of each scheduled activity, and of the activity each closing event closes
@@ -161,7 +188,7 @@ def _roles_of_events(
     link_role = np.zeros(n, dtype=np.int8)
     if "activity_type" not in frame.columns or not n:
         return role, link_role
-    scheduled = np.flatnonzero(event_type == "ActivityTaskScheduled")
+    scheduled = np.flatnonzero(event_type.mask("ActivityTaskScheduled"))
     codes, names = pd.factorize(frame["activity_type"].to_numpy(dtype=object)[scheduled])
     owners = run_of[scheduled]
     by_roles: dict[int, tuple[Any, list[int]]] = {}
@@ -172,7 +199,7 @@ def _roles_of_events(
         table = np.array([_ROLE_CODE[found.role_of(name)] for name in names] + [0], np.int8)
         mine = np.isin(owners, runs)
         role[scheduled[mine]] = table[codes[mine]]  # code -1 (no type): the last, "other"
-    closed = np.flatnonzero(np.isin(event_type, _CLOSED_ACTIVITY))
+    closed = np.flatnonzero(event_type.mask(*_CLOSED_ACTIVITY))
     if not len(closed) or not len(scheduled) or "scheduled_event_id" not in frame.columns:
         return role, link_role
     links = frame["scheduled_event_id"].to_numpy(dtype=np.float64, na_value=np.nan)[closed]
@@ -189,7 +216,7 @@ def _roles_of_events(
 
 
 def _outputs(
-    event_type: np.ndarray, ids: np.ndarray, frame: pd.DataFrame, run_of: np.ndarray,
+    event_type: EventTypes, ids: np.ndarray, frame: pd.DataFrame, run_of: np.ndarray,
     calls: np.ndarray, res_b: np.ndarray, link_role: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Each model call's result bytes (-1 while open) and whether it completed: from the last
@@ -208,20 +235,21 @@ def _outputs(
     last = np.unique(at[::-1], return_index=True)[1]
     picked = len(at) - 1 - last
     output[at[picked]] = res_b[closing[picked]]
-    completed[at[picked]] = event_type[closing[picked]] == "ActivityTaskCompleted"
+    completed[at[picked]] = event_type.mask("ActivityTaskCompleted")[closing[picked]]
     return output, completed
 
 
 class _EventSizes:
     """The size of each event looked at, and the history sizes built from them."""
 
-    def __init__(self, frame: pd.DataFrame, event_type: np.ndarray, run_of: np.ndarray,
+    def __init__(self, frame: pd.DataFrame, event_type: EventTypes, run_of: np.ndarray,
                  starts: np.ndarray, ends: np.ndarray, payloads: np.ndarray) -> None:  # fmt: skip
         self.frame, self.event_type, self.run_of = frame, event_type, run_of
         self.starts, self.ends, self.payloads = starts, ends, payloads
         self.extra = (frame["extra"].to_numpy(dtype=object) if "extra" in frame.columns
                       else np.full(len(frame), None, dtype=object))  # fmt: skip
-        self.points, self.point_bytes = _checkpoints(frame, event_type, run_of, starts)
+        self.points, self.point_bytes, self.loaded = _checkpoints(frame, event_type, run_of,
+                                                                  starts)  # fmt: skip
         self.run_total = np.full(len(starts), -1, dtype=np.int64)
         self.run_exact = np.ones(len(starts), dtype=bool)
 
@@ -276,10 +304,13 @@ class _EventSizes:
         start, stop, owner, phase = start[order], stop[order], owner[order], phase[order]
         lengths = np.maximum(stop - start, 0)
         looked = _ranges(start, lengths)
-        kinds = self._kinds()
+        every = np.unique(looked)
+        kinds = self._kinds(every)
         failure = self._failures()
-        proto = np.fromiter((isinstance(x, LazyProto) for x in self.extra), bool, len(self.extra))
-        always = np.isin(self.event_type, _ALWAYS_MEASURED)
+        # A binary history's events are all protobuf messages: one look per run.
+        proto = np.array([isinstance(x, LazyProto) for x in self.extra[self.starts]],
+                         bool)[self.run_of] if len(self.starts) else np.zeros(0, bool)  # fmt: skip
+        always = self.event_type.mask(*_ALWAYS_MEASURED)
         sampleable = ~failure & ~proto
         seen = looked[sampleable[looked]]
         _, first = np.unique(kinds[seen], return_index=True)
@@ -287,15 +318,15 @@ class _EventSizes:
         measured = np.union1d(looked[(failure | always | proto)[looked]], samples)
         everything = _ranges(start[phase == 3], lengths[phase == 3])
         to_measure = np.union1d(measured, everything)
-        found = np.zeros(len(self.event_type), np.int64)
-        exact = np.ones(len(self.event_type), bool)
+        found = np.zeros(len(self.run_of), np.int64)
+        exact = np.ones(len(self.run_of), bool)
         for position in to_measure.tolist():
             found[position], exact[position] = self._measure(position)
         sample_of = np.full(int(kinds.max()) + 1 if len(kinds) else 1, -1, np.int64)
         sample_of[kinds[samples]] = samples
-        estimated = np.setdiff1d(np.unique(looked), measured)
+        estimated = np.setdiff1d(every, measured, assume_unique=True)
         base = sample_of[kinds[estimated]]
-        sizes = np.zeros(len(self.event_type), np.int64)
+        sizes = np.zeros(len(self.run_of), np.int64)
         sizes[estimated] = found[base] + self.payloads[estimated] - self.payloads[base]
         sizes[measured] = found[measured]
         self.sizes, self.measured_sizes = sizes, found
@@ -321,20 +352,28 @@ class _EventSizes:
                     start = p0 + boundary
             self.run_total[run] = base + running[self.ends[run]] - running[start]
 
-    def _kinds(self) -> np.ndarray:
-        """A code per event for its kind: workflow type, event type and activity type."""
-        codes = np.zeros(len(self.event_type), np.int64)
+    def _kinds(self, positions: np.ndarray) -> np.ndarray:
+        """A code per event for its kind (workflow type, event type and activity type), at
+        ``positions`` (-1 elsewhere)."""
+        codes = np.zeros(len(positions), np.int64)
         for column in ("workflow_type", "event_type", "activity_type"):
             if column in self.frame.columns:
-                found, names = pd.factorize(self.frame[column].to_numpy(dtype=object))
+                values = self.frame[column].to_numpy(dtype=object)[positions]
+                found, names = pd.factorize(values)
                 codes = codes * (len(names) + 1) + found + 1
-        return pd.factorize(codes)[0]
+        kinds = np.full(len(self.run_of), -1, np.int64)
+        kinds[positions] = pd.factorize(codes)[0]
+        return kinds
 
     def _failures(self) -> np.ndarray:
+        """Whether each event carries a failure's message."""
         if "failure_message" not in self.frame.columns:
-            return np.zeros(len(self.event_type), bool)
+            return np.zeros(len(self.run_of), bool)
         values = self.frame["failure_message"].to_numpy(dtype=object)
-        return np.fromiter((isinstance(v, str) for v in values), bool, len(values))
+        failure = pd.notna(values)
+        at = np.flatnonzero(failure)
+        failure[at] = [isinstance(v, str) for v in values[at]]
+        return failure
 
     def _measure(self, position: int) -> tuple[int, bool]:
         """An event's size framed in a ``History``, and whether it is the server's."""
@@ -361,12 +400,12 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(total) - offsets + np.repeat(starts, lengths)
 
 
-def _checkpoints(frame: pd.DataFrame, event_type: np.ndarray, run_of: np.ndarray,
-                 starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _checkpoints(frame: pd.DataFrame, event_type: EventTypes, run_of: np.ndarray,
+                 starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Positions and server sizes of the workflow tasks started with a recorded size, in
     frame order: from the loader's ``history_size_bytes`` column, or, for a run whose column
     holds no value (a frame or dataset rows from before it, an old server), off the tasks'
-    attributes."""
+    attributes; and per run whether the column held its sizes."""
     n = len(frame)
     sizes = np.zeros(n, np.int64)
     loaded = np.zeros(len(starts), bool)
@@ -375,7 +414,7 @@ def _checkpoints(frame: pd.DataFrame, event_type: np.ndarray, run_of: np.ndarray
         present = column.notna().to_numpy()
         sizes = column.to_numpy(dtype=np.float64, na_value=0).astype(np.int64)
         loaded = np.add.reduceat(present.astype(np.int64), starts) > 0
-    fallback = ~loaded[run_of] & (event_type == "WorkflowTaskStarted") if n else (
+    fallback = ~loaded[run_of] & event_type.mask("WorkflowTaskStarted") if n else (
         np.zeros(0, bool))  # fmt: skip
     if fallback.any():
         cells = frame["attributes"].to_numpy(dtype=object) if "attributes" in frame else None
@@ -383,7 +422,7 @@ def _checkpoints(frame: pd.DataFrame, event_type: np.ndarray, run_of: np.ndarray
             sizes[position] = _history_size_bytes(cells[position] if cells is not None else None)
     keep = (sizes > 0) & (loaded[run_of] | fallback) if n else np.zeros(0, bool)
     points = np.flatnonzero(keep)
-    return points, sizes[points]
+    return points, sizes[points], loaded
 
 
 _SIZE_KEY = b'"historySizeBytes":'

@@ -17,14 +17,14 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from toolkit.agents.frame_sizes import ROLE_KEYS, FrameSizes, measure_frame
+from toolkit.agents.frame_sizes import ROLE_KEYS, EventTypes, FrameSizes, measure_frame
 from toolkit.agents.roles import Roles, detect_roles, resolve_roles
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
@@ -64,7 +64,7 @@ class RunSizes:
     """One run's events as lists, with what :func:`~toolkit.agents.frame_sizes.measure_frame`
     measured of it: its model calls, its payload cells' bytes, its whole size."""
 
-    columns: dict[str, list[Any]]
+    columns: Mapping[str, list[Any]]
     roles: Roles | None
     roles_note: str | None
     _sizes: FrameSizes
@@ -72,7 +72,7 @@ class RunSizes:
     _calls: list[Call] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
-        return len(self.columns["event_id"])
+        return int(self._sizes.ends[self._run] - self._sizes.starts[self._run])
 
     def value(self, column: str, position: int) -> Any:
         return self.columns[column][position]
@@ -120,8 +120,7 @@ class RunSizes:
         """Whether the loader's ``history_size_bytes`` column holds this run's recorded sizes.
         Where it holds none (a frame or dataset rows from before the column, an old server)
         they are read off the tasks' attributes instead."""
-        sizes = self.columns.get("history_size_bytes")
-        return sizes is not None and any(s is not None and s is not pd.NA for s in sizes)
+        return bool(self._sizes.run_loaded[self._run])
 
     def total_bytes(self) -> int:
         """The whole history's size: the last checkpoint plus the events after it."""
@@ -164,15 +163,66 @@ def runs_of(
         codes, history = codes[order], history[order]
         new_run = (codes[1:] != codes[:-1]) | (history[1:] != history[:-1])
     bounds = [0, *(np.flatnonzero(new_run) + 1).tolist(), len(frame)]
-    data = {c: frame[c].tolist() for c in present}
-    runs = []
-    for start, end in itertools.pairwise(bounds):
-        columns = {c: values[start:end] for c, values in data.items()}
-        runs.append((columns, *_roles_for(columns, roles)))
     starts, ends = np.array(bounds[:-1]), np.array(bounds[1:])
-    sizes = measure_frame(frame, starts, ends, [found for _, found, _ in runs], totals=totals)
-    for number, (columns, found, note) in enumerate(runs):
-        yield RunSizes(columns, found, note, sizes, number)
+    lists = _FrameLists(frame, present)
+    event_type = EventTypes(frame["event_type"].to_numpy(dtype=object))
+    types = _scheduled_types(frame, event_type, starts, ends)
+    source = lists["source"] if "source" in lists.frame.columns else None
+    found = [_roles_for(mine, roles, source[start] if source else None)
+             for mine, start in zip(types, bounds, strict=False)]  # fmt: skip
+    sizes = measure_frame(frame, starts, ends, [resolved for resolved, _ in found],
+                          totals=totals, event_type=event_type)  # fmt: skip
+    for number, (start, end) in enumerate(itertools.pairwise(bounds)):
+        yield RunSizes(_RunColumns(lists, start, end), *found[number], sizes, number)
+
+
+class _FrameLists(dict[str, list[Any]]):
+    """The frame's columns as lists, each made when first asked for."""
+
+    def __init__(self, frame: pd.DataFrame, present: list[str]) -> None:
+        super().__init__()
+        self.frame, self.present = frame, present
+
+    def __missing__(self, column: str) -> list[Any]:
+        if column not in self.present:
+            raise KeyError(column)
+        found = self[column] = self.frame[column].tolist()
+        return found
+
+
+class _RunColumns(Mapping[str, list[Any]]):
+    """One run's slice of each column, as a list (made when first asked for)."""
+
+    def __init__(self, lists: _FrameLists, start: int, end: int) -> None:
+        self._lists, self._start, self._end = lists, start, end
+        self._made: dict[str, list[Any]] = {}
+
+    def __getitem__(self, column: str) -> list[Any]:
+        found = self._made.get(column)
+        if found is None:
+            found = self._made[column] = self._lists[column][self._start : self._end]
+        return found
+
+    def __contains__(self, column: object) -> bool:
+        return column in self._lists.present
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lists.present)
+
+    def __len__(self) -> int:
+        return len(self._lists.present)
+
+
+def _scheduled_types(frame: pd.DataFrame, event_type: EventTypes, starts: np.ndarray,
+                     ends: np.ndarray) -> list[list[Any]]:  # fmt: skip
+    """Per run, the activity types of its scheduled activities, in order."""
+    if "activity_type" not in frame.columns:
+        return [[] for _ in starts]
+    scheduled = np.flatnonzero(event_type.mask("ActivityTaskScheduled"))
+    names = frame["activity_type"].to_numpy(dtype=object)[scheduled].tolist()
+    low = np.searchsorted(scheduled, starts).tolist()
+    high = np.searchsorted(scheduled, ends).tolist()
+    return [[t for t in names[a:b] if t] for a, b in zip(low, high, strict=True)]
 
 
 def _runs_are_contiguous(codes: np.ndarray, history: np.ndarray, new_run: np.ndarray) -> bool:
@@ -183,17 +233,14 @@ def _runs_are_contiguous(codes: np.ndarray, history: np.ndarray, new_run: np.nda
 
 
 def _roles_for(
-    columns: dict[str, list[Any]], roles: str | Roles
+    types: list[str], roles: str | Roles, source: Any
 ) -> tuple[Roles | None, str | None]:
-    kinds = columns["event_type"]
-    types = [t for t, kind in zip(columns.get("activity_type", []), kinds, strict=True)
-             if kind == "ActivityTaskScheduled" and t]  # fmt: skip
     if isinstance(roles, Roles):
         return roles, None
     if roles == "auto":
         return _detected(tuple(sorted(collections.Counter(types).items())))
     try:
-        return resolve_roles(roles, types, str(columns.get("source", [""])[0] or "<events>")), None
+        return resolve_roles(roles, types, str(source or "<events>")), None
     except ToolkitError as error:
         return None, str(error)
 
@@ -220,18 +267,20 @@ def calls_of(run: RunSizes) -> tuple[list[Call], dict[str, int] | None]:
         return [], None
     sizes, start = run._sizes, run.start
     if run._calls is None:
-        mine = np.flatnonzero(sizes.call_run == run._run)
+        low, high = sizes.calls_of_run(run._run)
         types = run.columns.get("activity_type")
         ids = run.columns["event_id"]
-        by_role = {key: values[mine].tolist() for key, values in sizes.call_by_role.items()}
+        by_role = zip(*(sizes.call_by_role[key][low:high].tolist() for key in ROLE_KEYS),
+                      strict=True)  # fmt: skip
         run._calls = [
-            Call(position, ids[position], types[position] if types else None, int(size),
-                 None if output < 0 else int(output), bool(done), int(history), position + 1,
-                 {key: by_role[key][k] for key in ROLE_KEYS})
-            for k, (position, size, output, done, history) in enumerate(zip(
-                (sizes.call_position[mine] - start).tolist(), sizes.call_input[mine].tolist(),
-                sizes.call_output[mine].tolist(), sizes.call_completed[mine].tolist(),
-                sizes.call_history_bytes[mine].tolist(), strict=True))
+            Call(position, ids[position], types[position] if types else None, size,
+                 None if output < 0 else output, done, history, position + 1,
+                 dict(zip(ROLE_KEYS, roles, strict=True)))
+            for position, size, output, done, history, roles in zip(
+                (sizes.call_position[low:high] - start).tolist(),
+                sizes.call_input[low:high].tolist(), sizes.call_output[low:high].tolist(),
+                sizes.call_completed[low:high].tolist(),
+                sizes.call_history_bytes[low:high].tolist(), by_role, strict=True)
         ]  # fmt: skip
     return run._calls, {key: int(values[run._run]) for key, values in sizes.run_by_role.items()}
 
