@@ -105,15 +105,13 @@ def _fill_rows(c: dict[str, Any], s: Any, codec: Any, decode: bool) -> None:
         events, values, _, _ = _rows(s, field)
         c[ATTRIBUTE_COLUMNS[field]][events] = values
     _completed_by(c, s)
-    for field, column, naming in (("retryState", "retry_state", None), ("cause", "cause", 1)):
-        events = _rows(s, field)[0]
-        values = s.decoded.get(_CODE[field], [])
-        if naming is None:
-            scatter(c[column], events, [retry_state_name(v) for v in values])
-        else:
-            enums = [type_info(SPELLINGS[t]).cause_enum for t in s.types[events].tolist()]
-            scatter(c[column], events, [cause_name(e, v) for e, v in zip(enums, values,
-                                                                        strict=True)])
+    events = _rows(s, "retryState")[0]
+    states = s.decoded.get(_CODE["retryState"], [])
+    scatter(c["retry_state"], events, [retry_state_name(v) for v in states])
+    events = _rows(s, "cause")[0]
+    enums = [type_info(SPELLINGS[t]).cause_enum for t in s.types[events].tolist()]
+    causes = zip(enums, s.decoded.get(_CODE["cause"], []), strict=True)
+    scatter(c["cause"], events, [cause_name(enum, v) for enum, v in causes])
     if decode:
         view = memoryview(s.data)
         for field in ("input", "result", "details"):
