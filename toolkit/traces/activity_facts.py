@@ -31,6 +31,8 @@ from toolkit.histories.tables.common import failure_of, first_present, to_int
 
 __all__ = ["FAILED", "activity_facts"]
 
+_UTC_NS = pd.DatetimeTZDtype("ns", "UTC")
+
 #: Outcomes whose closing failure is read (an activity span's error).
 FAILED = frozenset({"failed", "timed_out", "canceled"})
 
@@ -61,8 +63,9 @@ class _Fields(dict):  # type: ignore[type-arg]
 
 def _times(entities: Entities, picks: np.ndarray) -> list[Any]:
     """Event times at ``picks`` as UTC timestamps, None where there is no pick."""
-    times = pd.Series(pd.to_datetime(entities.times(picks), utc=True),
-                      dtype="datetime64[ns, UTC]")  # fmt: skip
+    times = entities.times(picks)
+    if times.dtype != _UTC_NS:  # the loader's own are already: nothing to convert
+        times = pd.Series(pd.to_datetime(times, utc=True), dtype=_UTC_NS)
     return [None if t is pd.NaT else t for t in times.tolist()]
 
 
