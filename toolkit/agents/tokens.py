@@ -69,6 +69,7 @@ MODEL_CALL_COLUMNS = [
     "activity_type", "framework", "agent", "model", "scheduled", "started", "closed", "attempt",
     "outcome", *TOKEN_FIELDS, "usage_note", "requested_tools", "input_bytes", "output_bytes",
 ]  # fmt: skip
+_UTC_NS = pd.DatetimeTZDtype("ns", "UTC")
 _CLOSED = {"ActivityTaskCompleted": "completed", "ActivityTaskFailed": "failed",
            "ActivityTaskTimedOut": "timed_out", "ActivityTaskCanceled": "canceled"}  # fmt: skip
 
@@ -107,9 +108,7 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
             "activity_type": _at(frame, "activity_type", scheduled),
             "framework": [call.framework for call in calls],
             "agent": [call.agent for call in calls], "model": [call.model for call in calls],
-            "scheduled": _at(frame, "event_time", scheduled),
-            "started": _at(frame, "event_time", starting),
-            "closed": _at(frame, "event_time", closing),
+            **{name: [None] * len(picks) for name in ("scheduled", "started", "closed")},  # below
             "attempt": [None if a is None or pd.isna(a) else int(a)
                         for a in _at(frame, "attempt", starting)],
             "outcome": [None if kind is None else _CLOSED[kind] for kind in closed_types],
@@ -121,6 +120,10 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
             "output_bytes": [call.output_bytes for call in calls],
         })  # fmt: skip
     out = pd.DataFrame(columns, columns=MODEL_CALL_COLUMNS, dtype=object)
+    if len(picks):
+        for name, values in _times_at(frame, {"scheduled": scheduled, "started": starting,
+                                              "closed": closing}).items():  # fmt: skip
+            out[name] = values
     for column in ("history", "event_id"):
         out[column] = out[column].astype("int64")
     for column in ("turn", "step", "attempt", *TOKEN_FIELDS, "input_bytes", "output_bytes"):
@@ -128,6 +131,15 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
     for column in ("scheduled", "started", "closed"):
         out[column] = pd.to_datetime(out[column], utc=True)
     return out
+
+
+def _times_at(frame: pd.DataFrame, picks: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Per name: ``event_time`` at the row positions (NaT where -1); the loader's UTC
+    nanoseconds taken as an array, any other column's values as :func:`_at` lists them."""
+    times = frame["event_time"] if "event_time" in frame.columns else None
+    if times is None or times.dtype != _UTC_NS:
+        return {name: _at(frame, "event_time", rows) for name, rows in picks.items()}
+    return {name: times.array.take(rows, allow_fill=True) for name, rows in picks.items()}
 
 
 def _at(frame: pd.DataFrame, name: str, rows: np.ndarray) -> list[Any]:
