@@ -174,3 +174,40 @@ def test_budgets_without_the_scanner_equal_budgets_with_it(corpus: Path) -> None
          budget._common_suffix) = saved
     pd.testing.assert_frame_equal(with_it, without)
     assert with_it["resent_bytes"].notna().sum() > 50
+
+
+@compiled
+def test_resent_in_c_equals_the_python_loop(corpus: Path) -> None:
+    from toolkit.agents.growth import calls_of, runs_of
+
+    events = pd.concat([tk.read_histories(folder, progress=False)[0]
+                        for folder in (ROOT / "data", corpus / "histories")],
+                       ignore_index=True)  # fmt: skip
+    runs = 0
+    for run in runs_of(events):
+        inputs = [run.payload_json(call.position) for call in calls_of(run)[0]]
+        if len(inputs) < 2 or any(found is None for found in inputs):
+            continue
+        kinds = {b64 for _, b64 in inputs}
+        found = payload_cells._cellscan.resent([text for text, _ in inputs], kinds.pop())
+        assert found is not None and found[0] == budget._resent_of_texts(inputs)[0]
+        runs += 1
+    assert runs > 40
+    # Texts with characters plain base64 lacks are left to the Python loop (decoded leniently);
+    # plain ones and raw bytes give its numbers, however they differ.
+    rng = random.Random(21)
+    alphabet = b"ABCD0123+/="
+    for _ in range(3_000):
+        common = bytes(rng.choice(alphabet[:-1]) for _ in range(rng.randrange(0, 9) * 4))
+        texts = []
+        for _ in range(rng.randrange(1, 5)):
+            middle = bytes(rng.choice(b"ABab12-_ " if rng.random() < 0.1 else alphabet[:-1])
+                           for _ in range(rng.randrange(0, 3) * 4))  # fmt: skip
+            texts.append(common + middle + common[: rng.randrange(0, len(common) + 1) // 4 * 4])
+        for b64 in (True, False):
+            found = payload_cells._cellscan.resent(texts, b64)
+            expected = budget._resent_of_texts([(text, b64) for text in texts])
+            if found is None:
+                assert b64 and any(budget._cellscan.b64_decode(t) is None for t in texts)
+            else:
+                assert found[0] == expected[0]

@@ -369,6 +369,16 @@ def _resent(run: RunSizes, calls: list[Call]) -> tuple[int | None, float | None]
     inputs = [run.payload_json(call.position, "input") for call in calls]
     if any(found is None for found in inputs):
         return _resent_by_parts(run, calls)
+    kinds = {b64 for _, b64 in inputs}
+    if _cellscan is not None and len(kinds) == 1:  # the same loop in C, for plain base64
+        found = _cellscan.resent([text for text, _ in inputs], kinds.pop())
+        if found is not None:
+            return found[0], (found[0] / found[1] if found[1] else None)
+    return _resent_of_texts(inputs)
+
+
+def _resent_of_texts(inputs: list[tuple[Any, bool]]) -> tuple[int, float | None]:
+    """:func:`_resent` of model inputs given as their texts (base64 or not)."""
     resent = total = 0
     previous: tuple[Any, bool] | None = None
     # The previous input's decoded text from a base64 offset on: the next comparison's "before"

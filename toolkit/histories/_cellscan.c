@@ -18,6 +18,11 @@
  * common_prefix(a, b) -> int, common_suffix(a, b) -> int
  *   The length of the common beginning (end) of two buffers.
  *
+ * resent(texts, b64) -> (resent, total) | None
+ *   budget._resent of consecutive model inputs (all base64 text, or all plain bytes): the bytes
+ *   each input shares with the one before it (common beginning, common end stepping over
+ *   numbers), and all inputs' bytes; None where a base64 text is not plain base64.
+ *
  * b64_decode(text) -> bytes | None
  *   The bytes of base64 text made of whole quanta of base64 digits, "=" padding at its end only;
  *   None for any other text (binascii.a2b_base64, which skips other characters, decodes it).
@@ -218,6 +223,147 @@ other:
     Py_RETURN_NONE;
 }
 
+/* Decodes base64 `s` (n bytes, a multiple of 4, digits with "=" padding at its end only) into
+ * `out` (room for n / 4 * 3 bytes); the decoded length, or -1 for any other text. */
+static Py_ssize_t b64_into(const unsigned char *s, Py_ssize_t n, unsigned char *out) {
+    if (n % 4 != 0) return -1;
+    Py_ssize_t pad = 0;
+    if (n && s[n - 1] == '=') pad = (n >= 2 && s[n - 2] == '=') ? 2 : 1;
+    Py_ssize_t full = pad ? n - 4 : n;
+    unsigned char *o = out;
+    for (Py_ssize_t i = 0; i < full; i += 4, o += 3) {
+        unsigned a = B64[s[i]], b = B64[s[i + 1]], c = B64[s[i + 2]], d = B64[s[i + 3]];
+        if ((a | b | c | d) & 0xC0) return -1;  /* not a digit ("=" is 64) */
+        unsigned v = a << 18 | b << 12 | c << 6 | d;
+        o[0] = (unsigned char)(v >> 16), o[1] = (unsigned char)(v >> 8), o[2] = (unsigned char)v;
+    }
+    if (pad) {
+        unsigned a = B64[s[n - 4]], b = B64[s[n - 3]], c = pad == 1 ? B64[s[n - 2]] : 0;
+        if ((a | b | c) & 0xC0) return -1;
+        unsigned v = a << 18 | b << 12 | c << 6;
+        o[0] = (unsigned char)(v >> 16);
+        if (pad == 1) o[1] = (unsigned char)(v >> 8);
+    }
+    return n / 4 * 3 - pad;
+}
+
+static Py_ssize_t suffix_of(const unsigned char *x, Py_ssize_t nx, const unsigned char *y,
+                            Py_ssize_t ny) {
+    Py_ssize_t n = nx < ny ? nx : ny, same = 0;
+    x += nx - n, y += ny - n;
+    while (same + 8 <= n && memcmp(x + n - same - 8, y + n - same - 8, 8) == 0) same += 8;
+    while (same < n && x[n - same - 1] == y[n - same - 1]) same++;
+    return same;
+}
+
+static int is_number_byte(unsigned char c) { return (c >= '0' && c <= '9') || c == '.'; }
+
+/* budget._common_end: the common end of two texts, stepping over differing numbers at most
+ * `rounds` times. */
+static Py_ssize_t common_end_of(const unsigned char *a, Py_ssize_t na, const unsigned char *b,
+                                Py_ssize_t nb, int rounds) {
+    Py_ssize_t total = 0;
+    for (int r = 0; r < rounds; r++) {
+        Py_ssize_t same = suffix_of(a, na, b, nb);
+        total += same, na -= same, nb -= same;
+        Py_ssize_t i = na, j = nb;
+        while (i && is_number_byte(a[i - 1])) i--;
+        while (j && is_number_byte(b[j - 1])) j--;
+        if (i == na || j == nb) break;  /* what differs is not a number: the new content */
+        na = i, nb = j;
+    }
+    return total;
+}
+
+/* budget._resent over texts of one kind (all base64, or all plain): (resent, total), or None
+ * where a base64 text is not plain base64 (the pure path decodes it leniently). */
+static PyObject *resent(PyObject *self, PyObject *args) {
+    PyObject *texts;
+    int b64;
+    if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &texts, &b64)) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(texts);
+    Py_buffer *views = PyMem_Calloc(count ? count : 1, sizeof(Py_buffer));
+    if (views == NULL) return PyErr_NoMemory();
+    Py_ssize_t got = 0, longest = 0;
+    for (; got < count; got++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(texts, got), &views[got], PyBUF_SIMPLE) < 0) break;
+        if (views[got].len > longest) longest = views[got].len;
+    }
+    PyObject *result = NULL;
+    unsigned char *tail = NULL, *before = NULL, *kept = NULL;
+    if (got < count) goto done;
+    Py_ssize_t room = longest / 4 * 3 + 3;
+    tail = PyMem_Malloc(room), before = PyMem_Malloc(room), kept = PyMem_Malloc(room);
+    if (tail == NULL || before == NULL || kept == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    long long shared_total = 0, total = 0;
+    Py_ssize_t kept_head = -1, kept_len = 0;  /* the previous input's tail, decoded */
+    int clean_all = 1;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        const unsigned char *text = views[k].buf;
+        Py_ssize_t n = views[k].len;
+        if (b64) {
+            Py_ssize_t end = n;
+            while (end && text[end - 1] == '=') end--;
+            total += end * 3 / 4;
+        } else {
+            total += n;
+        }
+        Py_ssize_t reusable_head = kept_head;
+        kept_head = -1;
+        if (k == 0) continue;
+        const unsigned char *prev = views[k - 1].buf;
+        Py_ssize_t m = views[k - 1].len, same = 0, limit = n < m ? n : m;
+        while (same + 8 <= limit && memcmp(prev + same, text + same, 8) == 0) same += 8;
+        while (same < limit && prev[same] == text[same]) same++;
+        Py_ssize_t head = same;
+        if (!b64) {
+            shared_total += head + common_end_of(text + head, n - head, prev + head, m - head, 8);
+            continue;
+        }
+        if (head > n - 4) head = n - 4;
+        if (head > m - 4) head = m - 4;
+        head = head - head % 4;  /* C's % of a negative head is <= 0 as Python's max(..., 0) */
+        if (head < 0) head = 0;
+        Py_ssize_t tail_len = b64_into(text + head, n - head, tail);
+        if (tail_len < 0) {
+            clean_all = 0;
+            break;
+        }
+        const unsigned char *old;
+        Py_ssize_t old_len;
+        if (reusable_head >= 0 && reusable_head <= head) {
+            Py_ssize_t skip = (head - reusable_head) / 4 * 3;
+            old = kept + skip, old_len = kept_len - skip;
+        } else {
+            old_len = b64_into(prev + head, m - head, before);
+            if (old_len < 0) {
+                clean_all = 0;
+                break;
+            }
+            old = before;
+        }
+        shared_total += head * 3 / 4 + common_end_of(tail, tail_len, old, old_len, 8);
+        /* this tail is the next comparison's "before": keep it (swap the buffers) */
+        unsigned char *swap = kept;
+        kept = tail, tail = swap;
+        kept_head = head, kept_len = tail_len;
+    }
+    if (clean_all)
+        result = Py_BuildValue("(LL)", shared_total, total);
+    else
+        result = Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    PyMem_Free(views);
+    PyMem_Free(tail);
+    PyMem_Free(before);
+    PyMem_Free(kept);
+    return result;
+}
+
 static PyObject *common_prefix(PyObject *self, PyObject *args) { return common_end(args, 0); }
 static PyObject *common_suffix(PyObject *self, PyObject *args) { return common_end(args, 1); }
 
@@ -226,6 +372,8 @@ static PyMethodDef methods[] = {
      "Data spans and encodings of payload cells of the common shape."},
     {"common_prefix", common_prefix, METH_VARARGS, "Length of the common beginning of a and b."},
     {"common_suffix", common_suffix, METH_VARARGS, "Length of the common end of a and b."},
+    {"resent", resent, METH_VARARGS,
+     "budget._resent over base64 (or plain) texts: (resent, total), or None."},
     {"b64_decode", b64_decode, METH_VARARGS,
      "Decoded base64 of whole quanta and only base64 digits, else None."},
     {NULL, NULL, 0, NULL},
