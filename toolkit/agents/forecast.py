@@ -172,6 +172,20 @@ def _quadratics(growth: Growth, limits: dict[str, int], base: Any, increment: An
     }  # fmt: skip
 
 
+def _quadratic(growth: Growth, limits: dict[str, int], name: str, base: float, increment: float,
+               other: float) -> tuple[float, float, float]:  # fmt: skip
+    """:func:`_quadratics`' entry for limit ``name`` alone (the forecast's spread asks for one
+    limit's, six times)."""
+    n, g = growth.calls, increment
+    if name == "history_bytes":
+        return g / 2, base + other + g * n - g / 2, growth.history_bytes - limits[name]
+    if name == "history_events":
+        return 0.0, growth.events_per_call, growth.events + COMPLETION_EVENTS - limits[name]
+    if name == "payload_bytes":
+        return 0.0, g, base + g * (n - 1) - limits[name]
+    return _quadratics(growth, limits, base, increment, other)[name]
+
+
 def _seen_over(growth: Growth, limits: dict[str, int]) -> dict[str, int | None]:
     """Per limit, the calls completed before the first call seen over it (None: none was)."""
     history, events, inputs = growth._observed
@@ -218,7 +232,7 @@ def forecast_limits(growth: Growth, limits: dict[str, int]) -> Forecast:
 def _crossing(growth: Growth, limits: dict[str, int], name: str, base: float, increment: float,
               other: float) -> float:  # fmt: skip
     """Where ``name``'s quadratic crosses zero, as a real number of calls after the last seen."""
-    a, b, c = _quadratics(growth, limits, base, increment, other)[name]
+    a, b, c = _quadratic(growth, limits, name, base, increment, other)
     if a > 1e-12:
         return (-b + math.sqrt(max(b * b - 4 * a * c, 0.0))) / (2 * a)
     return -c / b if b > 0 else math.inf

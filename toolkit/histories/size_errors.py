@@ -38,6 +38,7 @@ command attribute texts); temporalio/sdk-core (``TMPRL1103``, the task-completio
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -104,6 +105,14 @@ def parse_size_error(text: str) -> dict[str, Any] | None:
     the text is in no known shape."""
     if not isinstance(text, str) or not text:
         return None
+    found = _parsed(text)
+    return None if found is None else dict(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> dict[str, Any] | None:
+    """:func:`parse_size_error` of a text, remembered: the runs of a fleet fail with a few
+    texts (the caller gets a copy of what is remembered)."""
     for limit, who, pattern in SIZE_SHAPES:
         match = pattern.search(text)
         if match is None:
