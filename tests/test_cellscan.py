@@ -211,3 +211,29 @@ def test_resent_in_c_equals_the_python_loop(corpus: Path) -> None:
                 assert b64 and any(budget._cellscan.b64_decode(t) is None for t in texts)
             else:
                 assert found[0] == expected[0]
+
+
+@compiled
+def test_events_split_off_as_far_as_needed_equal_the_whole_split(corpus: Path) -> None:
+    from toolkit.histories.reading.dialects import split_histories
+    from toolkit.histories.reading.sources import open_source
+
+    documents = 0
+    for folder in (ROOT / "data", corpus / "histories"):
+        for path in sorted(folder.rglob("*.json")):
+            if ".meta." in path.name:
+                continue
+            try:
+                source = open_source(path)
+                histories = split_histories(source)
+                whole = [again.json_events for again in split_histories(source)]
+            except tk.ToolkitError:
+                continue
+            for history, events in zip(histories, whole, strict=True):
+                documents += history.document is not None
+                order = list(range(len(events)))
+                random.Random(len(events)).shuffle(order)  # out of order, as cells ask
+                for index in [0, 1, *order]:
+                    if index < len(events):
+                        assert bytes(history.json_event(index)) == bytes(events[index])
+    assert documents > 100

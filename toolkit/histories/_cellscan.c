@@ -23,12 +23,20 @@
  *   each input shares with the one before it (common beginning, common end stepping over
  *   numbers), and all inputs' bytes; None where a base64 text is not plain base64.
  *
+ * element_spans(buf, at, count) -> (spans, at, done)
+ *   The spans of the next `count` elements of the (valid) JSON array read at `at`: what splitting
+ *   a whole history's events costs, for the first few of them only.
+ *
+ * last_spans(buf, end, count) -> (spans, done)
+ *   The same for the last `count` elements, read backwards from the array's closing "]".
+ *
  * b64_decode(text) -> bytes | None
  *   The bytes of base64 text made of whole quanta of base64 digits, "=" padding at its end only;
  *   None for any other text (binascii.a2b_base64, which skips other characters, decodes it).
  */
 
 #define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE /* memrchr */
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
@@ -364,6 +372,146 @@ done:
     return result;
 }
 
+/* The closing quote of the JSON string whose text starts at `at` (memchr to each quote, then
+ * the backslashes before it: an odd number escapes it). */
+static Py_ssize_t string_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t at) {
+    while (at < n) {
+        const unsigned char *quote = memchr(s + at, '"', (size_t)(n - at));
+        if (quote == NULL) return n;
+        Py_ssize_t q = quote - s, k = q;
+        while (k > at && s[k - 1] == '\\') k--;
+        if ((q - k) % 2 == 0) return q;
+        at = q + 1;
+    }
+    return n;
+}
+
+/* The end of the JSON value starting at `at` (a valid document's: it was decoded before). */
+static Py_ssize_t value_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t at) {
+    Py_ssize_t depth = 0;
+    for (; at < n; at++) {
+        unsigned char c = s[at];
+        if (c == '"') {
+            at = string_end(s, n, at + 1);
+            if (depth == 0) return at + 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (--depth <= 0) return depth < 0 ? at : at + 1;
+        } else if (depth == 0 && (c == ',' || is_ws(c))) {
+            return at;  /* the end of a number or a literal */
+        }
+    }
+    return n;
+}
+
+/* element_spans(buf, at, count) -> (spans, at, done): the spans (int64 start, end pairs) of the
+ * next `count` elements of the JSON array being read at `at` (just after its "[" or after an
+ * element), where to go on, and whether the array ended. */
+static PyObject *element_spans(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t at, count;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &at, &count)) return NULL;
+    const unsigned char *s = view.buf;
+    Py_ssize_t n = view.len, found = 0;
+    int done = 0;
+    PyObject *spans = PyByteArray_FromStringAndSize(NULL, count * 2 * (Py_ssize_t)sizeof(int64_t));
+    if (spans == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int64_t *out = (int64_t *)PyByteArray_AS_STRING(spans);
+    while (found < count) {
+        while (at < n && (is_ws(s[at]) || s[at] == ',')) at++;
+        if (at >= n || s[at] == ']') {
+            done = 1;
+            break;
+        }
+        Py_ssize_t end = value_end(s, n, at);
+        out[2 * found] = at, out[2 * found + 1] = end;
+        found++, at = end;
+    }
+    PyBuffer_Release(&view);
+    if (PyByteArray_Resize(spans, found * 2 * (Py_ssize_t)sizeof(int64_t)) < 0) {
+        Py_DECREF(spans);
+        return NULL;
+    }
+    return Py_BuildValue("(Nni)", spans, at, done);
+}
+
+/* The opening quote of the JSON string whose closing quote is at `q` (a quote is escaped where
+ * an odd number of backslashes precedes it, read from either side). */
+static Py_ssize_t string_start(const unsigned char *s, Py_ssize_t q) {
+    Py_ssize_t at = q;
+    while (at > 0) {
+        const unsigned char *quote = memrchr(s, '"', (size_t)at);
+        if (quote == NULL) return -1;
+        at = quote - s;
+        Py_ssize_t k = at;
+        while (k > 0 && s[k - 1] == '\\') k--;
+        if ((at - k) % 2 == 0) return at;
+    }
+    return -1;
+}
+
+/* last_spans(buf, end, count) -> (spans, done): the spans of the last `count` elements of the
+ * (valid) JSON array whose closing "]" is at `end`, last first, and whether its "[" was met. */
+static PyObject *last_spans(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t end, count;
+    if (!PyArg_ParseTuple(args, "y*nn", &view, &end, &count)) return NULL;
+    const unsigned char *s = view.buf;
+    Py_ssize_t at = (end < view.len ? end : view.len) - 1, found = 0;
+    int done = 0;
+    PyObject *spans = PyByteArray_FromStringAndSize(NULL, count * 2 * (Py_ssize_t)sizeof(int64_t));
+    if (spans == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int64_t *out = (int64_t *)PyByteArray_AS_STRING(spans);
+    while (found < count) {
+        while (at >= 0 && (is_ws(s[at]) || s[at] == ',')) at--;
+        if (at < 0 || s[at] == '[') {
+            done = 1;
+            break;
+        }
+        Py_ssize_t stop = at + 1, start = -1;
+        if (s[at] == '"') {
+            start = string_start(s, at);
+        } else if (s[at] == '}' || s[at] == ']') {
+            Py_ssize_t depth = 0;
+            for (; at >= 0; at--) {
+                unsigned char c = s[at];
+                if (c == '"') {
+                    at = string_start(s, at);
+                    if (at < 0) break;
+                } else if (c == '}' || c == ']') {
+                    depth++;
+                } else if ((c == '{' || c == '[') && --depth == 0) {
+                    start = at;
+                    break;
+                }
+            }
+        } else {  /* a number or a literal */
+            while (at > 0 && !is_ws(s[at - 1]) && s[at - 1] != ',' && s[at - 1] != '[') at--;
+            start = at;
+        }
+        if (start < 0) {  /* not a valid array: the caller splits the whole document */
+            done = 1;
+            found = 0;
+            break;
+        }
+        out[2 * found] = start, out[2 * found + 1] = stop;
+        found++, at = start - 1;
+    }
+    PyBuffer_Release(&view);
+    if (PyByteArray_Resize(spans, found * 2 * (Py_ssize_t)sizeof(int64_t)) < 0) {
+        Py_DECREF(spans);
+        return NULL;
+    }
+    return Py_BuildValue("(Ni)", spans, done);
+}
+
 static PyObject *common_prefix(PyObject *self, PyObject *args) { return common_end(args, 0); }
 static PyObject *common_suffix(PyObject *self, PyObject *args) { return common_end(args, 1); }
 
@@ -372,6 +520,10 @@ static PyMethodDef methods[] = {
      "Data spans and encodings of payload cells of the common shape."},
     {"common_prefix", common_prefix, METH_VARARGS, "Length of the common beginning of a and b."},
     {"common_suffix", common_suffix, METH_VARARGS, "Length of the common end of a and b."},
+    {"element_spans", element_spans, METH_VARARGS,
+     "Spans of the next elements of a JSON array, where to go on, whether it ended."},
+    {"last_spans", last_spans, METH_VARARGS,
+     "Spans of the last elements of a JSON array, last first, and whether it began."},
     {"resent", resent, METH_VARARGS,
      "budget._resent over base64 (or plain) texts: (resent, total), or None."},
     {"b64_decode", b64_decode, METH_VARARGS,

@@ -316,6 +316,8 @@ def json_columns(
     times = [e.eventTime or e.timestamp for e in events]
     for history in histories:
         # The cells keep each history alive; they need only its raw bytes, not the structs.
+        if history.typed_events is not None:
+            history.event_count = len(history.typed_events)
         history.typed_events = None
     return EventColumns(c, times, c.pop("completed_by"), started, counts, type_codes)
 

@@ -115,7 +115,7 @@ class LazyAttributes(_LazyMapping):
     @property
     def raw(self) -> Any:
         """The event's raw JSON bytes."""
-        return self._history.json_events[self._index]
+        return self._history.json_event(self._index)
 
     def _decode(self) -> dict[str, Any]:
         if self._key is None:

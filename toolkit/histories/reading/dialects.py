@@ -82,6 +82,11 @@ class RawHistory:
     where: str = "$"
     _json_events: list[msgspec.Raw] | None = None
     scanned: Any = None  # the document's events as the compiled scanner read them (json_scan)
+    #: The events of ``document`` split off so far by :meth:`json_event`, and where it goes on.
+    _prefix: list[int] | None = None
+    _prefix_at: int = -1
+    _suffix: list[int] | None = None  # the spans of its last events, last first
+    event_count: int = -1  # the events of the typed decode, once it is dropped (-1: unknown)
 
     @property
     def is_json(self) -> bool:
@@ -101,6 +106,67 @@ class RawHistory:
                 self._json_events = _events_of(self.json_array or b"[]", self.source_name,
                                                self.where)  # fmt: skip
         return self._json_events
+
+    def json_event(self, index: int) -> msgspec.Raw:
+        """The raw JSON of event ``index``. Off a ``{"events": [...]}`` document the events are
+        split off only as far as it (where the package was built with a C compiler): a run's
+        version label reads its first workflow tasks, and the history need not be split whole
+        for that."""
+        if self._json_events is not None or self.document is None or _cellscan is None:
+            return self.json_events[index]
+        if index >= _PREFIX_EVENTS:
+            return self._from_the_end(index)
+        if self._prefix is None:
+            head = _EVENTS_FIRST.match(self.document)
+            at = _LEADING_SPACE.match(self.document, head.end()).end() if head else -1
+            if at < 0 or self.document[at : at + 1] != b"[":
+                return self.json_events[index]
+            self._prefix, self._prefix_at = [], at + 1
+        spans = self._prefix
+        if 2 * index >= len(spans) and self._prefix_at >= 0:
+            wanted = _PREFIX_EVENTS - len(spans) // 2
+            found, at, done = _cellscan.element_spans(self.document, self._prefix_at, wanted)
+            spans.extend(memoryview(found).cast("q").tolist())
+            self._prefix_at = -1 if done else at
+        if 2 * index + 1 < len(spans):
+            return msgspec.Raw(memoryview(self.document)[spans[2 * index] : spans[2 * index + 1]])
+        return self.json_events[index]  # past the end: the split says what is wrong
+
+    def _from_the_end(self, index: int) -> msgspec.Raw:
+        """:meth:`json_event` of one of the document's last events (a run's end, its failure),
+        read backwards from the end of its array; any other by splitting the whole array."""
+        count = len(self.typed_events) if self.typed_events is not None else self.event_count
+        back = count - 1 - index
+        if self._suffix is None and 0 <= back < _PREFIX_EVENTS:
+            self._suffix = []
+            end = _array_end(self.document)
+            if end >= 0:  # the last events, as far back as this one (a run's end: its last)
+                found, _ = _cellscan.last_spans(self.document, end, max(back + 1, 4))
+                self._suffix = memoryview(found).cast("q").tolist()
+        spans = self._suffix or []
+        if back >= 0 and 2 * back + 1 < len(spans):
+            return msgspec.Raw(memoryview(self.document)[spans[2 * back] : spans[2 * back + 1]])
+        return self.json_events[index]
+
+
+_TRAILING = re.compile(rb"\]\s*\}\s*\Z")
+
+
+def _array_end(document: bytes) -> int:
+    """Where the ``"events"`` array of a ``{"events": [...]}`` document closes, where it is the
+    document's last member; -1 otherwise."""
+    found = _TRAILING.search(document, max(len(document) - 256, 0))
+    return found.start() if found else -1
+
+
+#: How many of a document's first events :meth:`RawHistory.json_event` splits off by itself (a
+#: run's first workflow tasks are among its first events; msgspec splits whole documents faster).
+_PREFIX_EVENTS = 64
+
+try:  # the compiled scanner of payload cells and arrays (setup.py builds it with a C compiler)
+    from toolkit.histories import _cellscan
+except ImportError:  # pragma: no cover - depends on the install
+    _cellscan = None
 
 
 def split_histories(source: Source) -> list[RawHistory]:
