@@ -172,3 +172,24 @@ def test_resent_reuse_equals_afresh_on_inputs_with_characters_base64_skips() -> 
                 grown = grown[:at] + rng.choice([b"_", b"-", b" ", b"\\", b"=="]) + grown[at:]
             texts.append(grown)
         assert _resent_of(texts) == _resent_afresh(texts), texts
+
+
+def test_label_fields_read_off_the_text_equal_the_whole_attributes(corpus: Path) -> None:
+    from toolkit.histories import versions
+
+    def parts(attributes: object) -> tuple[object, ...]:
+        return (versions._deployment(attributes), versions._build_id(attributes),
+                versions._get(attributes, "sdkMetadata", "sdkName"),
+                versions._get(attributes, "sdkMetadata", "sdkVersion"),
+                versions._get(attributes, "binaryChecksum"))  # fmt: skip
+
+    checked = named = 0
+    for folder in (ROOT / "data", corpus / "histories"):
+        events = tk.read_histories(folder, progress=False)[0]
+        tasks = events[events["event_type"] == "WorkflowTaskCompleted"]
+        for cell in tasks["attributes"]:
+            fast = versions._label_fields(cell)
+            assert parts(fast) == parts(cell)
+            checked += 1
+            named += fast is not cell and any(parts(fast))
+    assert checked > 1000 and named > checked // 2

@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
 import pandas as pd
 
-from toolkit.histories.columns.lazy import LazyCell
+from toolkit.histories.columns.lazy import LazyAttributes, LazyCell
 
 __all__ = ["LABEL_SOURCES", "apply_versions", "run_label", "task_versions", "version_labels"]
 
@@ -226,6 +227,7 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
     parts: dict[str, Any] = dict.fromkeys(
         ("deployment", "build_id", "sdk_name", "sdk_version", "binary_checksum"))
     for attributes in completed:
+        attributes = _label_fields(attributes)
         found = {"deployment": _deployment(attributes), "build_id": _build_id(attributes),
                  "sdk_name": _get(attributes, "sdkMetadata", "sdkName"),
                  "sdk_version": _get(attributes, "sdkMetadata", "sdkVersion"),
@@ -241,6 +243,42 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
     if not completed:
         return "unknown", "none"
     return _compose(parts, sdk_of_build)
+
+
+class _LabelFields(msgspec.Struct, gc=False):
+    """The fields of a completed workflow task's attributes a label reads (nested values as
+    plain JSON values, as the whole attributes would decode them)."""
+
+    binaryChecksum: Any = None
+    workerVersion: Any = None
+    sdkMetadata: Any = None
+    deploymentVersion: Any = None
+    workerDeploymentVersion: Any = None
+    deployment: Any = None
+
+
+class _CompletedTask(msgspec.Struct, gc=False):
+    workflowTaskCompletedEventAttributes: _LabelFields | None = None
+
+
+_completed_task = msgspec.json.Decoder(_CompletedTask)
+_LABEL_KEY = "workflowTaskCompletedEventAttributes"
+
+
+def _label_fields(attributes: Any) -> Any:
+    """A completed task's attributes as :func:`run_label` reads them: of a raw JSON event, only
+    the fields a label reads, decoded off the event's text (the rest of the event skipped);
+    anything else as it is."""
+    if type(attributes) is not LazyAttributes or attributes._key != _LABEL_KEY:
+        return attributes
+    try:
+        found = _completed_task.decode(attributes.raw).workflowTaskCompletedEventAttributes
+    except msgspec.MsgspecError:
+        return attributes  # a shape the generic decoding reads (or reports)
+    if found is None:
+        return {}
+    return {name: value for name in _LabelFields.__struct_fields__
+            if (value := getattr(found, name)) is not None}  # fmt: skip
 
 
 def apply_versions(runs: pd.DataFrame, versions: Any) -> pd.DataFrame:
