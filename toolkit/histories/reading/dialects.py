@@ -124,7 +124,8 @@ class RawHistory:
             self._prefix, self._prefix_at = [], at + 1
         spans = self._prefix
         if 2 * index >= len(spans) and self._prefix_at >= 0:
-            wanted = _PREFIX_EVENTS - len(spans) // 2
+            known = len(spans) // 2  # at least doubling what is known: a few calls per run
+            wanted = min(max(index + 1 - known, known, 8), _PREFIX_EVENTS - known)
             found, at, done = _cellscan.element_spans(self.document, self._prefix_at, wanted)
             spans.extend(memoryview(found).cast("q").tolist())
             self._prefix_at = -1 if done else at
