@@ -65,7 +65,7 @@ class FrameSizes:
     ends: np.ndarray
     input_bytes: np.ndarray
     result_bytes: np.ndarray
-    input_texts: PayloadTexts
+    input_texts: _FrameTexts
     call_position: np.ndarray
     call_run: np.ndarray
     call_input: np.ndarray
@@ -172,9 +172,31 @@ def measure_frame(
 
 
 def _payload_column(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, Any]:
+    """The encoded size of each event's cell of ``column``, whether inexact, and the texts of
+    those holding one JSON payload (by frame position); only the cells present are looked at
+    (a few events in five carry an input or a result)."""
+    sizes, inexact = np.zeros(len(frame), np.int64), np.zeros(len(frame), bool)
     if column not in frame.columns:
-        return np.zeros(len(frame), np.int64), np.zeros(len(frame), bool), PayloadTexts()
-    return measure_payload_cells(frame[column].tolist())
+        return sizes, inexact, _FrameTexts(np.zeros(0, np.int64), PayloadTexts())
+    present = np.flatnonzero(frame[column].notna().to_numpy())
+    found, bad, texts = measure_payload_cells(
+        frame[column].to_numpy(dtype=object)[present].tolist())  # fmt: skip
+    sizes[present], inexact[present] = found, bad
+    return sizes, inexact, _FrameTexts(present, texts)
+
+
+class _FrameTexts:
+    """:class:`~toolkit.histories.payload_cells.PayloadTexts` of a column's present cells,
+    looked up by frame position."""
+
+    def __init__(self, present: np.ndarray, texts: PayloadTexts) -> None:
+        self.present, self.texts = present, texts
+
+    def __getitem__(self, position: int) -> tuple[Any, bool] | None:
+        at = int(np.searchsorted(self.present, position))
+        if at < len(self.present) and self.present[at] == position:
+            return self.texts[at]
+        return None
 
 
 def _roles_of_events(
