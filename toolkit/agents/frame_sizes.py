@@ -190,13 +190,15 @@ class _FrameTexts:
     looked up by frame position."""
 
     def __init__(self, present: np.ndarray, texts: PayloadTexts) -> None:
-        self.present, self.texts = present, texts
+        self.texts = texts
+        self._index: dict[int, int] | None = None
+        self._present = present
 
     def __getitem__(self, position: int) -> tuple[Any, bool] | None:
-        at = int(np.searchsorted(self.present, position))
-        if at < len(self.present) and self.present[at] == position:
-            return self.texts[at]
-        return None
+        if self._index is None:
+            self._index = {p: k for k, p in enumerate(self._present.tolist())}
+        at = self._index.get(position)
+        return None if at is None else self.texts[at]
 
 
 def _roles_of_events(
