@@ -207,8 +207,7 @@ def _budget_of_files(files: list[Any], limits: Any, roles: Any,
 def _run_row(
     run: RunSizes, limits: dict[str, int], fit: int | float | None, sdk_of_build: dict[str, str]
 ) -> dict[str, Any]:
-    c = run.columns
-    last_type = c["event_type"][-1]
+    last_type = run.value("event_type", -1)
     notes = [run.roles_note] if run.roles_note else []
     calls, by_role = calls_of(run)
     completed = [call for call in calls if call.completed]
@@ -216,11 +215,11 @@ def _run_row(
     hit = _limit_hit(run)
     largest, largest_where = _largest_payload(run, calls)
     row: dict[str, Any] = {
-        "source": c["source"][0] if "source" in c else None,
-        "history": int(c["history"][0]) if "history" in c else 0,
-        "workflow_id": c.get("workflow_id", [None])[0],
-        "run_id": c.get("run_id", [None])[0],
-        "workflow_type": c.get("workflow_type", [None])[0],
+        "source": run.value("source", 0),
+        "history": int(run.value("history", 0, 0)),
+        "workflow_id": run.value("workflow_id", 0),
+        "run_id": run.value("run_id", 0),
+        "workflow_type": run.value("workflow_type", 0),
         "label": _label(run, sdk_of_build),
         "status": CLOSE_STATUS.get(last_type, "running"),
         "events": len(run),

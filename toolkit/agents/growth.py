@@ -74,8 +74,14 @@ class RunSizes:
     def __len__(self) -> int:
         return int(self._sizes.ends[self._run] - self._sizes.starts[self._run])
 
-    def value(self, column: str, position: int) -> Any:
-        return self.columns[column][position]
+    def value(self, column: str, position: int, default: Any = None) -> Any:
+        """The run's ``column`` at ``position`` (negative: from the end), ``default`` where the
+        frame has no such column; read off the frame's list, without the run's slice."""
+        if column not in self.columns:
+            return default
+        columns: Any = self.columns
+        start = self.start if position >= 0 else self.start + len(self)
+        return columns.frame_list(column)[start + position]
 
     @property
     def start(self) -> int:
@@ -205,6 +211,10 @@ class _RunColumns(Mapping[str, list[Any]]):
 
     def __contains__(self, column: object) -> bool:
         return column in self._lists.present
+
+    def frame_list(self, column: str) -> list[Any]:
+        """The whole frame's ``column`` as a list."""
+        return self._lists[column]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._lists.present)
@@ -364,9 +374,7 @@ def _call_rows(events: pd.DataFrame, roles: str | Roles) -> list[list[Any]]:
         for number, call in enumerate(calls_of(run)[0], start=1):
             known = sum(v for k, v in call.by_role.items() if k != "other")
             by_role = {**call.by_role, "other": call.history_bytes - known}
-            rows.append([run.value("source", 0) if "source" in run.columns else None,
-                         run.value("history", 0) if "history" in run.columns else 0,
-                         run.value("run_id", 0) if "run_id" in run.columns else None,
+            rows.append([run.value("source", 0), run.value("history", 0, 0), run.value("run_id", 0),
                          number, call.event_id, call.activity_type, call.completed,
                          call.history_bytes, call.events, call.input_bytes, call.output_bytes,
                          *[by_role[k] for k in ROLE_KEYS]])  # fmt: skip
