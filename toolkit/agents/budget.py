@@ -147,21 +147,41 @@ def history_budget(
         events, errors = as_events(events)
         sdk_of_build: dict[str, str] = {}
         rows = [_run_row(run, resolved, fit, sdk_of_build) for run in runs_of(events, roles)]
-    out = pd.DataFrame(rows, columns=BUDGET_COLUMNS)
-    for column in ("events", "history_bytes", "turns", "model_calls", "fit_calls"):
-        out[column] = out[column].astype("int64")
-    for column in ("largest_payload_bytes", "resent_bytes", "forecast_model_calls",
-                   "forecast_low", "forecast_high", "continue_as_new_at"):  # fmt: skip
-        out[column] = out[column].astype("Int64")
-    out["resent_share"] = out["resent_share"].astype("float64")
-    out["continue_as_new_seen"] = out["continue_as_new_seen"].astype(bool)
-    for column in ("label", "limit_hit", "limit_reason", "first_limit", "confidence", "note",
-                   "largest_payload", "workflow_id", "run_id", "workflow_type"):  # fmt: skip
-        out[column] = out[column].astype(object).where(out[column].notna(), None)
+    out = _budget_frame(rows)
     if errors is not None and len(errors):
         # Plain records, not a frame: pandas compares attrs when it concatenates budgets.
         out.attrs["errors"] = errors.to_dict("records")
     return out
+
+
+_INT_COLUMNS = frozenset({"events", "history_bytes", "turns", "model_calls", "fit_calls"})
+_NULLABLE_INT_COLUMNS = frozenset({"largest_payload_bytes", "resent_bytes", "forecast_model_calls",
+                                   "forecast_low", "forecast_high", "continue_as_new_at"})
+#: Columns of text (or None) kept as Python objects; ``source`` and ``status`` are pandas' text.
+_TEXT_COLUMNS = frozenset({"label", "limit_hit", "limit_reason", "first_limit", "confidence",
+                           "note", "largest_payload", "workflow_id", "run_id", "workflow_type"})
+
+
+def _budget_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The budget's rows as a frame, each column made with its type (no inference to undo)."""
+    columns: dict[str, Any] = {}
+    for name in BUDGET_COLUMNS:
+        values = [row[name] for row in rows]
+        if name in _INT_COLUMNS:
+            columns[name] = np.array(values, dtype=np.int64)
+        elif name in _NULLABLE_INT_COLUMNS:
+            columns[name] = pd.array(values, dtype="Int64")
+        elif name == "resent_share":
+            columns[name] = np.array([np.nan if v is None else v for v in values], np.float64)
+        elif name in ("exact", "continue_as_new_seen"):
+            columns[name] = np.array(values, dtype=bool)
+        elif name in _TEXT_COLUMNS or name in ("bytes_by_role", "growth", "calls_before"):
+            column = np.empty(len(values), dtype=object)
+            column[:] = values  # dicts and texts as they are, None where missing
+            columns[name] = pd.Series(column, dtype=object, copy=False)  # not inferred as str
+        else:
+            columns[name] = pd.Series(values, dtype=None if values else object)
+    return pd.DataFrame(columns, columns=BUDGET_COLUMNS)
 
 
 #: From how many files a folder's budget is worth worker processes (their start costs ~1 s).
