@@ -44,7 +44,7 @@ _NEEDED = ("source", "history", "run_id", "workflow_id", "workflow_type", "event
            "update_id", "history_size_bytes", "suggest_continue_as_new")  # fmt: skip
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """One model call of a run: where it was scheduled and what it cost."""
 
