@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import toolkit as tk
-from toolkit.agents import budget
+from toolkit.agents import resent
 from toolkit.agents.growth import calls_of, runs_of
 from toolkit.datasets.arrow import to_arrow
 from toolkit.datasets.frames import events_from_arrow
@@ -70,14 +70,14 @@ def test_payload_cells_measured_off_their_text_equal_the_slim_decoding(corpus: P
 
 def _resent_afresh(texts: list[bytes]) -> int:
     """The re-sent bytes of consecutive base64 inputs, every tail decoded on its own."""
-    resent = 0
+    shared = 0
     for before, text in itertools.pairwise(texts):
-        head = budget._common_prefix(before, text)
+        head = resent._common_prefix(before, text)
         head = min(head, len(text) - 4, len(before) - 4)
         head = max(head - head % 4, 0)
-        resent += head * 3 // 4 + budget._common_end(budget._decoded(text[head:]),
-                                                     budget._decoded(before[head:]))  # fmt: skip
-    return resent
+        shared += head * 3 // 4 + resent._common_end(resent._decoded(text[head:]),
+                                                     resent._decoded(before[head:]))  # fmt: skip
+    return shared
 
 
 class _Run:
@@ -95,7 +95,7 @@ class _Call:
 
 def _resent_of(texts: list[bytes]) -> int:
     calls = [_Call(p) for p in range(len(texts))]
-    found, _ = budget._resent(_Run(texts), calls)  # type: ignore[arg-type]
+    found, _ = resent.resent_of_run(_Run(texts), calls)  # type: ignore[arg-type]
     return found
 
 

@@ -19,7 +19,7 @@ from google.protobuf import json_format
 from temporalio.api.history.v1 import History
 
 import toolkit as tk
-from toolkit.agents import budget
+from toolkit.agents import resent
 from toolkit.histories import payload_cells
 from toolkit.histories.columns.lazy import LazyPayloads
 
@@ -151,9 +151,9 @@ def test_common_ends_equal_numpy() -> None:
         a = rng.randbytes(rng.randrange(0, 12)) + shared + rng.randbytes(rng.randrange(0, 3))
         b = rng.randbytes(rng.randrange(0, 12)) + shared + rng.randbytes(rng.randrange(0, 3))
         for x, y in ((a, b), (shared + a, shared + b), (a + shared, b + shared)):
-            assert budget._common_prefix(x, y) == budget._prefix_numpy(x, y)
-            assert budget._common_suffix(x, y) == budget._suffix_numpy(x, y)
-            assert budget._common_suffix(memoryview(x), y) == budget._suffix_numpy(x, y)
+            assert resent._common_prefix(x, y) == resent._prefix_numpy(x, y)
+            assert resent._common_suffix(x, y) == resent._suffix_numpy(x, y)
+            assert resent._common_suffix(memoryview(x), y) == resent._suffix_numpy(x, y)
 
 
 @compiled
@@ -163,15 +163,15 @@ def test_budgets_without_the_scanner_equal_budgets_with_it(corpus: Path) -> None
                        + [tk.read_histories(corpus / "histories", progress=False)[0]],
                        ignore_index=True)  # fmt: skip
     with_it = tk.history_budget(events)
-    saved = (payload_cells._cellscan, budget._cellscan, budget._common_prefix,
-             budget._common_suffix)
-    payload_cells._cellscan = budget._cellscan = None
-    budget._common_prefix, budget._common_suffix = budget._prefix_numpy, budget._suffix_numpy
+    saved = (payload_cells._cellscan, resent._cellscan, resent._common_prefix,
+             resent._common_suffix)
+    payload_cells._cellscan = resent._cellscan = None
+    resent._common_prefix, resent._common_suffix = resent._prefix_numpy, resent._suffix_numpy
     try:
         without = tk.history_budget(events)
     finally:
-        (payload_cells._cellscan, budget._cellscan, budget._common_prefix,
-         budget._common_suffix) = saved
+        (payload_cells._cellscan, resent._cellscan, resent._common_prefix,
+         resent._common_suffix) = saved
     pd.testing.assert_frame_equal(with_it, without)
     assert with_it["resent_bytes"].notna().sum() > 50
 
@@ -190,7 +190,7 @@ def test_resent_in_c_equals_the_python_loop(corpus: Path) -> None:
             continue
         kinds = {b64 for _, b64 in inputs}
         found = payload_cells._cellscan.resent([text for text, _ in inputs], kinds.pop())
-        assert found is not None and found[0] == budget._resent_of_texts(inputs)[0]
+        assert found is not None and found[0] == resent._resent_of_texts(inputs)[0]
         runs += 1
     assert runs > 40
     # Texts with characters plain base64 lacks are left to the Python loop (decoded leniently);
@@ -206,9 +206,9 @@ def test_resent_in_c_equals_the_python_loop(corpus: Path) -> None:
             texts.append(common + middle + common[: rng.randrange(0, len(common) + 1) // 4 * 4])
         for b64 in (True, False):
             found = payload_cells._cellscan.resent(texts, b64)
-            expected = budget._resent_of_texts([(text, b64) for text in texts])
+            expected = resent._resent_of_texts([(text, b64) for text in texts])
             if found is None:
-                assert b64 and any(budget._cellscan.b64_decode(t) is None for t in texts)
+                assert b64 and any(resent._cellscan.b64_decode(t) is None for t in texts)
             else:
                 assert found[0] == expected[0]
 
