@@ -162,24 +162,6 @@ fail:
     return NULL;
 }
 
-static PyObject *common_end(PyObject *args, int suffix) {
-    Py_buffer a, b;
-    if (!PyArg_ParseTuple(args, "y*y*", &a, &b)) return NULL;
-    const unsigned char *x = a.buf, *y = b.buf;
-    Py_ssize_t n = a.len < b.len ? a.len : b.len, same = 0;
-    if (suffix) {
-        x += a.len - n, y += b.len - n;  /* the last n bytes of each, compared from the end */
-        while (same + 8 <= n && memcmp(x + n - same - 8, y + n - same - 8, 8) == 0) same += 8;
-        while (same < n && x[n - same - 1] == y[n - same - 1]) same++;
-    } else {
-        while (same + 8 <= n && memcmp(x + same, y + same, 8) == 0) same += 8;
-        while (same < n && x[same] == y[same]) same++;
-    }
-    PyBuffer_Release(&a);
-    PyBuffer_Release(&b);
-    return PyLong_FromSsize_t(same);
-}
-
 /* base64 digits' values; 64 for "=", 255 for anything else. */
 static unsigned char B64[256];
 
@@ -188,47 +170,6 @@ static void b64_table(void) {
     memset(B64, 255, sizeof(B64));
     for (int k = 0; k < 64; k++) B64[(unsigned char)digits[k]] = (unsigned char)k;
     B64['='] = 64;
-}
-
-static PyObject *b64_decode(PyObject *self, PyObject *args) {
-    Py_buffer text;
-    if (!PyArg_ParseTuple(args, "y*", &text)) return NULL;
-    const unsigned char *s = text.buf;
-    Py_ssize_t n = text.len;
-    if (n % 4 != 0) goto other;
-    Py_ssize_t pad = 0;
-    if (n && s[n - 1] == '=') pad = (n >= 2 && s[n - 2] == '=') ? 2 : 1;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n / 4 * 3 - pad);
-    if (out == NULL) {
-        PyBuffer_Release(&text);
-        return NULL;
-    }
-    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
-    Py_ssize_t full = pad ? n - 4 : n;
-    for (Py_ssize_t i = 0; i < full; i += 4, o += 3) {
-        unsigned a = B64[s[i]], b = B64[s[i + 1]], c = B64[s[i + 2]], d = B64[s[i + 3]];
-        if ((a | b | c | d) & 0xC0) {  /* not a digit ("=" is 64): not this decoder's text */
-            Py_DECREF(out);
-            goto other;
-        }
-        unsigned v = a << 18 | b << 12 | c << 6 | d;
-        o[0] = (unsigned char)(v >> 16), o[1] = (unsigned char)(v >> 8), o[2] = (unsigned char)v;
-    }
-    if (pad) {
-        unsigned a = B64[s[n - 4]], b = B64[s[n - 3]], c = pad == 1 ? B64[s[n - 2]] : 0;
-        if ((a | b | c) & 0xC0) {
-            Py_DECREF(out);
-            goto other;
-        }
-        unsigned v = a << 18 | b << 12 | c << 6;
-        o[0] = (unsigned char)(v >> 16);
-        if (pad == 1) o[1] = (unsigned char)(v >> 8);
-    }
-    PyBuffer_Release(&text);
-    return out;
-other:
-    PyBuffer_Release(&text);
-    Py_RETURN_NONE;
 }
 
 /* Decodes base64 `s` (n bytes, a multiple of 4, digits with "=" padding at its end only) into
@@ -255,6 +196,24 @@ static Py_ssize_t b64_into(const unsigned char *s, Py_ssize_t n, unsigned char *
     return n / 4 * 3 - pad;
 }
 
+static PyObject *b64_decode(PyObject *self, PyObject *args) {
+    Py_buffer text;
+    if (!PyArg_ParseTuple(args, "y*", &text)) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, text.len / 4 * 3);
+    if (out == NULL) {
+        PyBuffer_Release(&text);
+        return NULL;
+    }
+    Py_ssize_t size = b64_into(text.buf, text.len, (unsigned char *)PyBytes_AS_STRING(out));
+    PyBuffer_Release(&text);
+    if (size < 0) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    if (_PyBytes_Resize(&out, size) < 0) return NULL;
+    return out;
+}
+
 static Py_ssize_t suffix_of(const unsigned char *x, Py_ssize_t nx, const unsigned char *y,
                             Py_ssize_t ny) {
     Py_ssize_t n = nx < ny ? nx : ny, same = 0;
@@ -262,6 +221,23 @@ static Py_ssize_t suffix_of(const unsigned char *x, Py_ssize_t nx, const unsigne
     while (same + 8 <= n && memcmp(x + n - same - 8, y + n - same - 8, 8) == 0) same += 8;
     while (same < n && x[n - same - 1] == y[n - same - 1]) same++;
     return same;
+}
+
+static Py_ssize_t prefix_of(const unsigned char *x, Py_ssize_t nx, const unsigned char *y,
+                            Py_ssize_t ny) {
+    Py_ssize_t n = nx < ny ? nx : ny, same = 0;
+    while (same + 8 <= n && memcmp(x + same, y + same, 8) == 0) same += 8;
+    while (same < n && x[same] == y[same]) same++;
+    return same;
+}
+
+static PyObject *common_end(PyObject *args, int suffix) {
+    Py_buffer a, b;
+    if (!PyArg_ParseTuple(args, "y*y*", &a, &b)) return NULL;
+    Py_ssize_t same = (suffix ? suffix_of : prefix_of)(a.buf, a.len, b.buf, b.len);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    return PyLong_FromSsize_t(same);
 }
 
 static int is_number_byte(unsigned char c) { return (c >= '0' && c <= '9') || c == '.'; }
@@ -323,10 +299,7 @@ static PyObject *resent(PyObject *self, PyObject *args) {
         kept_head = -1;
         if (k == 0) continue;
         const unsigned char *prev = views[k - 1].buf;
-        Py_ssize_t m = views[k - 1].len, same = 0, limit = n < m ? n : m;
-        while (same + 8 <= limit && memcmp(prev + same, text + same, 8) == 0) same += 8;
-        while (same < limit && prev[same] == text[same]) same++;
-        Py_ssize_t head = same;
+        Py_ssize_t m = views[k - 1].len, head = prefix_of(prev, m, text, n);
         if (!b64) {
             shared_total += head + common_end_of(text + head, n - head, prev + head, m - head, 8);
             continue;
@@ -405,6 +378,16 @@ static Py_ssize_t value_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t at)
     return n;
 }
 
+/* Cuts `spans` to the `found` (start, end) pairs written; -1 (and `spans` released) on a
+ * failure. */
+static int fit_spans(PyObject *spans, Py_ssize_t found) {
+    if (PyByteArray_Resize(spans, found * 2 * (Py_ssize_t)sizeof(int64_t)) < 0) {
+        Py_DECREF(spans);
+        return -1;
+    }
+    return 0;
+}
+
 /* element_spans(buf, at, count) -> (spans, at, done): the spans (int64 start, end pairs) of the
  * next `count` elements of the JSON array being read at `at` (just after its "[" or after an
  * element), where to go on, and whether the array ended. */
@@ -432,10 +415,7 @@ static PyObject *element_spans(PyObject *self, PyObject *args) {
         found++, at = end;
     }
     PyBuffer_Release(&view);
-    if (PyByteArray_Resize(spans, found * 2 * (Py_ssize_t)sizeof(int64_t)) < 0) {
-        Py_DECREF(spans);
-        return NULL;
-    }
+    if (fit_spans(spans, found) < 0) return NULL;
     return Py_BuildValue("(Nni)", spans, at, done);
 }
 
@@ -505,10 +485,7 @@ static PyObject *last_spans(PyObject *self, PyObject *args) {
         found++, at = start - 1;
     }
     PyBuffer_Release(&view);
-    if (PyByteArray_Resize(spans, found * 2 * (Py_ssize_t)sizeof(int64_t)) < 0) {
-        Py_DECREF(spans);
-        return NULL;
-    }
+    if (fit_spans(spans, found) < 0) return NULL;
     return Py_BuildValue("(Ni)", spans, done);
 }
 
