@@ -115,7 +115,9 @@ class LazyAttributes(_LazyMapping):
     @property
     def raw(self) -> Any:
         """The event's raw JSON bytes."""
-        return self._history.json_event(self._index)
+        history = self._history
+        one = getattr(history, "json_event", None)  # a RawHistory splits only as far as needed
+        return one(self._index) if one is not None else history.json_events[self._index]
 
     def _decode(self) -> dict[str, Any]:
         if self._key is None:
