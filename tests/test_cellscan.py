@@ -214,11 +214,20 @@ def test_resent_in_c_equals_the_python_loop(corpus: Path) -> None:
 
 
 @compiled
-def test_events_split_off_as_far_as_needed_equal_the_whole_split(corpus: Path) -> None:
+@pytest.mark.parametrize("scanned", [False, True], ids=["decoded", "scanned"])
+def test_events_split_off_as_far_as_needed_equal_the_whole_split(
+    corpus: Path, scanned: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolkit.histories.reading import json_scan
     from toolkit.histories.reading.dialects import split_histories
     from toolkit.histories.reading.sources import open_source
 
-    documents = 0
+    if scanned:  # every document read by the compiled scanner, whose spans are then used
+        if not json_scan.compiled():
+            pytest.skip("built without the JSON scanner")
+        monkeypatch.setattr(json_scan, "SCAN_FROM_BYTES", 0)
+
+    documents = spans = 0
     for folder in (ROOT / "data", corpus / "histories"):
         for path in sorted(folder.rglob("*.json")):
             if ".meta." in path.name:
@@ -231,9 +240,11 @@ def test_events_split_off_as_far_as_needed_equal_the_whole_split(corpus: Path) -
                 continue
             for history, events in zip(histories, whole, strict=True):
                 documents += history.document is not None
+                spans += history.event_spans is not None
                 order = list(range(len(events)))
                 random.Random(len(events)).shuffle(order)  # out of order, as cells ask
                 for index in [0, 1, *order]:
                     if index < len(events):
                         assert bytes(history.json_event(index)) == bytes(events[index])
     assert documents > 100
+    assert (spans > 100) == scanned

@@ -135,7 +135,7 @@ def measure_frame(
     ids = frame["event_id"].to_numpy(dtype=np.int64)
     in_b, in_inexact, in_texts = _payload_column(frame, "input")
     res_b, res_inexact, _ = _payload_column(frame, "result")
-    role, link_role = _roles_of_events(frame, event_type, ids, run_of, roles)
+    role, link_role, target_of = _roles_of_events(frame, event_type, ids, run_of, roles)
     scheduled = event_type.mask("ActivityTaskScheduled")
     closed = event_type.mask(*_CLOSED_ACTIVITY)
     contributions = {
@@ -155,7 +155,7 @@ def measure_frame(
     run_by_role = {key: np.concatenate([[0], running[key]])[ends] - before_run[key]
                    for key in running}  # fmt: skip
     run_by_role["other"] = np.zeros(len(starts), dtype=np.int64)
-    output, completed = _outputs(event_type, ids, frame, run_of, calls, res_b, link_role)
+    output, completed = _outputs(event_type, calls, res_b, link_role, target_of)
 
     sizes = _EventSizes(frame, event_type, run_of, starts, ends, in_b + res_b)
     call_history = sizes.after_calls(calls, call_run, totals)
@@ -204,14 +204,16 @@ class _FrameTexts:
 def _roles_of_events(
     frame: pd.DataFrame, event_type: EventTypes, ids: np.ndarray, run_of: np.ndarray,
     roles: list[Any],
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """The role code of each scheduled activity, and of the activity each closing event closes
-    (an earlier scheduling of the same run with the id it links to)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """The role code of each scheduled activity, of the activity each closing event closes,
+    and the position of that scheduling (an earlier one of the same run with the id the closing
+    event links to; -1 for none)."""
     n = len(frame)
     role = np.zeros(n, dtype=np.int8)
     link_role = np.zeros(n, dtype=np.int8)
+    target_of = np.full(n, -1, dtype=np.int64)
     if "activity_type" not in frame.columns or not n:
-        return role, link_role
+        return role, link_role, target_of
     scheduled = np.flatnonzero(event_type.mask("ActivityTaskScheduled"))
     codes, names = pd.factorize(frame["activity_type"].to_numpy(dtype=object)[scheduled])
     owners = run_of[scheduled]
@@ -225,10 +227,10 @@ def _roles_of_events(
         role[scheduled[mine]] = table[codes[mine]]  # code -1 (no type): the last, "other"
     closed = np.flatnonzero(event_type.mask(*_CLOSED_ACTIVITY))
     if not len(closed) or not len(scheduled) or "scheduled_event_id" not in frame.columns:
-        return role, link_role
+        return role, link_role, target_of
     links = frame["scheduled_event_id"].to_numpy(dtype=np.float64, na_value=np.nan)[closed]
     width = int(ids.max()) + 2
-    keys = run_of[scheduled].astype(np.int64) * width + ids[scheduled]
+    keys = owners.astype(np.int64) * width + ids[scheduled]
     order = np.argsort(keys, kind="stable")
     known = ~np.isnan(links)
     wanted = run_of[closed].astype(np.int64) * width + np.where(known, links, -1).astype(np.int64)
@@ -236,12 +238,13 @@ def _roles_of_events(
     target = scheduled[order[at]]
     hit = known & (keys[order[at]] == wanted) & (target < closed)
     link_role[closed[hit]] = role[target[hit]]
-    return role, link_role
+    target_of[closed[hit]] = target[hit]
+    return role, link_role, target_of
 
 
 def _outputs(
-    event_type: EventTypes, ids: np.ndarray, frame: pd.DataFrame, run_of: np.ndarray,
-    calls: np.ndarray, res_b: np.ndarray, link_role: np.ndarray,
+    event_type: EventTypes, calls: np.ndarray, res_b: np.ndarray, link_role: np.ndarray,
+    target_of: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Each model call's result bytes (-1 while open) and whether it completed: from the last
     event that closed it."""
@@ -250,11 +253,7 @@ def _outputs(
     closing = np.flatnonzero(link_role == 1)
     if not len(closing) or not len(calls):
         return output, completed
-    links = frame["scheduled_event_id"].to_numpy(dtype=np.float64, na_value=np.nan)[closing]
-    width = int(ids.max()) + 2
-    keys = run_of[calls].astype(np.int64) * width + ids[calls]  # ascending: runs, then ids
-    wanted = run_of[closing].astype(np.int64) * width + links.astype(np.int64)
-    at = np.searchsorted(keys, wanted)
+    at = np.searchsorted(calls, target_of[closing])  # a model scheduling: one of the calls
     # The last closing event of a call decides (later ones overwrite, as events happen).
     last = np.unique(at[::-1], return_index=True)[1]
     picked = len(at) - 1 - last

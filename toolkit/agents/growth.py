@@ -64,7 +64,7 @@ class RunSizes:
     """One run's events as lists, with what :func:`~toolkit.agents.frame_sizes.measure_frame`
     measured of it: its model calls, its payload cells' bytes, its whole size."""
 
-    columns: Mapping[str, list[Any]]
+    columns: _RunColumns
     roles: Roles | None
     roles_note: str | None
     _sizes: FrameSizes
@@ -79,9 +79,8 @@ class RunSizes:
         frame has no such column; read off the frame's list, without the run's slice."""
         if column not in self.columns:
             return default
-        columns: Any = self.columns
         start = self.start if position >= 0 else self.start + len(self)
-        return columns.frame_list(column)[start + position]
+        return self.columns.frame_list(column)[start + position]
 
     @property
     def start(self) -> int:
@@ -96,11 +95,6 @@ class RunSizes:
         """Encoded size of each event's ``input`` or ``result`` cell (0 for none)."""
         found = self._sizes.input_bytes if column == "input" else self._sizes.result_bytes
         return found[self.start : self.start + len(self)]
-
-    def payload_bytes(self, position: int, column: str) -> int:
-        """Encoded size of the event's ``input`` or ``result`` cell (0 for none)."""
-        found = self._sizes.input_bytes if column == "input" else self._sizes.result_bytes
-        return int(found[self.start + position])
 
     def payload_json(self, position: int, column: str = "input") -> tuple[Any, bool] | None:
         """:func:`~toolkit.histories.payload_cells.payload_json` of the event's ``input`` (the
@@ -173,9 +167,9 @@ def runs_of(
     lists = _FrameLists(frame, present)
     event_type = EventTypes(frame["event_type"].to_numpy(dtype=object))
     types = _scheduled_types(frame, event_type, starts, ends)
-    source = lists["source"] if "source" in lists.frame.columns else None
+    source = lists["source"] if "source" in present else None
     found = [_roles_for(mine, roles, source[start] if source else None)
-             for mine, start in zip(types, bounds, strict=False)]  # fmt: skip
+             for mine, start in zip(types, bounds[:-1], strict=True)]  # fmt: skip
     sizes = measure_frame(frame, starts, ends, [resolved for resolved, _ in found],
                           totals=totals, event_type=event_type)  # fmt: skip
     for number, (start, end) in enumerate(itertools.pairwise(bounds)):

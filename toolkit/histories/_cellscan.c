@@ -378,6 +378,14 @@ static Py_ssize_t value_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t at)
     return n;
 }
 
+/* Room for `count` (start, end) pairs of int64, written through `out`. */
+static PyObject *new_spans(Py_ssize_t count, int64_t **out) {
+    if (count < 0) count = 0;
+    PyObject *spans = PyByteArray_FromStringAndSize(NULL, count * 2 * (Py_ssize_t)sizeof(int64_t));
+    if (spans != NULL) *out = (int64_t *)PyByteArray_AS_STRING(spans);
+    return spans;
+}
+
 /* Cuts `spans` to the `found` (start, end) pairs written; -1 (and `spans` released) on a
  * failure. */
 static int fit_spans(PyObject *spans, Py_ssize_t found) {
@@ -398,12 +406,12 @@ static PyObject *element_spans(PyObject *self, PyObject *args) {
     const unsigned char *s = view.buf;
     Py_ssize_t n = view.len, found = 0;
     int done = 0;
-    PyObject *spans = PyByteArray_FromStringAndSize(NULL, count * 2 * (Py_ssize_t)sizeof(int64_t));
+    int64_t *out;
+    PyObject *spans = new_spans(count, &out);
     if (spans == NULL) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    int64_t *out = (int64_t *)PyByteArray_AS_STRING(spans);
     while (found < count) {
         while (at < n && (is_ws(s[at]) || s[at] == ',')) at++;
         if (at >= n || s[at] == ']') {
@@ -443,12 +451,12 @@ static PyObject *last_spans(PyObject *self, PyObject *args) {
     const unsigned char *s = view.buf;
     Py_ssize_t at = (end < view.len ? end : view.len) - 1, found = 0;
     int done = 0;
-    PyObject *spans = PyByteArray_FromStringAndSize(NULL, count * 2 * (Py_ssize_t)sizeof(int64_t));
+    int64_t *out;
+    PyObject *spans = new_spans(count, &out);
     if (spans == NULL) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    int64_t *out = (int64_t *)PyByteArray_AS_STRING(spans);
     while (found < count) {
         while (at >= 0 && (is_ws(s[at]) || s[at] == ',')) at--;
         if (at < 0 || s[at] == '[') {

@@ -87,6 +87,7 @@ class RawHistory:
     _prefix_at: int = -1
     _suffix: list[int] | None = None  # the spans of its last events, last first
     event_count: int = -1  # the events of the typed decode, once it is dropped (-1: unknown)
+    event_spans: Any = None  # (starts, ends) of every event of ``document``: the scanner's
 
     @property
     def is_json(self) -> bool:
@@ -112,6 +113,9 @@ class RawHistory:
         split off only as far as it (where the package was built with a C compiler): a run's
         version label reads its first workflow tasks, and the history need not be split whole
         for that."""
+        if self.event_spans is not None and 0 <= index < len(self.event_spans[0]):
+            starts, ends = self.event_spans  # the scanner's: every event's span is known
+            return msgspec.Raw(memoryview(self.document)[starts[index] : ends[index]])
         if self._json_events is not None or self.document is None or _cellscan is None:
             return self.json_events[index]
         if index >= _PREFIX_EVENTS:
@@ -213,6 +217,7 @@ def _typed_document(data: bytes, name: str) -> list[RawHistory] | None:
             RawHistory(
                 scanned=scanned, document=data, source_name=name, where="$.events",
                 workflow_id=workflow_id, run_id=run_id, namespace=namespace,
+                event_spans=(scanned.starts, scanned.ends),
             )
         ]  # fmt: skip
     try:
