@@ -56,7 +56,12 @@ class Call:
     completed: bool = False
     history_bytes: int = 0
     events: int = 0
-    by_role: dict[str, int] = field(default_factory=dict)
+    role_bytes: tuple[int, ...] = ()  # per key of ROLE_KEYS, in order
+
+    @property
+    def by_role(self) -> dict[str, int]:
+        """The payload bytes every role had added when the call was scheduled."""
+        return dict(zip(ROLE_KEYS, self.role_bytes, strict=True))
 
 
 @dataclass
@@ -149,15 +154,16 @@ def runs_of(
     present = [c for c in _NEEDED if c in frame.columns]
     if frame.empty:
         return
-    source = frame["source"].fillna("") if "source" in frame else pd.Series("", index=frame.index)
     history = frame["history"].to_numpy() if "history" in frame else np.zeros(len(frame), int)
-    codes = pd.factorize(source, sort=False)[0]
+    source = _source_values(frame)
     ids = frame["event_id"].to_numpy()
-    # A frame from the loaders is in run order, events by id: sort only one that is not.
-    new_run = (codes[1:] != codes[:-1]) | (history[1:] != history[:-1])
-    if ((ids[1:] > ids[:-1]) | new_run).all() and _runs_are_contiguous(codes, history, new_run):
-        order = None
-    else:
+    # A frame from the loaders is in run order, events by id: sort only one that is not. Runs
+    # are told apart where the source or the history number changes (a compare of neighbours,
+    # cheaper than numbering 100,000 sources); only the runs' first sources are numbered.
+    new_run = (source[1:] != source[:-1]) | (history[1:] != history[:-1])
+    if not (((ids[1:] > ids[:-1]) | new_run).all()
+            and _runs_are_contiguous(source, history, new_run)):  # fmt: skip
+        codes = pd.factorize(source, sort=False)[0]
         order = np.lexsort((ids, history, codes))
         frame = frame.iloc[order]
         codes, history = codes[order], history[order]
@@ -229,10 +235,23 @@ def _scheduled_types(frame: pd.DataFrame, event_type: EventTypes, starts: np.nda
     return [[t for t in names[a:b] if t] for a, b in zip(low, high, strict=True)]
 
 
-def _runs_are_contiguous(codes: np.ndarray, history: np.ndarray, new_run: np.ndarray) -> bool:
+def _source_values(frame: pd.DataFrame) -> np.ndarray:
+    """The frame's sources as an object array, missing ones as ``""`` (one source)."""
+    if "source" not in frame:
+        return np.full(len(frame), "", dtype=object)
+    values = frame["source"].to_numpy(dtype=object)
+    missing = pd.isna(values)
+    if missing.any():
+        values = values.copy()
+        values[missing] = ""
+    return values
+
+
+def _runs_are_contiguous(source: np.ndarray, history: np.ndarray, new_run: np.ndarray) -> bool:
     """Whether no run's events are split into two stretches of the frame."""
     starts = np.concatenate([[0], np.flatnonzero(new_run) + 1])
-    keys = codes[starts].astype(np.int64) * (int(history.max()) + 1) + history[starts]
+    codes = pd.factorize(source[starts], sort=False)[0]
+    keys = codes.astype(np.int64) * (int(history.max()) + 1) + history[starts]
     return len(np.unique(keys)) == len(keys)
 
 
@@ -278,8 +297,7 @@ def calls_of(run: RunSizes) -> tuple[list[Call], dict[str, int] | None]:
                       strict=True)  # fmt: skip
         run._calls = [
             Call(position, ids[position], types[position] if types else None, size,
-                 None if output < 0 else output, done, history, position + 1,
-                 dict(zip(ROLE_KEYS, roles, strict=True)))
+                 None if output < 0 else output, done, history, position + 1, roles)
             for position, size, output, done, history, roles in zip(
                 (sizes.call_position[low:high] - start).tolist(),
                 sizes.call_input[low:high].tolist(), sizes.call_output[low:high].tolist(),

@@ -27,7 +27,8 @@ import pandas as pd
 
 from toolkit.histories.columns.lazy import LazyAttributes, LazyCell
 
-__all__ = ["LABEL_SOURCES", "apply_versions", "run_label", "task_versions", "version_labels"]
+__all__ = ["LABEL_SOURCES", "apply_versions", "label_parts", "run_label", "task_versions",
+           "version_labels"]
 
 #: ``label_source`` values, most specific first.
 LABEL_SOURCES = ("deployment", "build_id", "sdk", "binary_checksum", "none")
@@ -219,42 +220,80 @@ def version_labels(events: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+_PART_NAMES = ("deployment", "build_id", "sdk_name", "sdk_version", "binary_checksum")
+
+
 def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, str]:
     """``(label, label_source)`` of one run from the attributes of its completed workflow
     tasks, in order, as :func:`version_labels` composes it; reads only as many tasks as it
     takes to find every part (usually the first). ``sdk_of_build`` maps build ids to the SDK
     a task of that build stated, across runs; it is filled in as tasks are read."""
-    parts: dict[str, Any] = dict.fromkeys(
-        ("deployment", "build_id", "sdk_name", "sdk_version", "binary_checksum"))
+    parts: list[Any] = [None] * 5
     for attributes in completed:
-        attributes = _label_fields(attributes)
-        found = {"deployment": _deployment(attributes), "build_id": _build_id(attributes),
-                 "sdk_name": _get(attributes, "sdkMetadata", "sdkName"),
-                 "sdk_version": _get(attributes, "sdkMetadata", "sdkVersion"),
-                 "binary_checksum": _get(attributes, "binaryChecksum")}  # fmt: skip
-        if found["build_id"] and found["sdk_name"] and found["build_id"] not in sdk_of_build:
-            sdk_of_build[found["build_id"]] = " ".join(
-                str(p) for p in (found["sdk_name"], found["sdk_version"]) if p)
-        for key, value in found.items():
-            if parts[key] is None and value:
-                parts[key] = value
-        if all(v is not None for k, v in parts.items() if k != "deployment"):
+        found = label_parts(attributes)
+        build, sdk_name = found[1], found[2]
+        if build and sdk_name and build not in sdk_of_build:
+            sdk_of_build[build] = f"{sdk_name} {found[3]}" if found[3] else str(sdk_name)
+        for k, value in enumerate(found):
+            if parts[k] is None and value:
+                parts[k] = value
+        if parts[1] is not None and parts[2] is not None and parts[3] is not None \
+                and parts[4] is not None:  # fmt: skip
             break
     if not completed:
         return "unknown", "none"
-    return _compose(parts, sdk_of_build)
+    return _compose(dict(zip(_PART_NAMES, parts, strict=True)), sdk_of_build)
+
+
+def label_parts(attributes: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """``(deployment, build_id, sdk_name, sdk_version, binary_checksum)`` of a completed
+    task's attributes (None where it has none). A raw JSON event's are decoded off its text,
+    only the fields a label reads; anything else is read as a mapping."""
+    if type(attributes) is LazyAttributes and attributes._key == _LABEL_KEY:
+        try:
+            found = _completed_task.decode(attributes.raw).workflowTaskCompletedEventAttributes
+        except msgspec.MsgspecError:
+            found = False  # a shape only the generic decoding reads (or reports)
+        if found is None:
+            return None, None, None, None, None
+        if found is not False:
+            return _typed_parts(found)
+    return (_deployment(attributes), _build_id(attributes),
+            _get(attributes, "sdkMetadata", "sdkName"),
+            _get(attributes, "sdkMetadata", "sdkVersion"),
+            _get(attributes, "binaryChecksum"))  # fmt: skip
+
+
+class _Build(msgspec.Struct, gc=False):
+    buildId: str | None = None
+
+
+class _DeploymentVersion(msgspec.Struct, gc=False):
+    deploymentName: str | None = None
+    buildId: str | None = None
+
+
+class _Deployment(msgspec.Struct, gc=False):
+    seriesName: str | None = None
+    buildId: str | None = None
+
+
+class _Sdk(msgspec.Struct, gc=False):
+    sdkName: str | None = None
+    sdkVersion: str | None = None
 
 
 class _LabelFields(msgspec.Struct, gc=False):
-    """The fields of a completed workflow task's attributes a label reads (nested values as
-    plain JSON values, as the whole attributes would decode them)."""
+    """The fields of a completed workflow task's attributes a label reads, typed as the API
+    has them (a value of another type fails the decode, and the attributes are read as a
+    mapping instead)."""
 
-    binaryChecksum: Any = None
-    workerVersion: Any = None
-    sdkMetadata: Any = None
-    deploymentVersion: Any = None
-    workerDeploymentVersion: Any = None
-    deployment: Any = None
+    binaryChecksum: str | None = None
+    workerVersion: _Build | None = None
+    sdkMetadata: _Sdk | None = None
+    deploymentVersion: _DeploymentVersion | None = None
+    workerDeploymentVersion: str | None = None
+    deployment: _Deployment | None = None
 
 
 class _CompletedTask(msgspec.Struct, gc=False):
@@ -265,20 +304,25 @@ _completed_task = msgspec.json.Decoder(_CompletedTask)
 _LABEL_KEY = "workflowTaskCompletedEventAttributes"
 
 
-def _label_fields(attributes: Any) -> Any:
-    """A completed task's attributes as :func:`run_label` reads them: of a raw JSON event, only
-    the fields a label reads, decoded off the event's text (the rest of the event skipped);
-    anything else as it is."""
-    if type(attributes) is not LazyAttributes or attributes._key != _LABEL_KEY:
-        return attributes
-    try:
-        found = _completed_task.decode(attributes.raw).workflowTaskCompletedEventAttributes
-    except msgspec.MsgspecError:
-        return attributes  # a shape the generic decoding reads (or reports)
-    if found is None:
-        return {}
-    return {name: value for name in _LabelFields.__struct_fields__
-            if (value := getattr(found, name)) is not None}  # fmt: skip
+def _typed_parts(found: _LabelFields) -> tuple[Any, Any, Any, Any, Any]:
+    """:func:`label_parts` of the decoded fields: what :func:`_deployment`, :func:`_build_id`
+    and :func:`_get` read of the same attributes ("" is none, as there)."""
+    version, worker, old = found.deploymentVersion, found.workerVersion, found.deployment
+    if version is not None and version.deploymentName:
+        deployment: str | None = f"{version.deploymentName}:{version.buildId or '?'}"
+    elif found.workerDeploymentVersion:
+        deployment = found.workerDeploymentVersion
+    elif old is not None and old.seriesName:
+        deployment = f"{old.seriesName}:{old.buildId or '?'}"
+    else:
+        deployment = None
+    build = ((worker.buildId if worker is not None else None)
+             or (version.buildId if version is not None else None)
+             or (old.buildId if old is not None else None)) or None  # fmt: skip
+    sdk = found.sdkMetadata
+    return (deployment, build, (sdk.sdkName or None) if sdk is not None else None,
+            (sdk.sdkVersion or None) if sdk is not None else None,
+            found.binaryChecksum or None)  # fmt: skip
 
 
 def apply_versions(runs: pd.DataFrame, versions: Any) -> pd.DataFrame:
