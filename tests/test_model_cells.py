@@ -4,18 +4,21 @@ every lab recording, the public agent histories and the corpus."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pandas as pd
 import pytest
 
 import toolkit as tk
 from toolkit.agents.activity_turns import activity_turns
-from toolkit.agents.model_cells import raw_payloads, raw_summary_field
+from toolkit.agents.model_cells import payload_values, raw_payloads, raw_summary_field
 from toolkit.agents.model_io import model_call_of_cells
-from toolkit.histories.columns.lazy import LazyCell
+from toolkit.histories.columns.lazy import LazyCell, LazyPayloads
+from toolkit.histories.payloads import decode_payloads
 from toolkit.traces.spans import with_run_columns
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,3 +67,55 @@ def test_the_summary_field_is_the_extra_cells_own() -> None:
         summaries += field is not None
     assert summaries  # temporalio >= 1.16 records the agent in the summary
     assert raw_summary_field({"userMetadata": {}}) == (False, None)
+
+
+def _payload_cells(events: pd.DataFrame) -> list[Any]:
+    """Every payload cell of a raw JSON history in ``events`` (any column that holds them)."""
+    cells = []
+    for name in events.columns:
+        values = events[name].to_numpy(dtype=object)
+        cells += [c for c in values if type(c) is LazyPayloads
+                  and isinstance(c._raw, (bytes, msgspec.Raw))]
+    return cells
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_payload_values_equal_the_general_decode(folder: Path) -> None:
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent (the shared corpus is not laid out here)")
+    cells = _payload_cells(tk.read_histories(folder, progress=False).events)
+    for cell in cells:
+        payloads = msgspec.json.decode(cell._raw)
+        assert payload_values(payloads) == decode_payloads(payloads) == cell.value
+    assert cells or folder.name == "terminal_commands"
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize("item", [
+    {"metadata": {"encoding": _b64("json/plain")}, "data": _b64('{"a": [1, 2.5, null]}')},
+    {"metadata": {"encoding": _b64("json/plain")}, "data": _b64("not json")},  # the text
+    {"metadata": {"encoding": _b64("json/plain")}, "data": "no base64!"},  # kept as it is
+    {"metadata": {"encoding": _b64("json/plain")}, "data": "ünï"},  # no ASCII: kept
+    {"metadata": {"encoding": _b64("json/plain")}, "data": "YQ"},  # bad padding: kept
+    {"metadata": {"encoding": _b64("json/plain")}, "data": base64.b64encode(b"\xff").decode()},
+    {"metadata": {"encoding": _b64("json/plain")}, "data": ""},  # empty data: the text ""
+    {"metadata": {"encoding": _b64("json/plain")}},  # no data
+    {"metadata": {"encoding": _b64("json/plain")}, "data": 3},  # a bare value
+    {"metadata": {"encoding": _b64("json/plain"), "encodingDecoded": "dHJ1ZQ=="}, "data": "x"},
+    {"metadata": {"encoding": "json/plain"}, "data": {"decoded": True}},  # plain metadata
+    {"metadata": {"encoding": _b64("binary/null")}},
+    {"metadata": {"encoding": _b64("binary/null")}, "data": ""},
+    {"metadata": {"encoding": _b64("binary/null")}, "data": "x"},
+    {"metadata": {"encoding": _b64("binary/plain")}, "data": _b64("bytes")},
+    {"metadata": {"encoding": _b64("json/plain")}, "data": _b64("1"), "externalPayloads": []},
+    {"metadata": None, "data": _b64("1")}, 5, "text", None,
+])  # fmt: skip
+def test_payload_values_of_every_kind_of_payload(item: Any) -> None:
+    for payloads in ({"payloads": [item]}, {"payloads": [item, item], "other": 1}):
+        assert payload_values(payloads) == decode_payloads(payloads)
+    for other in ({"payloads": None}, {"payloads": {}}, {"payloads": []}, {"x": {"payloads": []}},
+                  [item], None):  # fmt: skip
+        assert payload_values(other) == decode_payloads(other)

@@ -20,15 +20,21 @@ route; both give the same values.
 
 from __future__ import annotations
 
+import binascii
 from typing import Any
 
 import msgspec
+import orjson
 
 from toolkit.agents.model_shapes import get_field
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
-from toolkit.histories.payloads import decode_payloads
+from toolkit.histories.payloads import decode_payload, decode_payloads
 
-__all__ = ["raw_payloads", "raw_summary_field"]
+__all__ = ["payload_values", "raw_payloads", "raw_summary_field"]
+
+#: The metadata of most payloads, as proto JSON writes it: ``encoding`` in base64.
+_JSON_PLAIN = {"encoding": "anNvbi9wbGFpbg=="}  # json/plain
+_NULL = {"encoding": "YmluYXJ5L251bGw="}  # binary/null
 
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
@@ -44,7 +50,39 @@ def raw_payloads(cell: Any, attributes: Any) -> tuple[Any, Any] | None:
     # The values as the cell decodes them (LazyPayloads -> decode_any: the same two calls); they
     # may share objects with the Payloads, which neither the sizes nor the readers change.
     payloads = msgspec.json.decode(raw)
-    return payloads, decode_payloads(payloads, cell._codec)
+    codec = cell._codec
+    return payloads, (decode_payloads(payloads, codec) if codec is not None
+                      else payload_values(payloads))  # fmt: skip
+
+
+def payload_values(payloads: Any) -> Any:
+    """``decode_payloads(payloads)`` (no codec), its two common payloads read without the
+    general steps: ``json/plain`` with base64 data (decoded as ``decode_payload`` decodes it:
+    strict base64, then the JSON, else the text) and ``binary/null`` without data. Any other
+    payload, and anything that is no ``{"payloads": [...]}``, takes the general route."""
+    items = payloads.get("payloads") if type(payloads) is dict else None
+    if type(items) is not list:
+        return decode_payloads(payloads)
+    out = []
+    for item in items:
+        if type(item) is dict:
+            metadata = item.get("metadata")
+            if len(item) == 2 and metadata == _JSON_PLAIN and type(item.get("data")) is str:
+                try:
+                    raw = binascii.a2b_base64(item["data"], strict_mode=True)
+                except (binascii.Error, ValueError, TypeError):
+                    raw = None  # no base64: the general route keeps the text as it is
+                if raw is not None:
+                    try:
+                        out.append(orjson.loads(raw))
+                    except orjson.JSONDecodeError:
+                        out.append(raw.decode("utf-8", errors="replace"))
+                    continue
+            elif len(item) == 1 and metadata == _NULL:
+                out.append(None)
+                continue
+        out.append(decode_payload(item))
+    return out
 
 
 def raw_summary_field(extra: Any) -> tuple[bool, Any]:
