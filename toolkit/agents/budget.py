@@ -44,7 +44,6 @@ BUDGET_COLUMNS = [
     "confidence", "calls_before", "continue_as_new_at", "continue_as_new_seen", "note",
 ]  # fmt: skip
 
-_PAYLOAD_COLUMNS = ("input", "result")
 
 
 def history_budget(
@@ -280,8 +279,8 @@ def _run_row(
 def _label(run: RunSizes, sdk_of_build: dict[str, str]) -> str:
     """The run's version label (:func:`toolkit.histories.versions.version_labels`): the worker
     that completed its first workflow task."""
-    attributes = run.columns["attributes"]
-    completed = [attributes[p] for p in run.positions("WorkflowTaskCompleted")[:3]]
+    attributes, start = run.columns.frame_list("attributes"), run.start
+    completed = [attributes[start + p] for p in run.positions("WorkflowTaskCompleted")[:3]]
     return run_label(completed, sdk_of_build)[0]
 
 
@@ -290,6 +289,8 @@ def _limit_hit(run: RunSizes) -> Any:
     that can say it."""
     c = run.columns
     at = run.positions(*LIMIT_EVENT_TYPES)
+    if not at:
+        return None
     failures, causes = c.get("failure_message"), c.get("cause")
     return first_limit_hit([c["event_type"][p] for p in at], [c["event_id"][p] for p in at],
                            [c["attributes"][p] for p in at],
@@ -350,12 +351,9 @@ def _forecast(
 def _largest_payload(run: RunSizes, calls: list[Call]) -> tuple[int | None, str | None]:
     """The largest input or result of the run (the first, an input before a result, where
     several are as large), and what it is."""
-    found = []
-    for column in _PAYLOAD_COLUMNS:
-        sizes = run.payload_sizes(column)
-        at = int(sizes.argmax()) if len(sizes) else 0
-        found.append((int(sizes[at]) if len(sizes) else 0, at, column))
-    (size, p, column) = found[1] if found[1][0] > found[0][0] else found[0]
+    input_size, input_at, result_size, result_at = run.largest_payloads()
+    size, p, column = ((result_size, result_at, "result") if result_size > input_size
+                       else (input_size, input_at, "input"))  # fmt: skip
     if not size:
         return None, None
     c = run.columns
@@ -368,13 +366,15 @@ def _largest_payload(run: RunSizes, calls: list[Call]) -> tuple[int | None, str 
 
 def _continue_as_new_at(run: RunSizes, completed: list[Call]) -> int | None:
     """Model calls completed when a workflow task first carried ``suggestContinueAsNew``."""
-    c = run.columns
-    flags = c.get("suggest_continue_as_new")
-    if flags is not None and run.loaded_sizes:  # read by the loader with the sizes
-        first = next((p for p in run.positions("WorkflowTaskStarted") if flags[p] is True), None)
+    c, start = run.columns, run.start
+    if "suggest_continue_as_new" in c and run.loaded_sizes:  # read by the loader with the sizes
+        flags = c.frame_list("suggest_continue_as_new")
+        first = next((p for p in run.positions("WorkflowTaskStarted")
+                      if flags[start + p] is True), None)  # fmt: skip
         if first is None:
             return None
-        return sum(1 for call in completed if call.event_id < c["event_id"][first])
+        event_id = c.frame_list("event_id")[start + first]
+        return sum(1 for call in completed if call.event_id < event_id)
     for p in run.positions("WorkflowTaskStarted"):
         if _suggested(c["attributes"][p]):
             event_id = c["event_id"][p]

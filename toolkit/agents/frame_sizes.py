@@ -82,6 +82,24 @@ class FrameSizes:
     _found: dict[tuple[str, ...], tuple[list[int], list[int], list[int]]] = field(
         default_factory=dict)  # fmt: skip
     _call_bounds: tuple[list[int], list[int]] | None = None
+    _largest: tuple[list[int], ...] | None = None
+
+    def largest_of_run(self, run: int) -> tuple[int, int, int, int]:
+        """Run ``run``'s largest input and result cells: ``(input bytes, its position,
+        result bytes, its position)``, positions from the run's first event, the first
+        where several are as large (found for every run at once)."""
+        if self._largest is None:
+            found: list[list[int]] = []
+            n = len(self.input_bytes)
+            owner = np.repeat(np.arange(len(self.starts)), self.ends - self.starts)
+            where = np.arange(n)
+            for sizes in (self.input_bytes, self.result_bytes):
+                peak = np.maximum.reduceat(sizes, self.starts) if n else sizes[:0]
+                first = np.minimum.reduceat(np.where(sizes == peak[owner], where, n),
+                                            self.starts) if n else sizes[:0]  # fmt: skip
+                found += [peak.tolist(), (first - self.starts).tolist()]
+            self._largest = tuple(found)
+        return tuple(values[run] for values in self._largest)  # type: ignore[return-value]
 
     def calls_of_run(self, run: int) -> tuple[int, int]:
         """Where run ``run``'s calls are in the call arrays (they are in run order)."""

@@ -101,6 +101,10 @@ class RunSizes:
         found = self._sizes.input_bytes if column == "input" else self._sizes.result_bytes
         return found[self.start : self.start + len(self)]
 
+    def largest_payloads(self) -> tuple[int, int, int, int]:
+        """:meth:`~toolkit.agents.frame_sizes.FrameSizes.largest_of_run` of this run."""
+        return self._sizes.largest_of_run(self._run)
+
     def payload_json(self, position: int, column: str = "input") -> tuple[Any, bool] | None:
         """:func:`~toolkit.histories.payload_cells.payload_json` of the event's ``input`` (the
         only cells kept as text)."""
@@ -188,9 +192,10 @@ class _FrameLists(dict[str, list[Any]]):
     def __init__(self, frame: pd.DataFrame, present: list[str]) -> None:
         super().__init__()
         self.frame, self.present = frame, present
+        self.names = frozenset(present)
 
     def __missing__(self, column: str) -> list[Any]:
-        if column not in self.present:
+        if column not in self.names:
             raise KeyError(column)
         found = self[column] = self.frame[column].tolist()
         return found
@@ -210,7 +215,7 @@ class _RunColumns(Mapping[str, list[Any]]):
         return found
 
     def __contains__(self, column: object) -> bool:
-        return column in self._lists.present
+        return column in self._lists.names
 
     def frame_list(self, column: str) -> list[Any]:
         """The whole frame's ``column`` as a list."""
@@ -291,15 +296,16 @@ def calls_of(run: RunSizes) -> tuple[list[Call], dict[str, int] | None]:
     sizes, start = run._sizes, run.start
     if run._calls is None:
         low, high = sizes.calls_of_run(run._run)
-        types = run.columns.get("activity_type")
-        ids = run.columns["event_id"]
+        columns = run.columns
+        types = columns.frame_list("activity_type") if "activity_type" in columns else None
+        ids = columns.frame_list("event_id")
         by_role = zip(*(sizes.call_by_role[key][low:high].tolist() for key in ROLE_KEYS),
                       strict=True)  # fmt: skip
         run._calls = [
-            Call(position, ids[position], types[position] if types else None, size,
-                 None if output < 0 else output, done, history, position + 1, roles)
-            for position, size, output, done, history, roles in zip(
-                (sizes.call_position[low:high] - start).tolist(),
+            Call(at - start, ids[at], types[at] if types else None, size,
+                 None if output < 0 else output, done, history, at - start + 1, roles)
+            for at, size, output, done, history, roles in zip(
+                sizes.call_position[low:high].tolist(),
                 sizes.call_input[low:high].tolist(), sizes.call_output[low:high].tolist(),
                 sizes.call_completed[low:high].tolist(),
                 sizes.call_history_bytes[low:high].tolist(), by_role, strict=True)
@@ -312,22 +318,26 @@ def user_turns(run: RunSizes) -> int:
     :func:`toolkit.agents.turns.agent_steps` counts turns."""
     if run.roles is None:
         return 0
-    c, roles = run.columns, run.roles
+    c, roles, start = run.columns, run.roles, run.start
     turns, updates = 0, set()
     first_activity = next(iter(run.positions("ActivityTaskScheduled")), len(run))
     started = False
     messages = run.positions(*_MESSAGES)
+    kinds = c.frame_list("event_type")
+    signals = c.frame_list("signal_name") if "signal_name" in c else None
+    update_ids = c.frame_list("update_id") if "update_id" in c else None
+    update_names = c.frame_list("update_name") if "update_name" in c else None
     for p in run.positions("WorkflowExecutionStarted", *_MESSAGES):
-        kind = c["event_type"][p]
+        kind = kinds[start + p]
         if kind == "WorkflowExecutionStarted" and roles.start_is_user:
             started = True
         elif kind == "WorkflowExecutionSignaled" and roles.is_user_signal(
-                c.get("signal_name", [None] * len(run))[p]):  # fmt: skip
+                signals[start + p] if signals is not None else None):  # fmt: skip
             turns += 1
         elif kind in ("WorkflowExecutionUpdateAdmitted", "WorkflowExecutionUpdateAccepted"):
-            key = c.get("update_id", [None] * len(run))[p] or p
-            if key not in updates and roles.is_user_update(c.get("update_name", [None])[p]
-                                                           if "update_name" in c else None):
+            key = (update_ids[start + p] if update_ids is not None else None) or p
+            if key not in updates and roles.is_user_update(
+                    update_names[start + p] if update_names is not None else None):  # fmt: skip
                 updates.add(key)
                 turns += 1
     # A start followed by a user message before any activity is no turn of its own.
