@@ -83,6 +83,14 @@ class FrameSizes:
         default_factory=dict)  # fmt: skip
     _call_bounds: tuple[list[int], list[int]] | None = None
     _largest: tuple[list[int], ...] | None = None
+    _bounds: tuple[list[int], list[int]] | None = None
+
+    @property
+    def run_bounds(self) -> tuple[list[int], list[int]]:
+        """The runs' ``starts`` and ``ends`` as lists (read once per run, many times)."""
+        if self._bounds is None:
+            self._bounds = (self.starts.tolist(), self.ends.tolist())
+        return self._bounds
 
     def largest_of_run(self, run: int) -> tuple[int, int, int, int]:
         """Run ``run``'s largest input and result cells: ``(input bytes, its position,

@@ -77,7 +77,8 @@ class RunSizes:
     _calls: list[Call] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
-        return int(self._sizes.ends[self._run] - self._sizes.starts[self._run])
+        starts, ends = self._sizes.run_bounds
+        return ends[self._run] - starts[self._run]
 
     def value(self, column: str, position: int, default: Any = None) -> Any:
         """The run's ``column`` at ``position`` (negative: from the end), ``default`` where the
@@ -90,7 +91,7 @@ class RunSizes:
     @property
     def start(self) -> int:
         """Where the run's events start in the frame measured."""
-        return int(self._sizes.starts[self._run])
+        return self._sizes.run_bounds[0][self._run]
 
     def positions(self, *types: str) -> list[int]:
         """Where the run's events of ``types`` are (0-based, in order)."""

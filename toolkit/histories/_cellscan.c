@@ -165,10 +165,21 @@ fail:
 /* base64 digits' values; 64 for "=", 255 for anything else. */
 static unsigned char B64[256];
 
+/* The same values already shifted to their place in a 24-bit group, one table per position
+ * of the digit in its quantum; BAD (bit 31) for anything that is not a digit ("=" included). */
+static uint32_t B64_AT[4][256];
+#define BAD 0x80000000u
+
 static void b64_table(void) {
     const char *digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     memset(B64, 255, sizeof(B64));
-    for (int k = 0; k < 64; k++) B64[(unsigned char)digits[k]] = (unsigned char)k;
+    for (int j = 0; j < 4; j++)
+        for (int c = 0; c < 256; c++) B64_AT[j][c] = BAD;
+    for (int k = 0; k < 64; k++) {
+        unsigned char c = (unsigned char)digits[k];
+        B64[c] = (unsigned char)k;
+        for (int j = 0; j < 4; j++) B64_AT[j][c] = (uint32_t)k << (18 - 6 * j);
+    }
     B64['='] = 64;
 }
 
@@ -181,9 +192,9 @@ static Py_ssize_t b64_into(const unsigned char *s, Py_ssize_t n, unsigned char *
     Py_ssize_t full = pad ? n - 4 : n;
     unsigned char *o = out;
     for (Py_ssize_t i = 0; i < full; i += 4, o += 3) {
-        unsigned a = B64[s[i]], b = B64[s[i + 1]], c = B64[s[i + 2]], d = B64[s[i + 3]];
-        if ((a | b | c | d) & 0xC0) return -1;  /* not a digit ("=" is 64) */
-        unsigned v = a << 18 | b << 12 | c << 6 | d;
+        uint32_t v = B64_AT[0][s[i]] | B64_AT[1][s[i + 1]] | B64_AT[2][s[i + 2]]
+                     | B64_AT[3][s[i + 3]];
+        if (v & BAD) return -1;  /* not a digit (or "=" before the last quantum) */
         o[0] = (unsigned char)(v >> 16), o[1] = (unsigned char)(v >> 8), o[2] = (unsigned char)v;
     }
     if (pad) {
@@ -218,6 +229,8 @@ static Py_ssize_t suffix_of(const unsigned char *x, Py_ssize_t nx, const unsigne
                             Py_ssize_t ny) {
     Py_ssize_t n = nx < ny ? nx : ny, same = 0;
     x += nx - n, y += ny - n;
+    while (same + 256 <= n && memcmp(x + n - same - 256, y + n - same - 256, 256) == 0)
+        same += 256;
     while (same + 8 <= n && memcmp(x + n - same - 8, y + n - same - 8, 8) == 0) same += 8;
     while (same < n && x[n - same - 1] == y[n - same - 1]) same++;
     return same;
@@ -226,6 +239,8 @@ static Py_ssize_t suffix_of(const unsigned char *x, Py_ssize_t nx, const unsigne
 static Py_ssize_t prefix_of(const unsigned char *x, Py_ssize_t nx, const unsigned char *y,
                             Py_ssize_t ny) {
     Py_ssize_t n = nx < ny ? nx : ny, same = 0;
+    /* Whole blocks by the library's memcmp (vectorised), then the differing block by words. */
+    while (same + 256 <= n && memcmp(x + same, y + same, 256) == 0) same += 256;
     while (same + 8 <= n && memcmp(x + same, y + same, 8) == 0) same += 8;
     while (same < n && x[same] == y[same]) same++;
     return same;

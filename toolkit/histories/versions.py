@@ -19,6 +19,7 @@ the application, and reports say so.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -112,6 +113,7 @@ def task_versions(events: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def _short(text: str) -> str:
     # Hex digests are long; eight characters tell releases apart in a report
     # (TypeScript's build ids are ``@temporalio/worker@1.13.1+<sha256>``).
