@@ -93,14 +93,16 @@ def fit_growth(
     if n < MIN_CALLS:
         return None
     # Least squares of input on (k - 1), k = 1..n, in closed form.
+    # Lists rather than generators into sum(): the same additions in the same order (so the
+    # same floats), at a fraction of the interpreter's cost for a fleet of runs.
     xs = range(n)
     x_mean, y_mean = (n - 1) / 2, sum(inputs) / n
-    sxx = sum((x - x_mean) ** 2 for x in xs)
-    increment = sum((x - x_mean) * (y - y_mean) for x, y in zip(xs, inputs, strict=True)) / sxx
+    sxx = sum([(x - x_mean) ** 2 for x in xs])
+    increment = sum([(x - x_mean) * (y - y_mean) for x, y in zip(xs, inputs, strict=True)]) / sxx
     base = y_mean - increment * x_mean
     residual = [y - (base + increment * x) for x, y in zip(xs, inputs, strict=True)]
     dof = n - 2
-    sd = math.sqrt(sum(r * r for r in residual) / dof) if dof > 0 else 0.0
+    sd = math.sqrt(sum([r * r for r in residual]) / dof) if dof > 0 else 0.0
     cov = None
     if dof > 0:
         var_increment = sd * sd / sxx
@@ -109,7 +111,7 @@ def fit_growth(
                (cov_bi, var_increment))  # fmt: skip
     other = [history_bytes[k] - history_bytes[k - 1] - inputs[k] for k in range(1, n)]
     other_mean = sum(other) / len(other)
-    other_sd = (math.sqrt(sum((v - other_mean) ** 2 for v in other) / (len(other) - 1))
+    other_sd = (math.sqrt(sum([(v - other_mean) ** 2 for v in other]) / (len(other) - 1))
                 if len(other) > 1 else 0.0)  # fmt: skip
     return Growth(
         calls=n, base=float(base), increment=float(increment), other=float(other_mean),
@@ -189,13 +191,15 @@ def _quadratic(growth: Growth, limits: dict[str, int], name: str, base: float, i
 def _seen_over(growth: Growth, limits: dict[str, int]) -> dict[str, int | None]:
     """Per limit, the calls completed before the first call seen over it (None: none was)."""
     history, events, inputs = growth._observed
-    values = {"history_bytes": history, "history_events": [v + COMPLETION_EVENTS for v in events],
-              "payload_bytes": inputs,
-              "task_completion_bytes": [v + 512 for v in inputs]}  # fmt: skip
+    # Sizes and counts are whole numbers: ``v + extra > limit`` is ``v > limit - extra``, and a
+    # series whose largest value is within the limit (most) is not looked through.
+    series = (("history_bytes", history, 0), ("history_events", events, COMPLETION_EVENTS),
+              ("payload_bytes", inputs, 0), ("task_completion_bytes", inputs, 512))  # fmt: skip
     out: dict[str, int | None] = {}
-    for name, observed in values.items():
-        limit = limits[name]
-        out[name] = next((k for k, v in enumerate(observed) if v > limit), None)
+    for name, observed, extra in series:
+        limit = limits[name] - extra
+        out[name] = (None if not observed or max(observed) <= limit else
+                     next(k for k, v in enumerate(observed) if v > limit))  # fmt: skip
     return out
 
 
