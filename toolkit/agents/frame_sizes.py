@@ -84,6 +84,8 @@ class FrameSizes:
     _call_bounds: tuple[list[int], list[int]] | None = None
     _largest: tuple[list[int], ...] | None = None
     _bounds: tuple[list[int], list[int]] | None = None
+    #: What readers of the sizes make once per frame (``toolkit.agents.growth``'s calls).
+    made: dict[str, Any] = field(default_factory=dict)
 
     @property
     def run_bounds(self) -> tuple[list[int], list[int]]:

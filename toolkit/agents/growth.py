@@ -294,24 +294,37 @@ def calls_of(run: RunSizes) -> tuple[list[Call], dict[str, int] | None]:
     without roles). ``other`` is left 0: it is the history's size less the rest."""
     if run.roles is None:
         return [], None
-    sizes, start = run._sizes, run.start
+    sizes = run._sizes
     if run._calls is None:
         low, high = sizes.calls_of_run(run._run)
-        columns = run.columns
-        types = columns.frame_list("activity_type") if "activity_type" in columns else None
-        ids = columns.frame_list("event_id")
-        by_role = zip(*(sizes.call_by_role[key][low:high].tolist() for key in ROLE_KEYS),
-                      strict=True)  # fmt: skip
-        run._calls = [
-            Call(at - start, ids[at], types[at] if types else None, size,
-                 None if output < 0 else output, done, history, at - start + 1, roles)
-            for at, size, output, done, history, roles in zip(
-                sizes.call_position[low:high].tolist(),
-                sizes.call_input[low:high].tolist(), sizes.call_output[low:high].tolist(),
-                sizes.call_completed[low:high].tolist(),
-                sizes.call_history_bytes[low:high].tolist(), by_role, strict=True)
-        ]  # fmt: skip
-    return run._calls, {key: int(values[run._run]) for key, values in sizes.run_by_role.items()}
+        run._calls = _frame_calls(sizes, run.columns)[low:high]
+    by_run = sizes.made.get("run_by_role")
+    if by_run is None:
+        by_run = sizes.made["run_by_role"] = {
+            key: values.tolist() for key, values in sizes.run_by_role.items()}  # fmt: skip
+    return run._calls, {key: values[run._run] for key, values in by_run.items()}
+
+
+def _frame_calls(sizes: FrameSizes, columns: _RunColumns) -> list[Call]:
+    """Every model call of the frame measured, in order (made once; each run takes its own)."""
+    found = sizes.made.get("calls")
+    if found is not None:
+        return found
+    types = columns.frame_list("activity_type") if "activity_type" in columns else None
+    ids = columns.frame_list("event_id")
+    at = sizes.call_position
+    # The calls' positions from their run's first event.
+    relative = (at - sizes.starts[sizes.call_run]).tolist() if len(at) else []
+    by_role = zip(*(sizes.call_by_role[key].tolist() for key in ROLE_KEYS), strict=True)
+    found = sizes.made["calls"] = [
+        Call(position, ids[p], types[p] if types else None, size,
+             None if output < 0 else output, done, history, position + 1, roles)
+        for p, position, size, output, done, history, roles in zip(
+            at.tolist(), relative, sizes.call_input.tolist(), sizes.call_output.tolist(),
+            sizes.call_completed.tolist(), sizes.call_history_bytes.tolist(), by_role,
+            strict=True)
+    ]  # fmt: skip
+    return found
 
 
 def user_turns(run: RunSizes) -> int:
