@@ -104,7 +104,7 @@ def write_dataset(
     dataset: str | os.PathLike[str],
     *,
     namespace: str | None = None,
-    batch_files: int = 1000,
+    batch_files: int = 250,
     errors: str = "collect",
     progress: bool | None = None,
     workers: int | None = None,
@@ -125,8 +125,10 @@ def write_dataset(
         Namespace for histories whose source names none (Cloud export paths do).
     batch_files
         Files read per batch; each batch is one commit and one Parquet file per table, and
-        memory is bounded by it (a peak of 0.65 GB per process measured for 1,000 files of
-        80 events, 1.03 GB for 2,000).
+        memory is bounded by it (a peak of 0.32 GB per process measured for 250 files of 80
+        events, 0.6 GB for 1,000, 1.03 GB for 2,000). A fresh worker faults in its whole
+        heap (a batch's): at 1,000 files that cost more CPU than committing four times as
+        many batches does (``benchmarks/bench_datasets.py``).
     workers
         Processes decoding batches (``None``: one per core); the parent hashes files,
         deduplicates runs and commits batches in order. See :mod:`toolkit.histories.reading.pool`.
