@@ -165,7 +165,9 @@ def _budget_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         if name in _INT_COLUMNS:
             columns[name] = np.array(values, dtype=np.int64)
         elif name in _NULLABLE_INT_COLUMNS:
-            columns[name] = pd.array(values, dtype="Int64")
+            missing = np.array([v is None for v in values], dtype=bool)
+            whole = np.array([0 if v is None else v for v in values], dtype=np.int64)
+            columns[name] = pd.arrays.IntegerArray(whole, missing)
         elif name == "resent_share":
             columns[name] = np.array([np.nan if v is None else v for v in values], np.float64)
         elif name in ("exact", "continue_as_new_seen"):

@@ -408,10 +408,17 @@ class _EventSizes:
         ``positions`` (-1 elsewhere)."""
         codes = np.zeros(len(positions), np.int64)
         for column in ("workflow_type", "event_type", "activity_type"):
-            if column in self.frame.columns:
+            if column == "event_type":  # numbered already, over the frame
+                found, count = self.event_type.codes[positions], len(self.event_type._code)
+            elif column in self.frame.columns:
                 values = self.frame[column].to_numpy(dtype=object)[positions]
                 found, names = pd.factorize(values)
-                codes = codes * (len(names) + 1) + found + 1
+                count = len(names)
+            else:
+                continue
+            # Any numbering that tells the values apart gives the same kinds: they are
+            # numbered again below, in the order first met.
+            codes = codes * (count + 1) + found + 1
         kinds = np.full(len(self.run_of), -1, np.int64)
         kinds[positions] = pd.factorize(codes)[0]
         return kinds
