@@ -47,9 +47,9 @@ def resent_of_run(run: RunSizes, calls: list[Call]) -> tuple[int | None, float |
 def _input_texts(run: RunSizes, calls: list[Call]) -> list[tuple[Any, bool] | None]:
     """:meth:`RunSizes.payload_json` of each call's input; for the run's own calls, a slice
     of the frame's (looked up once for every call of the frame)."""
-    sizes = run._sizes
-    if calls is not run._calls:
+    if calls is not getattr(run, "_calls", None):
         return [run.payload_json(call.position, "input") for call in calls]
+    sizes = run._sizes
     every = sizes.made.get("call_inputs")
     if every is None:
         texts = sizes.input_texts
