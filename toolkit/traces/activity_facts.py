@@ -26,7 +26,7 @@ from toolkit.histories.tables.activity import (
     _STARTED,
 )
 from toolkit.histories.tables.attribute_views import attribute_fields, dig
-from toolkit.histories.tables.columnar import Entities
+from toolkit.histories.tables.columnar import Entities, FrameRows
 from toolkit.histories.tables.common import failure_of, first_present, to_int
 
 __all__ = ["FAILED", "activity_facts"]
@@ -85,11 +85,13 @@ def activity_facts(events: pd.DataFrame, *, payloads: bool = False) -> dict[str,
     ``last_failure_message`` (only where the attempt is above 1, else None); with
     ``payloads``, ``input`` and ``result`` decoded.
     """
-    types = events["event_type"]
-    selected = events[types.isin({_SCHEDULED, _STARTED, _CANCEL_REQUESTED, *_CLOSE_OUTCOMES})]
+    kinds = {_SCHEDULED, _STARTED, _CANCEL_REQUESTED, *_CLOSE_OUTCOMES}
+    # The activity events' rows, each column taken when read (not the frame copied whole).
+    selected = FrameRows(events, np.flatnonzero(events["event_type"].isin(kinds).to_numpy()))
     cells = (selected["attributes"].to_numpy(dtype=object) if "attributes" in selected.columns
              else np.full(len(selected), None, dtype=object))  # fmt: skip
-    entities = Entities(selected, _Fields(cells), (_SCHEDULED,), "scheduled_event_id")
+    entities = Entities(selected, _Fields(cells),  # type: ignore[arg-type]
+                        (_SCHEDULED,), "scheduled_event_id")
     first = entities.first()
     head = entities.history_columns(first)
     scheduled = entities.last(entities.mask((_SCHEDULED,)))
