@@ -155,6 +155,86 @@ def batch_tables(
     runs["run_key"] = [run_key(run, files.get(source), h) for run, source, h in identities]
     runs["file_sha256"] = runs["source"].map(files).astype(object)
     runs["batch"] = batch
+    tables = {"events": events, "activities": acts, "workflow_tasks": tasks, "runs": runs}
+    rows = _run_rows(facts, tables)
+    if rows is None:  # keys the run positions cannot be computed for: grouped and merged
+        return _merged_tables(tables, partitions)
+    count = len(facts)
+    outcomes = {name: tables[name]["outcome"].isin(["failed", "timed_out"]).to_numpy(dtype=bool)
+                for name in ("activities", "workflow_tasks")}  # fmt: skip
+    nondeterminism = (tasks["cause"] == _NONDETERMINISM).to_numpy(dtype=bool, na_value=False)
+    runs["activities"] = np.bincount(rows["activities"], minlength=count)
+    runs["failed_activities"] = np.bincount(
+        rows["activities"][outcomes["activities"]], minlength=count
+    )
+    runs["workflow_tasks"] = np.bincount(rows["workflow_tasks"], minlength=count)
+    runs["failed_workflow_tasks"] = np.bincount(
+        rows["workflow_tasks"][outcomes["workflow_tasks"]], minlength=count
+    )
+    runs["nondeterminism"] = np.bincount(rows["workflow_tasks"][nondeterminism],
+                                         minlength=count) > 0  # fmt: skip
+    return {name: _tagged(table, partitions, rows[name]) for name, table in tables.items()}
+
+
+def _run_rows(
+    facts: pd.DataFrame, tables: dict[str, pd.DataFrame]
+) -> dict[str, np.ndarray] | None:
+    """Each table's rows' runs, as positions in ``facts`` (one row per run, sorted by source
+    and history as :func:`run_facts` gives them), found by one integer search per table; None
+    where a source is missing, a history number is no small integer, or a row has no run."""
+    sources = pd.Index(facts["source"]).unique()
+    histories = [facts["history"], *(table["history"] for table in tables.values())]
+    if sources.hasnans or not sources.is_monotonic_increasing:
+        return None
+    try:
+        numbers = [np.asarray(h, dtype=np.int64) for h in histories]
+    except (TypeError, ValueError):
+        return None
+    stride = 1 + max((int(n.max()) for n in numbers if len(n)), default=0)
+    if min((int(n.min()) for n in numbers if len(n)), default=0) < 0 or stride > 2**31:
+        return None
+    known = _keys(sources, facts, numbers[0], stride)
+    if known is None or (len(known) > 1 and not (np.diff(known) > 0).all()):
+        return None
+    out = {}
+    for (name, table), number in zip(tables.items(), numbers[1:], strict=True):
+        wanted = _keys(sources, table, number, stride)
+        if wanted is None:
+            return None
+        found = np.searchsorted(known, wanted)
+        if len(wanted) and (found >= len(known)).any():
+            return None
+        if not (known[found] == wanted).all():
+            return None
+        out[name] = found
+    return out
+
+
+def _keys(
+    sources: pd.Index, frame: pd.DataFrame, histories: np.ndarray, stride: int
+) -> np.ndarray | None:
+    """One integer per row of ``frame`` for its (source, history); None for an unknown source."""
+    codes = sources.get_indexer(frame["source"])
+    return None if (codes < 0).any() else codes.astype(np.int64) * stride + histories
+
+
+def _tagged(table: pd.DataFrame, partitions: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """:func:`_tag` by each row's run position in ``partitions`` (what the merge finds)."""
+    keyed = table.drop(columns=[c for c in ("namespace", "workflow_type") if c in table.columns])
+    out = keyed.assign(history=keyed["history"].astype("int64"))
+    for name in ("namespace", "workflow_type", "date"):
+        column = partitions[name]
+        values = column.array.take(rows) if column.dtype != object else column.to_numpy()[rows]
+        out[name] = pd.Series(values, index=out.index, dtype=column.dtype, copy=False)
+    out.columns = pd.Index(out.columns.tolist())  # labels typed as a merge types them
+    return out.reset_index(drop=True)
+
+
+def _merged_tables(
+    tables: dict[str, pd.DataFrame], partitions: pd.DataFrame
+) -> dict[str, pd.DataFrame]:
+    """The run counts by grouping, the partition columns by merging: for any keys."""
+    acts, tasks, runs = tables["activities"], tables["workflow_tasks"], tables["runs"]
     counts: dict[str, Any] = {
         "activities": acts.groupby(RUN_KEYS).size(),
         "failed_activities": acts[acts["outcome"].isin(["failed", "timed_out"])]
@@ -171,12 +251,7 @@ def batch_tables(
         series.index = series.index.set_levels(series.index.levels[1].astype("int64"), level=1)
         values = series.reindex(index, fill_value=0).to_numpy()
         runs[name] = values > 0 if name == "nondeterminism" else values
-    return {
-        "events": _tag(events, partitions),
-        "activities": _tag(acts, partitions),
-        "workflow_tasks": _tag(tasks, partitions),
-        "runs": _tag(runs, partitions),
-    }
+    return {name: _tag(table, partitions) for name, table in tables.items()}
 
 
 def run_key(run_id: Any, file_sha256: str | None, history: Any) -> str:

@@ -1,0 +1,58 @@
+"""The dataset's tables of a batch, their run counts and partition columns found by each row's
+run position, equal those found by grouping and merging (the general path, kept for keys the
+positions cannot be computed for), on the lab's recordings and the public corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import toolkit as tk
+from toolkit.datasets import tables
+from toolkit.histories.columns.event_fields import shared_event_fields
+from toolkit.histories.reading.batch import find_history_files
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _both(events: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """``batch_tables`` of ``events`` as the writer calls it, and by the general path."""
+    files = {source: f"sha-{i}" for i, source in enumerate(events["source"].unique())}
+    with shared_event_fields():
+        fast = tables.batch_tables(events, files, "b1", "default")
+    positions = tables._run_rows
+    tables._run_rows = lambda facts, frames: None  # type: ignore[assignment]
+    try:
+        with shared_event_fields():
+            general = tables.batch_tables(events, files, "b1", "default")
+    finally:
+        tables._run_rows = positions  # type: ignore[assignment]
+    return fast, general
+
+
+@pytest.mark.parametrize("where", ["lab", "corpus"])
+def test_tables_by_run_positions_equal_the_grouped_and_merged_ones(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    root = DATA if where == "lab" else request.getfixturevalue("corpus") / "histories"
+    events = tk.read_histories(find_history_files(root), progress=False, workers=1).events
+    fast, general = _both(events)
+    assert list(fast) == list(general) == ["events", "activities", "workflow_tasks", "runs"]
+    assert len(fast["runs"]) > 50 and fast["activities"]["namespace"].notna().any()
+    assert fast["runs"]["failed_activities"].any() and fast["runs"]["workflow_tasks"].all()
+    for name in fast:
+        pd.testing.assert_frame_equal(fast[name], general[name], check_exact=True, obj=name)
+
+
+def test_rows_out_of_order_or_unmatched_take_the_general_path() -> None:
+    events = tk.read_histories(DATA / "go_twin", progress=False, workers=1).events
+    shuffled = events.sample(frac=1, random_state=3).reset_index(drop=True)
+    fast, general = _both(shuffled)
+    for name in fast:
+        pd.testing.assert_frame_equal(fast[name], general[name], check_exact=True, obj=name)
+    facts = tables.run_facts(events)
+    stray = {"events": events.assign(source=events["source"] + "-elsewhere")}
+    assert tables._run_rows(facts, stray) is None  # a row whose run facts do not hold
+    assert tables._run_rows(facts.assign(source=None), {"events": events}) is None
