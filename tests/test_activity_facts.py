@@ -38,6 +38,14 @@ def _check(events: pd.DataFrame) -> pd.DataFrame:
             expected = [m if not pd.isna(a) and a > 1 else None
                         for m, a in zip(expected, table["attempt"], strict=True)]  # fmt: skip
         assert [_plain(v) for v in values] == expected, name
+    # In nanoseconds (the spans' times): each time's Timestamp.value, each duration's.
+    nanos = activity_facts(events, nanos=True)
+    for name in ("scheduled_time", "started_time", "closed_time", "queue_duration"):
+        assert nanos[name] == [None if v is None else v.value for v in facts[name]], name
+        assert all(v is None or type(v) is int for v in nanos[name]), name
+    assert {k: v for k, v in nanos.items() if "time" not in k and k != "queue_duration"} == {
+        k: v for k, v in facts.items() if "time" not in k and k not in (
+            "queue_duration", "input", "result")}  # fmt: skip
     return table
 
 

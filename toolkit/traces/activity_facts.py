@@ -61,11 +61,18 @@ class _Fields(dict):  # type: ignore[type-arg]
         return field
 
 
-def _times(entities: Entities, picks: np.ndarray) -> list[Any]:
-    """Event times at ``picks`` as UTC timestamps, None where there is no pick."""
+def _times(entities: Entities, picks: np.ndarray, nanos: bool = False) -> list[Any]:
+    """Event times at ``picks`` as UTC timestamps (with ``nanos``, their nanoseconds since the
+    epoch: ``Timestamp.value``), None where there is no pick."""
     times = entities.times(picks)
     if times.dtype != _UTC_NS:  # the loader's own are already: nothing to convert
         times = pd.Series(pd.to_datetime(times, utc=True), dtype=_UTC_NS)
+    if nanos:  # no Timestamp made: NaT is the int64 minimum
+        stamps = pd.DatetimeIndex(times)
+        values: list[Any] = stamps.asi8.tolist()
+        for index in np.flatnonzero(stamps.isna()).tolist():
+            values[index] = None
+        return values
     return [None if t is pd.NaT else t for t in times.tolist()]
 
 
@@ -74,7 +81,8 @@ def _failure_message(failure: Any, reason: Any) -> Any:
     return first_present(failure_of({"failure": failure})[0], reason)
 
 
-def activity_facts(events: pd.DataFrame, *, payloads: bool = False) -> dict[str, list[Any]]:
+def activity_facts(events: pd.DataFrame, *, payloads: bool = False,
+                   nanos: bool = False) -> dict[str, list[Any]]:  # fmt: skip
     """Columns of :func:`toolkit.activities` for the spans, one value per activity, in the
     table's order (source, history, scheduled event id).
 
@@ -83,7 +91,8 @@ def activity_facts(events: pd.DataFrame, *, payloads: bool = False) -> dict[str,
     ``attempt`` (int or None), ``outcome``, ``queue_duration`` (Timedelta or None), and
     ``failure_message`` (only where the outcome is in :data:`FAILED`, else None),
     ``last_failure_message`` (only where the attempt is above 1, else None); with
-    ``payloads``, ``input`` and ``result`` decoded.
+    ``payloads``, ``input`` and ``result`` decoded. With ``nanos``, the three times are ints
+    (``Timestamp.value``) and ``queue_duration`` their difference in nanoseconds.
     """
     kinds = {_SCHEDULED, _STARTED, _CANCEL_REQUESTED, *_CLOSE_OUTCOMES}
     # The activity events' rows, each column taken when read (not the frame copied whole).
@@ -112,9 +121,9 @@ def activity_facts(events: pd.DataFrame, *, payloads: bool = False) -> dict[str,
             entities.column_or_attribute("activity_type", "activityType", "name")),
         "task_queue": entities.take(entities.column_or_attribute(
             "task_queue", "taskQueue", "name", rows=entities.mask((_SCHEDULED,))), scheduled),
-        "scheduled_time": _times(entities, scheduled),
-        "started_time": _times(entities, started),
-        "closed_time": _times(entities, closed),
+        "scheduled_time": _times(entities, scheduled, nanos),
+        "started_time": _times(entities, started, nanos),
+        "closed_time": _times(entities, closed, nanos),
         "attempt": [None if a is None or a is pd.NA else int(a) for a in attempt],
         "outcome": outcome,
     }  # fmt: skip

@@ -68,6 +68,17 @@ def _time(value: Any) -> pd.Timestamp | None:
     return None if value is None or pd.isna(value) else pd.Timestamp(value)
 
 
+def _stamp(nanos: int | None) -> pd.Timestamp | None:
+    """A time in nanoseconds since the epoch (or None) as the UTC timestamp it is."""
+    return None if nanos is None else pd.Timestamp(nanos, tz="UTC")
+
+
+def _nanos(value: Any) -> int | None:
+    """:func:`_time` of ``value`` in nanoseconds since the epoch (``Timestamp.value``)."""
+    stamp = _time(value)
+    return None if stamp is None else stamp.value
+
+
 def _span_id(namespace: str, run: str, event_id: int, kind: str) -> str:
     """The span id of :func:`span_ids` alone (a run's trace id is computed once)."""
     key = f"{namespace}\x1f{run}\x1f{event_id}\x1f{kind}".encode()
@@ -99,11 +110,15 @@ def _set_text(attributes: dict[str, Any], key: str, value: Any) -> None:
 
 class RunSpans:
     """The spans of one history: :meth:`root`, then :meth:`turns`, then :meth:`activity` of
-    each of its activities in order."""
+    each of its activities in order.
+
+    Times are nanoseconds since the epoch (UTC, ``Timestamp.value``) or None, in what it takes
+    and in the rows' ``start`` and ``end``; the span events' are timestamps, as in the table.
+    """
 
     def __init__(self, head: Mapping[str, Any], source: Any, history: int,
-                 namespace: str | None, first_time: pd.Timestamp | None,
-                 last_time: pd.Timestamp | None) -> None:  # fmt: skip
+                 namespace: str | None, first_time: int | None,
+                 last_time: int | None) -> None:  # fmt: skip
         self.source, self.history = source, history
         self.namespace = namespace if namespace is not None else (_text(head["namespace"]) or "")
         self.run_id = _text(head["run_id"])
@@ -155,9 +170,11 @@ class RunSpans:
              event_id: int, turn: int | None, start: Any, end: Any, status: str,
              message: str | None, attrs: dict[str, Any],
              events: list[dict[str, Any]] | None = None) -> tuple[Any, ...]:  # fmt: skip
-        """One row; ``attrs`` as :meth:`_attributes` made them."""
-        start = _time(start) or self.first_time
-        end = _time(end) or self.last_time or start
+        """One row; ``attrs`` as :meth:`_attributes` made them (times: nanoseconds or None)."""
+        if start is None:
+            start = self.first_time
+        if end is None:
+            end = self.last_time if self.last_time is not None else start
         return (self.source, self.history, self.run_id, self.trace_id, span_id, parent, name,
                 kind, role, event_id, turn, start,
                 max(end, start) if start is not None else end,
@@ -183,7 +200,7 @@ class RunSpans:
         attributes = {"temporal.workflow.status": word,
                       "temporal.workflow.task_failures": len(span_events)}  # fmt: skip
         return self._row(self.root_id, None, f"RunWorkflow:{self.workflow_type}", "SERVER",
-                         "workflow", 1, None, self.first_time, self.last_time, status, message,
+                         "workflow", 1, None, None, None, status, message,
                          self._attributes("workflow", 1, attributes), span_events)  # fmt: skip
 
     def turns(self, starts: list[tuple[int, str, bool, str | None]],
@@ -192,13 +209,13 @@ class RunSpans:
               code: int) -> list[tuple[Any, ...]]:  # fmt: skip
         """One ``invoke_agent`` span per turn that has activities or got no answer (``acts``:
         tuples of :data:`ACTIVITY_FIELDS`; ``times``: the user messages' by (run code, event
-        id))."""
+        id), in nanoseconds)."""
         ends: dict[int, Any] = {}
         agents: dict[int, str] = {}
         for act in acts:
             event_id = int(act[2])
             turn = turn_of.get(event_id, (0, ""))[0]
-            candidates = [t for t in (_time(act[6]), _time(act[7]), _time(act[8])) if t]
+            candidates = [t for t in (act[6], act[7], act[8]) if t is not None]
             if candidates:
                 ends[turn] = max([ends[turn], *candidates] if turn in ends else candidates)
             if turn not in agents:
@@ -221,7 +238,7 @@ class RunSpans:
                 "temporal.turn": number,
                 "temporal.turn.trigger": trigger,
             }
-            start = _time(times.get((code, event_id)))
+            start = times.get((code, event_id))
             rows.append(self._row(span_id, self.root_id, f"invoke_agent {agent}", "INTERNAL",
                                   "turn", event_id, number, start, ends.get(number, start),
                                   status, message, self._attributes("turn", event_id,
@@ -232,7 +249,8 @@ class RunSpans:
     def activity(self, act: tuple[Any, ...], turn_of: Mapping[int, tuple[int, str]],
                  models: ModelAttributes, content: bool) -> list[tuple[Any, ...]]:  # fmt: skip
         """The ``RunActivity`` span of one activity (a tuple of :data:`ACTIVITY_FIELDS`), and
-        its GenAI span if it has one."""
+        its GenAI span if it has one (its times in nanoseconds: ``activity_facts(...,
+        nanos=True)``)."""
         (_, _, event_id, activity_id, activity_type, task_queue, scheduled, started, closed,
          attempt, outcome, queue, failure_message, last_failure) = act[:14]  # fmt: skip
         event_id = int(event_id)
@@ -240,14 +258,14 @@ class RunSpans:
         parent = self.turn_spans.get(turn, self.root_id)
         status = _ACTIVITY_STATUS.get(outcome, "UNSET") if isinstance(outcome, str) else "UNSET"
         message = _text(failure_message) if status == "ERROR" else None
-        scheduled = _time(scheduled)
-        start = _time(started) or scheduled
-        end = _time(closed) or self.last_time
+        start = started if started is not None else scheduled
+        end = closed if closed is not None else self.last_time
         if type(attempt) is not int:  # activity_facts gives ints and None
             attempt = int(attempt) if attempt is not None and not pd.isna(attempt) else None
         span_events = []
         if attempt and attempt > 1:
-            span_events.append({"time": start, "name": "temporal.activity.retried", "attributes": {
+            retried = "temporal.activity.retried"
+            span_events.append({"time": _stamp(start), "name": retried, "attributes": {
                 "temporal.activity.previous_attempts": attempt - 1,
                 **({"exception.message": last_failure} if _text(last_failure) else {})}})
         # The activity's attributes are no base keys: the base, then each one that is set, as
@@ -262,9 +280,10 @@ class RunSpans:
         _set_text(attrs, "temporal.activity.outcome",
                   outcome if isinstance(outcome, str) else "open")  # fmt: skip
         _set_text(attrs, "temporal.activity.task_queue", task_queue)
-        attrs["temporal.activity.scheduled_time"] = str(scheduled or "")
-        if type(queue) is pd.Timedelta or (queue is not None and not pd.isna(queue)):
-            _set(attrs, "temporal.activity.queue_ms", round(queue.total_seconds() * 1000, 3))
+        attrs["temporal.activity.scheduled_time"] = str(_stamp(scheduled) or "")
+        if queue is not None:  # nanoseconds; Timedelta's own seconds, as the table's duration
+            _set(attrs, "temporal.activity.queue_ms",
+                 round(pd.Timedelta(queue).total_seconds() * 1000, 3))  # fmt: skip
         _set_text(attrs, "temporal.agent.role", role)
         span_id = self._id(event_id, "activity")
         rows = [self._row(span_id, parent, f"RunActivity:{activity_type}", "SERVER",

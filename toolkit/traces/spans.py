@@ -69,6 +69,7 @@ from toolkit.traces.span_rows import (  # noqa: F401 (the helpers' home was this
     ModelAttributes,
     RunSpans,
     _content,
+    _nanos,
     _set,
     _text,
     _time,
@@ -156,9 +157,13 @@ def spans_of(
     out["history"] = out["history"].astype("int64")
     out["event_id"] = out["event_id"].astype("int64")
     out["turn"] = out["turn"].astype("Int64")
-    for column in ("start", "end"):
-        out[column] = pd.to_datetime(out[column], utc=True)
+    for column in ("start", "end"):  # nanoseconds or None: NaT where None
+        nanos = np.array([_NAT if v is None else v for v in out[column].tolist()], dtype=np.int64)
+        out[column] = pd.Series(nanos.view("M8[ns]"), index=out.index).dt.tz_localize("UTC")
     return out
+
+
+_NAT = np.iinfo(np.int64).min  # NaT's nanoseconds
 
 
 def _key(source: Any) -> Any:
@@ -189,8 +194,9 @@ class _RunFacts:
                       for name in ("event_type", "failure_message")}  # fmt: skip
         times = events["event_time"]
         grouped = times.groupby(run, sort=True)
-        self.first_time = [_time(t) for t in grouped.min().tolist()]
-        self.last_time = [_time(t) for t in grouped.max().tolist()]
+        # Times in nanoseconds (RunSpans takes them so), None where missing.
+        self.first_time = [_nanos(t) for t in grouped.min().tolist()]
+        self.last_time = [_nanos(t) for t in grouped.max().tolist()]
         event_type = events["event_type"].to_numpy(dtype=object)
         failed = np.flatnonzero(np.isin(event_type, _TASK_FAILURES))
         wanted = [c for c in self._FAILURE if c in events.columns]
@@ -201,7 +207,7 @@ class _RunFacts:
             self.failures.setdefault(code, []).append(record)
         # The times of the turns' user messages, by (run, event id).
         rows = np.array([r for m in found.positions["messages"].values() for r in m], dtype=int)
-        picked = times.iloc[rows].tolist() if len(rows) else []
+        picked = [_nanos(t) for t in times.iloc[rows].tolist()] if len(rows) else []
         self.times = dict(zip(
             zip(run[rows].tolist(), events["event_id"].to_numpy()[rows].tolist(), strict=True),
             picked, strict=True))  # fmt: skip
@@ -230,7 +236,7 @@ class _RunFacts:
         """Per run: its activities (:func:`toolkit.activities` rows, tuples of
         :data:`ACTIVITY_FIELDS`) by scheduled event id."""
         # Payloads stay undecoded cells unless their contents go into the spans.
-        facts = activity_facts(self.events, payloads=content)
+        facts = activity_facts(self.events, payloads=content, nanos=True)
         code_of = {(_key(s), int(h)): code for code, (s, h) in enumerate(self.found.runs)}
         out: dict[int, list[tuple[Any, ...]]] = {}
         for act in zip(*(facts[name] for name in ACTIVITY_FIELDS if name in facts), strict=True):
