@@ -149,18 +149,25 @@ def spans_of(
         rows.extend(run.turns(starts, acts_of, mine, models, facts.times, code))
         for act in acts_of:
             rows.extend(run.activity(act, mine, models, content))
-    # object, not pandas' string dtype: a missing parent stays None (NaN would read as an id)
+    return _table(rows)
+
+
+def _table(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    """The spans table of ``rows`` (tuples in :data:`SPAN_COLUMNS` order, times in nanoseconds
+    or None), each column made in its dtype at once."""
     columns = zip(*rows, strict=True) if rows else ((),) * len(SPAN_COLUMNS)
-    out = pd.DataFrame({name: list(values) for name, values in zip(SPAN_COLUMNS, columns,
-                                                                   strict=True)},
-                       columns=SPAN_COLUMNS, dtype=object)  # fmt: skip
-    out["history"] = out["history"].astype("int64")
-    out["event_id"] = out["event_id"].astype("int64")
-    out["turn"] = out["turn"].astype("Int64")
-    for column in ("start", "end"):  # nanoseconds or None: NaT where None
-        nanos = np.array([_NAT if v is None else v for v in out[column].tolist()], dtype=np.int64)
-        out[column] = pd.Series(nanos.view("M8[ns]"), index=out.index).dt.tz_localize("UTC")
-    return out
+    data: dict[str, Any] = {}
+    for name, values in zip(SPAN_COLUMNS, columns, strict=True):
+        if name in ("history", "event_id"):
+            data[name] = np.array(values, dtype=np.int64)
+        elif name == "turn":
+            data[name] = pd.array(values, dtype="Int64")
+        elif name in ("start", "end"):  # NaT where None
+            nanos = np.array([_NAT if v is None else v for v in values], dtype=np.int64)
+            data[name] = pd.Series(nanos.view("M8[ns]")).dt.tz_localize("UTC")
+        else:  # object, not pandas' string dtype: a missing parent stays None (NaN is no id)
+            data[name] = pd.Series(values, dtype=object)
+    return pd.DataFrame(data, columns=SPAN_COLUMNS)
 
 
 _NAT = np.iinfo(np.int64).min  # NaT's nanoseconds
