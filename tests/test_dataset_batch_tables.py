@@ -56,3 +56,36 @@ def test_rows_out_of_order_or_unmatched_take_the_general_path() -> None:
     stray = {"events": events.assign(source=events["source"] + "-elsewhere")}
     assert tables._run_rows(facts, stray) is None  # a row whose run facts do not hold
     assert tables._run_rows(facts.assign(source=None), {"events": events}) is None
+
+
+@pytest.mark.parametrize("where", ["lab", "corpus"])
+def test_run_facts_of_rows_in_run_order_equal_those_of_sorting_and_grouping(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    root = DATA if where == "lab" else request.getfixturevalue("corpus") / "histories"
+    # Files in the order of their names as text: the events come in run order (the fast path).
+    files = sorted(find_history_files(root), key=str)
+    events = tk.read_histories(files, progress=False, workers=1).events
+    read = [*tables.RUN_KEYS, "event_id", "event_time", "event_type", *tables._IDENTITY]
+    assert tables._sorted_runs(events[read]) is not None
+    fast = tables.run_facts(events)
+    sorted_runs = tables._sorted_runs
+    tables._sorted_runs = lambda frame: None  # type: ignore[assignment]
+    try:
+        general = tables.run_facts(events)
+    finally:
+        tables._sorted_runs = sorted_runs  # type: ignore[assignment]
+    assert len(fast) > 50 and fast["status"].nunique() > 1
+    pd.testing.assert_frame_equal(fast, general, check_exact=True)
+
+
+def test_rows_out_of_run_order_are_sorted_and_grouped() -> None:
+    events = tk.read_histories(DATA / "go_twin", progress=False, workers=1).events
+    read = [*tables.RUN_KEYS, "event_id", "event_time", "event_type", *tables._IDENTITY]
+    first = events[read]
+    assert tables._sorted_runs(first.iloc[::-1]) is None  # every key backwards
+    swapped = first.copy()
+    swapped.loc[[1, 2], "event_id"] = swapped.loc[[2, 1], "event_id"].to_numpy()
+    assert tables._sorted_runs(swapped) is None  # two events of a run out of id order
+    assert tables._sorted_runs(first.assign(source=None)) is None
+    assert tables._sorted_runs(first.assign(history=first["history"].astype("Int64"))) is None

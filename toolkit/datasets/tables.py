@@ -29,21 +29,34 @@ _NONDETERMINISM = "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR"
 def run_facts(events: pd.DataFrame) -> pd.DataFrame:
     """One row per history of ``events``: its identity, size, times and closing status."""
     read = [*RUN_KEYS, "event_id", "event_time", "event_type", *_IDENTITY]
-    ordered = events[read].sort_values([*RUN_KEYS, "event_id"], kind="stable")
-    grouped = ordered.groupby(RUN_KEYS, sort=False, dropna=False)
-    # The keys as pandas types them, one row per group in order of appearance (as agg gives).
-    facts = grouped.size().reset_index()[RUN_KEYS]
+    selected = events[read]
+    runs = _sorted_runs(selected)
+    if runs is None:
+        ordered = selected.sort_values([*RUN_KEYS, "event_id"], kind="stable")
+        grouped = ordered.groupby(RUN_KEYS, sort=False, dropna=False)
+        # The keys as pandas types them, one row per group in order of appearance (as agg
+        # gives).
+        facts = grouped.size().reset_index()[RUN_KEYS]
+        groups = grouped.ngroup().to_numpy()
+        last_ids = grouped["event_id"].max().to_numpy()
+    else:  # rows in that order already (as a batch is read): each run one range of rows
+        ordered, (groups, starts) = selected, runs
+        # The keys typed as grouping types them (as its index's levels).
+        keys = [selected[key].to_numpy()[starts] for key in RUN_KEYS]
+        facts = pd.MultiIndex.from_arrays(keys, names=RUN_KEYS).to_frame(index=False)
+        facts.columns = pd.Index(RUN_KEYS, dtype=object)  # labels as reset_index types them
+        ends = np.append(starts[1:], len(groups)) - 1
+        last_ids = selected["event_id"].to_numpy()[ends]  # ids ascend within each run
     # Each other fact is one event picked per group, its value taken as the frame holds it:
     # groupby's first and last test every cell for a missing value, a run's identity columns
     # hold one on its first event already.
-    groups = grouped.ngroup().to_numpy()
     first, last = _ends(groups, len(facts))
     for name in _IDENTITY:
         facts[name] = _taken(ordered[name], _present(groups, first, ordered[name], last=False))
     times = ordered["event_time"]
     facts["start_time"] = _taken(times, _earliest(groups, times, len(facts)))
     facts["events"] = np.bincount(groups, minlength=len(facts))
-    facts["last_event_id"] = grouped["event_id"].max().to_numpy()
+    facts["last_event_id"] = last_ids
     kinds = ordered["event_type"]
     last_type = _taken(kinds, _present(groups, last, kinds, last=True))
     closed = last_type.map(_CLOSED)
@@ -54,6 +67,33 @@ def run_facts(events: pd.DataFrame) -> pd.DataFrame:
 
 
 _IDENTITY = ("run_id", "workflow_id", "namespace", "workflow_type")
+
+
+def _sorted_runs(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each row's group and each group's first row, where ``events`` is sorted by source,
+    history and event id already (the groups numbered in row order, as grouping the sorted
+    rows numbers them); None where it is not, or a key is missing or no plain integer."""
+    history, ids = events["history"], events["event_id"]
+    plain = [isinstance(c.dtype, np.dtype) and c.dtype.kind in "iu" for c in (history, ids)]
+    if len(events) < 2 or not all(plain):  # nullable integers (Int64) take the general path
+        return None
+    source = events["source"].to_numpy(dtype=object)
+    if pd.isna(source).any():
+        return None
+    try:
+        rising = source[1:] >= source[:-1]
+        same_source = source[1:] == source[:-1]
+    except TypeError:  # sources of several types
+        return None
+    numbers, event_ids = history.to_numpy(), ids.to_numpy()
+    history_step = np.diff(numbers)
+    same_run = same_source & (history_step == 0)
+    if not rising.all() or (same_source & (history_step < 0)).any():
+        return None
+    if (same_run & (np.diff(event_ids) < 0)).any():
+        return None
+    new_run = np.concatenate(([True], ~same_run))
+    return np.cumsum(new_run) - 1, np.flatnonzero(new_run)
 
 
 def _ends(groups: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
