@@ -3,6 +3,7 @@ make their ids and attributes (:mod:`toolkit.traces.spans` states what each span
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -71,6 +72,30 @@ def _time(value: Any) -> pd.Timestamp | None:
 def _stamp(nanos: int | None) -> pd.Timestamp | None:
     """A time in nanoseconds since the epoch (or None) as the UTC timestamp it is."""
     return None if nanos is None else pd.Timestamp(nanos, tz="UTC")
+
+
+_EPOCH_DAY = datetime.date(1970, 1, 1).toordinal()
+_DAYS: dict[int, str] = {}  # days since the epoch -> "YYYY-MM-DD "
+
+
+def _stamp_text(nanos: int) -> str:
+    """``str(_stamp(nanos))`` without the timestamp: ``YYYY-MM-DD HH:MM:SS``, then the
+    fraction as pandas writes it (nine digits where there are nanoseconds, else six where there
+    are microseconds, else none), then ``+00:00``."""
+    seconds, fraction = divmod(nanos, 1_000_000_000)
+    days, second = divmod(seconds, 86_400)
+    day = _DAYS.get(days)
+    if day is None:
+        day = datetime.date.fromordinal(_EPOCH_DAY + days).isoformat() + " "
+        if len(_DAYS) < 65536:
+            _DAYS[days] = day
+    hour, second = divmod(second, 3600)
+    minute, second = divmod(second, 60)
+    if fraction % 1000:
+        return f"{day}{hour:02d}:{minute:02d}:{second:02d}.{fraction:09d}+00:00"
+    if fraction:
+        return f"{day}{hour:02d}:{minute:02d}:{second:02d}.{fraction // 1000:06d}+00:00"
+    return f"{day}{hour:02d}:{minute:02d}:{second:02d}+00:00"
 
 
 def _nanos(value: Any) -> int | None:
@@ -280,7 +305,8 @@ class RunSpans:
         _set_text(attrs, "temporal.activity.outcome",
                   outcome if isinstance(outcome, str) else "open")  # fmt: skip
         _set_text(attrs, "temporal.activity.task_queue", task_queue)
-        attrs["temporal.activity.scheduled_time"] = str(_stamp(scheduled) or "")
+        attrs["temporal.activity.scheduled_time"] = (
+            "" if scheduled is None else _stamp_text(scheduled))
         if queue is not None:  # nanoseconds; Timedelta's own seconds, as the table's duration
             _set(attrs, "temporal.activity.queue_ms",
                  round(pd.Timedelta(queue).total_seconds() * 1000, 3))  # fmt: skip
