@@ -24,15 +24,12 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable
-from functools import partial
-from operator import attrgetter, getitem
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from toolkit.histories.columns.event_fields import Fields, event_fields
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
@@ -59,27 +56,6 @@ _payloads_decoder = msgspec.json.Decoder(_WirePayloads)
 _JSON_PLAIN = {"encoding": base64.b64encode(b"json/plain").decode("ascii")}
 
 
-class _PlainMetadata(msgspec.Struct, forbid_unknown_fields=True):
-    """``_JSON_PLAIN`` and nothing else (any other metadata is refused)."""
-
-    encoding: Literal["anNvbi9wbGFpbg=="]
-
-
-class _PlainPayload(msgspec.Struct, forbid_unknown_fields=True):
-    metadata: _PlainMetadata
-    data: str
-
-
-class _PlainPayloads(msgspec.Struct, forbid_unknown_fields=True):
-    payloads: list[_PlainPayload]
-
-
-_plain_decoder = msgspec.json.Decoder(list[_PlainPayloads])
-_CODEC = attrgetter("_codec")
-_RAW_TYPES = {bytes, msgspec.Raw}
-_STRICT_B64 = partial(binascii.a2b_base64, strict_mode=True)
-
-
 def json_texts(
     values: np.ndarray,
     slow: Callable[[Any], str | None],
@@ -102,9 +78,6 @@ def json_array(
     """:func:`json_texts` as an Arrow string array, built from the texts' UTF-8 bytes: the
     slices cut from the source go in as they are, with no Python string made for each (that
     and its copy into Arrow cost more than cutting them)."""
-    whole = _column_array(values, slow, memo)
-    if whole is not None:
-        return whole
     pieces = _pieces(values, slow, memo)
     try:
         return _string_array(pieces)
@@ -151,102 +124,6 @@ def _pieces(
         else:
             append(_utf8(slow(value)))
     return out
-
-
-def _column_array(
-    values: np.ndarray, slow: Callable[[Any], str | None], memo: dict[int, Piece] | None
-) -> pa.Array | None:
-    """:func:`json_array` of a column of one kind of cell, converted column-wise (no Python
-    loop over the cells where C can take them); None for any other column, and for one whose
-    cells need the general path (:func:`_pieces` converts it then)."""
-    kinds = set(map(type, values))
-    try:
-        if kinds == {LazyAttributes}:
-            return _raw_fields_array(values, _attributes_array)
-        if kinds == {LazyExtra}:
-            return _raw_fields_array(values, _extra_array)
-        if kinds <= {type(None), LazyPayloads} and LazyPayloads in kinds:
-            return _payloads_array(values, slow, memo)
-    except (pa.ArrowInvalid, OverflowError):  # no UTF-8, or over 2 GiB: cell by cell
-        return None
-    return None
-
-
-_HISTORY = attrgetter("_history")
-_INDEX = attrgetter("_index")
-_KEY = attrgetter("_key")
-
-
-def _raw_fields_array(
-    cells: np.ndarray, build: Callable[[list[Fields], list[str | None]], pa.Array]
-) -> pa.Array | None:
-    """The cells' events' fields (each history's looked up once) handed to ``build`` with the
-    cells' attributes keys; None when a history has no fields (its cells are read whole)."""
-    histories = list(map(_HISTORY, cells))
-    ids = np.fromiter(map(id, histories), dtype=np.uint64, count=len(histories))
-    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
-    counts = np.diff(np.append(starts, len(histories))).tolist()
-    per_cell: list[list[Fields]] = []
-    for start, count in zip(starts.tolist(), counts, strict=True):
-        fields = event_fields(histories[start])
-        if fields is None:
-            return None
-        per_cell += [fields] * count
-    events = list(map(getitem, per_cell, map(_INDEX, cells)))
-    return build(events, list(map(_KEY, cells)))
-
-
-def _attributes_array(events: list[Fields], keys: list[str | None]) -> pa.Array:
-    """Each event's attributes field as it is (``{}`` where absent or null)."""
-    array = _string_array(list(map(dict.get, events, keys)))
-    blank = pc.or_kleene(pc.is_null(array), pc.equal(array, "null"))
-    if not pc.any(blank).as_py():
-        return array
-    return pc.if_else(blank, pa.scalar("{}", pa.string()), array)
-
-
-def _extra_array(events: list[Fields], keys: list[str | None]) -> pa.Array:
-    """Each event's fields but the envelope and its attributes, as one JSON object."""
-    return _string_array(list(map(_extra_piece, events, keys)))
-
-
-def _payloads_array(
-    values: np.ndarray, slow: Callable[[Any], str | None], memo: dict[int, Piece] | None
-) -> pa.Array:
-    """A column of payload cells (and nulls): the ``json/plain`` ones decoded together."""
-    pieces: list[Piece] = [None] * len(values)
-    rows = np.flatnonzero(np.not_equal(values, None)).tolist()
-    cells = [values[row] for row in rows]
-    keys = list(map(id, cells))
-    found = list(map(memo.get, keys)) if memo else [None] * len(cells)
-    todo = [i for i, piece in enumerate(found) if piece is None]
-    texts = _plain_pieces([cells[i] for i in todo])
-    for i, text in zip(todo, texts, strict=True):  # the others as the general path has them
-        found[i] = text if text is not None else _utf8(slow(cells[i]))
-    if memo is not None:
-        memo.update(zip(keys, found, strict=True))
-    for row, piece in zip(rows, found, strict=True):
-        pieces[row] = piece
-    return _string_array(pieces)
-
-
-def _plain_pieces(cells: list[LazyPayloads]) -> list[bytes | None]:
-    """:func:`_json_plain_piece` of each cell: where every cell holds proto-JSON ``json/plain``
-    payloads, their texts decoded in one call and their data together; else cell by cell."""
-    raws = [cell._raw for cell in cells]
-    if not cells or set(map(_CODEC, cells)) != {None} or not set(map(type, raws)) <= _RAW_TYPES:
-        return list(map(_json_plain_piece, cells))
-    try:
-        lists = [item.payloads for item in _plain_decoder.decode(b"[" + b",".join(raws) + b"]")]
-        datas = list(map(_STRICT_B64, [p.data for payloads in lists for p in payloads]))
-        decoded = list(map(orjson.loads, datas))
-    except (msgspec.DecodeError, binascii.Error, ValueError, orjson.JSONDecodeError):
-        return list(map(_json_plain_piece, cells))  # one odd cell: each as it comes
-    sizes = list(map(len, lists))
-    if sizes.count(1) == len(sizes):
-        return [orjson.dumps([value]) for value in decoded]
-    ends = np.cumsum(sizes).tolist()
-    return [orjson.dumps(decoded[end - size : end]) for size, end in zip(sizes, ends, strict=True)]
 
 
 def _utf8(text: str | None) -> bytes | None:
