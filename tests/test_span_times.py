@@ -1,5 +1,6 @@
-"""The spans' time texts written from nanoseconds equal pandas' own text of the timestamp (the
-spans' equality on data/ and the corpus is in ``test_traces_columnwise``)."""
+"""The spans' time texts and durations written from nanoseconds equal pandas' own text of the
+timestamp and seconds of the duration (the spans' equality on data/ and the corpus is in
+``test_traces_columnwise``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 import pandas as pd
 import pytest
 
-from toolkit.traces.span_rows import _stamp_text
+from toolkit.traces.span_rows import _seconds, _stamp_text
 
 LOWEST, HIGHEST = pd.Timestamp.min.value, pd.Timestamp.max.value
 
@@ -28,3 +29,13 @@ def test_time_texts_at_random_resolutions() -> None:
         for _ in range(3000):
             nanos = draw.randint(LOWEST // scale, HIGHEST // scale) * scale
             assert _stamp_text(nanos) == str(pd.Timestamp(nanos, tz="UTC")), nanos
+
+
+def test_seconds_are_the_durations() -> None:
+    draw = random.Random(25)
+    fixed = [0, 1, -1, 999_999_999, 10**9, -(10**9) - 1, 5_501_322_950, LOWEST + 1, HIGHEST]
+    for scale in (1, 1000, 10**6):
+        drawn = [draw.randint(-(10**15) // scale, 10**15 // scale) * scale for _ in range(20000)]
+        drawn += [draw.randint(0, 10**10) for _ in range(5000)]
+        for nanos in fixed + drawn:
+            assert _seconds(nanos) == pd.Timedelta(nanos).total_seconds(), nanos

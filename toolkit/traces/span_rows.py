@@ -98,6 +98,13 @@ def _stamp_text(nanos: int) -> str:
     return f"{day}{hour:02d}:{minute:02d}:{second:02d}+00:00"
 
 
+def _seconds(nanos: int) -> float:
+    """``pd.Timedelta(nanos).total_seconds()`` without the Timedelta: the whole seconds plus
+    the rest's fraction (floored, as pandas splits a duration)."""
+    whole, rest = divmod(nanos, 1_000_000_000)
+    return whole + rest / 1e9
+
+
 def _nanos(value: Any) -> int | None:
     """:func:`_time` of ``value`` in nanoseconds since the epoch (``Timestamp.value``)."""
     stamp = _time(value)
@@ -307,9 +314,8 @@ class RunSpans:
         _set_text(attrs, "temporal.activity.task_queue", task_queue)
         attrs["temporal.activity.scheduled_time"] = (
             "" if scheduled is None else _stamp_text(scheduled))
-        if queue is not None:  # nanoseconds; Timedelta's own seconds, as the table's duration
-            _set(attrs, "temporal.activity.queue_ms",
-                 round(pd.Timedelta(queue).total_seconds() * 1000, 3))  # fmt: skip
+        if queue is not None:  # nanoseconds
+            _set(attrs, "temporal.activity.queue_ms", round(_seconds(queue) * 1000, 3))
         _set_text(attrs, "temporal.agent.role", role)
         span_id = self._id(event_id, "activity")
         rows = [self._row(span_id, parent, f"RunActivity:{activity_type}", "SERVER",
