@@ -63,3 +63,14 @@ def test_activity_facts_on_the_corpus(corpus: Path) -> None:
     assert {"completed", "failed", "timed_out", "pending"} <= outcomes, outcomes
     assert (table["attempt"] > 1).sum() and table["last_failure_message"].notna().sum()
     assert table.loc[table["outcome"].isin(FAILED), "failure_message"].notna().sum()
+
+
+def test_activity_facts_of_sources_out_of_order() -> None:
+    # Sources not in name order: the facts are put into the table's order (not kept as read).
+    first, _ = tk.read_histories(ROOT / "data" / "adk", progress=False)
+    second, _ = tk.read_histories(ROOT / "data" / "openai_agents", progress=False)
+    events = pd.concat([second, first], ignore_index=True)
+    table = _check(events)
+    facts = activity_facts(events)
+    assert facts["source"] == table["source"].tolist()
+    assert facts["source"][0] == min(facts["source"]) != events["source"].iloc[0]  # reordered

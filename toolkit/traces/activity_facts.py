@@ -180,9 +180,18 @@ def _in_table_order(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
         code, _ = pd.factorize(np.array(sources, dtype=object), sort=True)
         order = np.lexsort((np.array(ids, dtype=np.int64), np.array(histories, dtype=np.int64),
                             code))  # fmt: skip
-        return {name: [values[i] for i in order.tolist()] for name, values in columns.items()}
+        return _reordered(columns, order)
     order = keys.assign(source=keys["source"].astype(str)).sort_values(
         list(keys.columns), kind="stable").index  # fmt: skip
     keys = keys.loc[order].reset_index(drop=True)
     order = order.to_numpy()[keys.sort_values(list(keys.columns)).index.to_numpy()]
-    return {name: [values[i] for i in order.tolist()] for name, values in columns.items()}
+    return _reordered(columns, order)
+
+
+def _reordered(columns: dict[str, list[Any]], order: np.ndarray) -> dict[str, list[Any]]:
+    """Each column's values in ``order`` (row positions); the columns themselves where the
+    order is theirs already (as the loader reads activities: sources in name order)."""
+    if bool((order == np.arange(len(order))).all()):
+        return columns
+    positions = order.tolist()
+    return {name: list(map(values.__getitem__, positions)) for name, values in columns.items()}

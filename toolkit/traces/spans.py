@@ -208,8 +208,11 @@ class _RunFacts:
         failed = np.flatnonzero(np.isin(event_type, _TASK_FAILURES))
         wanted = [c for c in self._FAILURE if c in events.columns]
         self.failures: dict[int, list[dict[str, Any]]] = {}
-        for code, record in zip(run[failed].tolist(),
-                                events.iloc[failed][wanted].to_dict("records"),
+        # Those rows of those columns alone (not every column of the rows first).
+        at = [events.columns.get_loc(c) for c in wanted]
+        picked = (events.iloc[failed, at] if all(type(i) is int for i in at)
+                  else events.iloc[failed][wanted])  # fmt: skip
+        for code, record in zip(run[failed].tolist(), picked.to_dict("records"),
                                 strict=True):  # fmt: skip
             self.failures.setdefault(code, []).append(record)
         # The times of the turns' user messages, by (run, event id).
