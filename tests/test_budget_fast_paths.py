@@ -219,3 +219,20 @@ def test_label_parts_of_unusual_fields_equal_the_generic_reading(fields: dict) -
                 versions._get(fields, "sdkMetadata", "sdkVersion"),
                 versions._get(fields, "binaryChecksum"))  # fmt: skip
     assert versions.label_parts(cell) == expected
+
+
+def test_budget_labels_read_off_the_first_tasks_equal_version_labels(corpus: Path) -> None:
+    """The budget composes a run's label from its first three completed workflow tasks; on
+    every recording and public history that is the label version_labels gives from all."""
+    from toolkit.histories.versions import version_labels
+
+    compared = 0
+    for folder in (ROOT / "data", corpus / "histories"):
+        events = tk.read_histories(folder, progress=False)[0]
+        budget = tk.history_budget(events)
+        labels = version_labels(events)
+        both = budget.merge(labels, on=["source", "history"], suffixes=("", "_all"))
+        assert len(both) == len(budget)
+        assert both["label"].tolist() == both["label_all"].tolist()
+        compared += len(both)
+    assert compared > 300
