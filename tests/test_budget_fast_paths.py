@@ -85,8 +85,8 @@ class _Run:
     def __init__(self, texts: list[bytes]) -> None:
         self.texts = texts
 
-    def payload_json(self, position: int, column: str) -> tuple[bytes, bool]:
-        return self.texts[position], True
+    def input_texts(self, calls: list[_Call]) -> list[tuple[bytes, bool]]:
+        return [(self.texts[call.position], True) for call in calls]
 
 
 class _Call:

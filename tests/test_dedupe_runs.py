@@ -19,8 +19,8 @@ import toolkit as tk
 from toolkit.histories.reading.batch import (
     _dedupe_runs,
     _dedupe_runs_grouped,
-    _history_spans,
     find_history_files,
+    history_spans,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ def test_spans_and_grouping_drop_the_same_runs(chunks: list[pd.DataFrame]) -> No
     grouped_seen: set[tuple[object, int, int]] = set()
     dropped = 0
     for events in chunks:
-        assert _history_spans(events) is not None  # the fast path is the one tested
+        assert history_spans(events) is not None  # the fast path is the one tested
         fast = _dedupe_runs(events, fast_seen)
         grouped = _dedupe_runs_grouped(events, grouped_seen)
         pd.testing.assert_frame_equal(fast, grouped, check_exact=True)
@@ -69,7 +69,7 @@ def test_a_history_in_pieces_is_grouped(chunks: list[pd.DataFrame]) -> None:
     # The first history's rows split around the rest: spans cannot tell it is one history.
     apart = pd.concat([events.loc[rows[:2]], events.loc[~first], events.loc[rows[2:]]])
     apart = apart.reset_index(drop=True)
-    assert _history_spans(apart) is None
+    assert history_spans(apart) is None
     for frame in (apart, pd.concat([apart, apart], ignore_index=True)):
         fast_seen: set[tuple[object, int, int]] = set()
         grouped_seen: set[tuple[object, int, int]] = set()

@@ -45,7 +45,6 @@ BUDGET_COLUMNS = [
 ]  # fmt: skip
 
 
-
 def history_budget(
     events: Any,
     *,

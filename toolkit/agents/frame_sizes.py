@@ -19,6 +19,7 @@ that remains is the measuring of the samples.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,34 +83,44 @@ class FrameSizes:
     _found: dict[tuple[str, ...], tuple[list[int], list[int], list[int]]] = field(
         default_factory=dict)  # fmt: skip
     _call_bounds: tuple[list[int], list[int]] | None = None
-    _largest: tuple[list[int], ...] | None = None
-    _bounds: tuple[list[int], list[int]] | None = None
-    #: What readers of the sizes make once per frame (``toolkit.agents.growth``'s calls).
-    made: dict[str, Any] = field(default_factory=dict)
+    #: ``toolkit.agents.growth``'s records of every model call, made on first use.
+    calls: list[Any] | None = None
 
-    @property
+    # Lists read once per run, many times: made once for the frame.
+    @functools.cached_property
     def run_bounds(self) -> tuple[list[int], list[int]]:
-        """The runs' ``starts`` and ``ends`` as lists (read once per run, many times)."""
-        if self._bounds is None:
-            self._bounds = (self.starts.tolist(), self.ends.tolist())
-        return self._bounds
+        """The runs' ``starts`` and ``ends`` as lists."""
+        return self.starts.tolist(), self.ends.tolist()
+
+    @functools.cached_property
+    def run_by_role_lists(self) -> dict[str, list[int]]:
+        """``run_by_role`` as lists."""
+        return {key: values.tolist() for key, values in self.run_by_role.items()}
+
+    @functools.cached_property
+    def call_inputs(self) -> list[tuple[Any, bool] | None]:
+        """Each call's input text (:class:`_FrameTexts`' entry), in call order."""
+        return [self.input_texts[p] for p in self.call_position.tolist()]
 
     def largest_of_run(self, run: int) -> tuple[int, int, int, int]:
         """Run ``run``'s largest input and result cells: ``(input bytes, its position,
         result bytes, its position)``, positions from the run's first event, the first
-        where several are as large (found for every run at once)."""
-        if self._largest is None:
-            found: list[list[int]] = []
-            n = len(self.input_bytes)
-            owner = np.repeat(np.arange(len(self.starts)), self.ends - self.starts)
-            where = np.arange(n)
-            for sizes in (self.input_bytes, self.result_bytes):
-                peak = np.maximum.reduceat(sizes, self.starts) if n else sizes[:0]
-                first = np.minimum.reduceat(np.where(sizes == peak[owner], where, n),
-                                            self.starts) if n else sizes[:0]  # fmt: skip
-                found += [peak.tolist(), (first - self.starts).tolist()]
-            self._largest = tuple(found)
+        where several are as large."""
         return tuple(values[run] for values in self._largest)  # type: ignore[return-value]
+
+    @functools.cached_property
+    def _largest(self) -> tuple[list[int], ...]:
+        """:meth:`largest_of_run` of every run, found at once."""
+        found: list[list[int]] = []
+        n = len(self.input_bytes)
+        owner = np.repeat(np.arange(len(self.starts)), self.ends - self.starts)
+        where = np.arange(n)
+        for sizes in (self.input_bytes, self.result_bytes):
+            peak = np.maximum.reduceat(sizes, self.starts) if n else sizes[:0]
+            first = np.minimum.reduceat(np.where(sizes == peak[owner], where, n),
+                                        self.starts) if n else sizes[:0]  # fmt: skip
+            found += [peak.tolist(), (first - self.starts).tolist()]
+        return tuple(found)
 
     def calls_of_run(self, run: int) -> tuple[int, int]:
         """Where run ``run``'s calls are in the call arrays (they are in run order)."""
@@ -139,6 +150,7 @@ class EventTypes:
     def __init__(self, event_type: np.ndarray) -> None:
         self.codes, names = pd.factorize(event_type)
         self._code = {name: code for code, name in enumerate(names.tolist())}
+        self.count = len(self._code)  # distinct types
 
     def mask(self, *types: str) -> np.ndarray:
         """Whether each event is of one of ``types``."""
@@ -409,7 +421,7 @@ class _EventSizes:
         codes = np.zeros(len(positions), np.int64)
         for column in ("workflow_type", "event_type", "activity_type"):
             if column == "event_type":  # numbered already, over the frame
-                found, count = self.event_type.codes[positions], len(self.event_type._code)
+                found, count = self.event_type.codes[positions], self.event_type.count
             elif column in self.frame.columns:
                 values = self.frame[column].to_numpy(dtype=object)[positions]
                 found, names = pd.factorize(values)

@@ -28,6 +28,7 @@ from toolkit.agents.frame_sizes import ROLE_KEYS, EventTypes, FrameSizes, measur
 from toolkit.agents.roles import Roles, detect_roles, resolve_roles
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
+from toolkit.histories.reading.batch import history_spans
 from toolkit.replay.commands import events_frame
 
 __all__ = ["MODEL_CALL_COLUMNS", "ROLE_KEYS", "RunSizes", "as_events", "calls_of",
@@ -97,14 +98,17 @@ class RunSizes:
         """Where the run's events of ``types`` are (0-based, in order)."""
         return self._sizes.positions(self._run, types)
 
-    def payload_sizes(self, column: str) -> np.ndarray:
-        """Encoded size of each event's ``input`` or ``result`` cell (0 for none)."""
-        found = self._sizes.input_bytes if column == "input" else self._sizes.result_bytes
-        return found[self.start : self.start + len(self)]
-
     def largest_payloads(self) -> tuple[int, int, int, int]:
         """:meth:`~toolkit.agents.frame_sizes.FrameSizes.largest_of_run` of this run."""
         return self._sizes.largest_of_run(self._run)
+
+    def input_texts(self, calls: list[Call]) -> list[tuple[Any, bool] | None]:
+        """:meth:`payload_json` of each call's input; of the run's own calls (those
+        :func:`calls_of` made), a slice of the frame's, looked up once for all."""
+        if calls is not self._calls:
+            return [self.payload_json(call.position) for call in calls]
+        low, high = self._sizes.calls_of_run(self._run)
+        return self._sizes.call_inputs[low:high]
 
     def payload_json(self, position: int, column: str = "input") -> tuple[Any, bool] | None:
         """:func:`~toolkit.histories.payload_cells.payload_json` of the event's ``input`` (the
@@ -159,21 +163,21 @@ def runs_of(
     present = [c for c in _NEEDED if c in frame.columns]
     if frame.empty:
         return
-    history = frame["history"].to_numpy() if "history" in frame else np.zeros(len(frame), int)
-    source = _source_values(frame)
+    # A frame from the loaders is in run order, events by id: sort only one that is not.
     ids = frame["event_id"].to_numpy()
-    # A frame from the loaders is in run order, events by id: sort only one that is not. Runs
-    # are told apart where the source or the history number changes (a compare of neighbours,
-    # cheaper than numbering 100,000 sources); only the runs' first sources are numbered.
-    new_run = (source[1:] != source[:-1]) | (history[1:] != history[:-1])
-    if not (((ids[1:] > ids[:-1]) | new_run).all()
-            and _runs_are_contiguous(source, history, new_run)):  # fmt: skip
+    spans = history_spans(frame)
+    if spans is not None and _ids_rise_within(ids, spans[0]):
+        bounds = [*spans[0].tolist(), len(frame)]
+    else:
+        source = (frame["source"].fillna("") if "source" in frame
+                  else pd.Series("", index=frame.index))  # fmt: skip
+        history = frame["history"].to_numpy() if "history" in frame else np.zeros(len(frame), int)
         codes = pd.factorize(source, sort=False)[0]
         order = np.lexsort((ids, history, codes))
         frame = frame.iloc[order]
         codes, history = codes[order], history[order]
         new_run = (codes[1:] != codes[:-1]) | (history[1:] != history[:-1])
-    bounds = [0, *(np.flatnonzero(new_run) + 1).tolist(), len(frame)]
+        bounds = [0, *(np.flatnonzero(new_run) + 1).tolist(), len(frame)]
     starts, ends = np.array(bounds[:-1]), np.array(bounds[1:])
     lists = _FrameLists(frame, present)
     event_type = EventTypes(frame["event_type"].to_numpy(dtype=object))
@@ -241,24 +245,11 @@ def _scheduled_types(frame: pd.DataFrame, event_type: EventTypes, starts: np.nda
     return [[t for t in names[a:b] if t] for a, b in zip(low, high, strict=True)]
 
 
-def _source_values(frame: pd.DataFrame) -> np.ndarray:
-    """The frame's sources as an object array, missing ones as ``""`` (one source)."""
-    if "source" not in frame:
-        return np.full(len(frame), "", dtype=object)
-    values = frame["source"].to_numpy(dtype=object)
-    missing = pd.isna(values)
-    if missing.any():
-        values = values.copy()
-        values[missing] = ""
-    return values
-
-
-def _runs_are_contiguous(source: np.ndarray, history: np.ndarray, new_run: np.ndarray) -> bool:
-    """Whether no run's events are split into two stretches of the frame."""
-    starts = np.concatenate([[0], np.flatnonzero(new_run) + 1])
-    codes = pd.factorize(source[starts], sort=False)[0]
-    keys = codes.astype(np.int64) * (int(history.max()) + 1) + history[starts]
-    return len(np.unique(keys)) == len(keys)
+def _ids_rise_within(ids: np.ndarray, starts: np.ndarray) -> bool:
+    """Whether event ids rise within each run (runs starting at ``starts``)."""
+    rising = ids[1:] > ids[:-1]
+    rising[starts[1:] - 1] = True  # a run's first event follows another run's last
+    return bool(rising.all())
 
 
 def _roles_for(
@@ -298,25 +289,20 @@ def calls_of(run: RunSizes) -> tuple[list[Call], dict[str, int] | None]:
     if run._calls is None:
         low, high = sizes.calls_of_run(run._run)
         run._calls = _frame_calls(sizes, run.columns)[low:high]
-    by_run = sizes.made.get("run_by_role")
-    if by_run is None:
-        by_run = sizes.made["run_by_role"] = {
-            key: values.tolist() for key, values in sizes.run_by_role.items()}  # fmt: skip
-    return run._calls, {key: values[run._run] for key, values in by_run.items()}
+    return run._calls, {key: values[run._run] for key, values in sizes.run_by_role_lists.items()}
 
 
 def _frame_calls(sizes: FrameSizes, columns: _RunColumns) -> list[Call]:
     """Every model call of the frame measured, in order (made once; each run takes its own)."""
-    found = sizes.made.get("calls")
-    if found is not None:
-        return found
+    if sizes.calls is not None:
+        return sizes.calls
     types = columns.frame_list("activity_type") if "activity_type" in columns else None
     ids = columns.frame_list("event_id")
     at = sizes.call_position
     # The calls' positions from their run's first event.
     relative = (at - sizes.starts[sizes.call_run]).tolist() if len(at) else []
     by_role = zip(*(sizes.call_by_role[key].tolist() for key in ROLE_KEYS), strict=True)
-    found = sizes.made["calls"] = [
+    sizes.calls = [
         Call(position, ids[p], types[p] if types else None, size,
              None if output < 0 else output, done, history, position + 1, roles)
         for p, position, size, output, done, history, roles in zip(
@@ -324,7 +310,7 @@ def _frame_calls(sizes: FrameSizes, columns: _RunColumns) -> list[Call]:
             sizes.call_completed.tolist(), sizes.call_history_bytes.tolist(), by_role,
             strict=True)
     ]  # fmt: skip
-    return found
+    return sizes.calls
 
 
 def user_turns(run: RunSizes) -> int:

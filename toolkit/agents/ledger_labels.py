@@ -27,7 +27,7 @@ import pandas as pd
 from toolkit.agents.activity_turns import ActivityTurns
 from toolkit.agents.turns import sidecar_fields, sidecar_label
 from toolkit.histories.columns.lazy import LazyAttributes
-from toolkit.histories.versions import _build_id, _compose, _deployment, _get
+from toolkit.histories.versions import _compose, label_parts
 
 __all__ = ["run_labels"]
 
@@ -67,14 +67,7 @@ class _Tasks:
         """The parts of event ``index`` (as ``task_versions`` reads them)."""
         found = self.parts[index]
         if found is None:
-            cell = self.cells[index]
-            attributes = cell.value if isinstance(cell, LazyAttributes) else cell
-            found = self.parts[index] = (
-                _deployment(attributes), _build_id(attributes),
-                _get(attributes, "sdkMetadata", "sdkName"),
-                _get(attributes, "sdkMetadata", "sdkVersion"),
-                _get(attributes, "binaryChecksum"),
-            )  # fmt: skip
+            found = self.parts[index] = label_parts(self.cells[index])
         return found
 
 

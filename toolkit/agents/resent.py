@@ -33,7 +33,7 @@ def resent_of_run(run: RunSizes, calls: list[Call]) -> tuple[int | None, float |
     (:func:`_resent_by_parts`)."""
     if not calls:
         return None, None
-    inputs = _input_texts(run, calls)
+    inputs = run.input_texts(calls)
     if any(found is None for found in inputs):
         return _resent_by_parts(run, calls)
     kinds = {b64 for _, b64 in inputs}
@@ -42,20 +42,6 @@ def resent_of_run(run: RunSizes, calls: list[Call]) -> tuple[int | None, float |
         if found is not None:
             return found[0], (found[0] / found[1] if found[1] else None)
     return _resent_of_texts(inputs)
-
-
-def _input_texts(run: RunSizes, calls: list[Call]) -> list[tuple[Any, bool] | None]:
-    """:meth:`RunSizes.payload_json` of each call's input; for the run's own calls, a slice
-    of the frame's (looked up once for every call of the frame)."""
-    if calls is not getattr(run, "_calls", None):
-        return [run.payload_json(call.position, "input") for call in calls]
-    sizes = run._sizes
-    every = sizes.made.get("call_inputs")
-    if every is None:
-        texts = sizes.input_texts
-        every = sizes.made["call_inputs"] = [texts[p] for p in sizes.call_position.tolist()]
-    low, high = sizes.calls_of_run(run._run)
-    return every[low:high]
 
 
 def _resent_of_texts(inputs: list[tuple[Any, bool]]) -> tuple[int, float | None]:

@@ -411,22 +411,28 @@ static int fit_spans(PyObject *spans, Py_ssize_t found) {
     return 0;
 }
 
+/* The arguments of element_spans and last_spans, (buffer, position, count), and the span array
+ * for `count` elements; NULL (nothing held) on a failure. */
+static PyObject *spans_call(PyObject *args, Py_buffer *view, Py_ssize_t *at, Py_ssize_t *count,
+                            int64_t **out) {
+    if (!PyArg_ParseTuple(args, "y*nn", view, at, count)) return NULL;
+    PyObject *spans = new_spans(*count, out);
+    if (spans == NULL) PyBuffer_Release(view);
+    return spans;
+}
+
 /* element_spans(buf, at, count) -> (spans, at, done): the spans (int64 start, end pairs) of the
  * next `count` elements of the JSON array being read at `at` (just after its "[" or after an
  * element), where to go on, and whether the array ended. */
 static PyObject *element_spans(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t at, count;
-    if (!PyArg_ParseTuple(args, "y*nn", &view, &at, &count)) return NULL;
+    int64_t *out;
+    PyObject *spans = spans_call(args, &view, &at, &count, &out);
+    if (spans == NULL) return NULL;
     const unsigned char *s = view.buf;
     Py_ssize_t n = view.len, found = 0;
     int done = 0;
-    int64_t *out;
-    PyObject *spans = new_spans(count, &out);
-    if (spans == NULL) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
     while (found < count) {
         while (at < n && (is_ws(s[at]) || s[at] == ',')) at++;
         if (at >= n || s[at] == ']') {
@@ -462,16 +468,12 @@ static Py_ssize_t string_start(const unsigned char *s, Py_ssize_t q) {
 static PyObject *last_spans(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t end, count;
-    if (!PyArg_ParseTuple(args, "y*nn", &view, &end, &count)) return NULL;
+    int64_t *out;
+    PyObject *spans = spans_call(args, &view, &end, &count, &out);
+    if (spans == NULL) return NULL;
     const unsigned char *s = view.buf;
     Py_ssize_t at = (end < view.len ? end : view.len) - 1, found = 0;
     int done = 0;
-    int64_t *out;
-    PyObject *spans = new_spans(count, &out);
-    if (spans == NULL) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
     while (found < count) {
         while (at >= 0 && (is_ws(s[at]) || s[at] == ',')) at--;
         if (at < 0 || s[at] == '[') {

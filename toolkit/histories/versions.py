@@ -239,8 +239,7 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
         for k, value in enumerate(found):
             if parts[k] is None and value:
                 parts[k] = value
-        if parts[1] is not None and parts[2] is not None and parts[3] is not None \
-                and parts[4] is not None:  # fmt: skip
+        if None not in parts[1:]:  # every part but a deployment found
             break
     if not completed:
         return "unknown", "none"
@@ -248,9 +247,9 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
 
 
 def label_parts(attributes: Any) -> tuple[Any, Any, Any, Any, Any]:
-    """``(deployment, build_id, sdk_name, sdk_version, binary_checksum)`` of a completed
-    task's attributes (None where it has none). A raw JSON event's are decoded off its text,
-    only the fields a label reads; anything else is read as a mapping."""
+    """``(deployment, build_id, sdk_name, sdk_version, binary_checksum)`` of a workflow
+    task's attributes (None where it has none). A raw JSON completed task's are decoded off
+    its text, only the fields a label reads; anything else is read as a mapping."""
     if type(attributes) is LazyAttributes and attributes._key == _LABEL_KEY:
         try:
             found = _completed_task.decode(attributes.raw).workflowTaskCompletedEventAttributes

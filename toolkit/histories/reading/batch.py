@@ -244,7 +244,7 @@ def _dedupe_runs(events: pd.DataFrame, seen: set[tuple[Any, int, int]]) -> pd.Da
     ``source`` or ``history`` changes (a tenth of the cost of grouping them); a frame that
     does not is grouped as before (:func:`_dedupe_runs_grouped`, the same result).
     """
-    spans = _history_spans(events)
+    spans = history_spans(events)
     if spans is None:
         return _dedupe_runs_grouped(events, seen)
     starts, stops = spans
@@ -266,7 +266,7 @@ def _dedupe_runs(events: pd.DataFrame, seen: set[tuple[Any, int, int]]) -> pd.Da
     return events[np.repeat(keep, stops - starts)].reset_index(drop=True)
 
 
-def _history_spans(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+def history_spans(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
     """First and past-last row of each history (``source``, ``history``), in the frame's
     order, when each history's rows are together and its keys plain; None otherwise."""
     if not len(events) or events["event_id"].dtype != np.int64:
