@@ -1,10 +1,12 @@
 """Build of the optional C parts (everything else is in pyproject.toml): the reader of the protobuf
-wire format, the payload-cell scanner of the history budget and the proto-JSON scanner.
+wire format, the payload-cell scanner of the history budget, the proto-JSON scanner and the
+writer of OTLP JSON spans.
 
 ``optional=True``: where no C compiler is present the install goes on without them;
 ``toolkit.histories.reading.wire`` then reads the wire format with numpy,
 ``toolkit.histories.payload_cells`` and ``toolkit.agents.budget`` measure cells and compare
-inputs in Python, and proto-JSON documents are decoded with msgspec (same results).
+inputs in Python, proto-JSON documents are decoded with msgspec, and OTLP JSON documents are
+built as dicts and serialized with orjson (same results).
 """
 
 from setuptools import Extension, setup
@@ -20,6 +22,12 @@ setup(
         Extension(
             "toolkit.histories._cellscan",
             ["toolkit/histories/_cellscan.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "toolkit.traces._otlpjson",
+            ["toolkit/traces/_otlpjson.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pandas as pd
 
 from toolkit.agents.activity_turns import activity_turns
@@ -22,7 +21,7 @@ from toolkit.agents.roles import Roles
 from toolkit.agents.tokens import genai_attributes, model_calls_of
 from toolkit.gc_pause import paused_gc
 from toolkit.replay.commands import events_frame
-from toolkit.traces.otlp import otlp_document, send
+from toolkit.traces.otlp import otlp_json, send
 from toolkit.traces.spans import spans_of, with_run_columns
 
 __all__ = ["OtelExport", "to_otel"]
@@ -148,7 +147,7 @@ def to_otel(
     result = OtelExport(spans=spans, model_calls=calls, errors=errors)
     if path is not None:
         result.path = Path(path)
-        result.path.write_bytes(orjson.dumps(otlp_document(spans, resource)))
+        result.path.write_bytes(otlp_json(spans, resource))
     if endpoint is not None:
         result.endpoint = endpoint
         result.sent = send(spans, endpoint, resource, encoding=encoding, headers=headers,

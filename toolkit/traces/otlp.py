@@ -27,7 +27,12 @@ from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
 from toolkit.traces.otlp_wire import encode_request
 
-__all__ = ["OtlpExportError", "batches", "otlp_document", "otlp_protobuf", "send"]
+try:  # the spans' JSON written from the columns (setup.py builds it where a C compiler is)
+    from toolkit.traces import _otlpjson
+except ImportError:  # pragma: no cover - depends on the install
+    _otlpjson = None
+
+__all__ = ["OtlpExportError", "batches", "otlp_document", "otlp_json", "otlp_protobuf", "send"]
 
 _KIND = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3}
 _STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
@@ -137,18 +142,62 @@ def _document(spans: pd.DataFrame, resource: Mapping[str, Any]) -> dict[str, Any
         if message:
             span["status"]["message"] = message
         if events:
-            span["events"] = [
-                {"timeUnixNano": _nanos(event["time"]), "name": event["name"],
-                 "attributes": entries(event["attributes"])}
-                for event in events
-            ]  # fmt: skip
+            span["events"] = _events(events, entries)
         out.append(span)
+    return _shell(resource, out)
+
+
+def _events(events: Any, entries: _Entries) -> list[dict[str, Any]]:
+    """A span's ``events`` in OTLP JSON."""
+    return [{"timeUnixNano": _nanos(event["time"]), "name": event["name"],
+             "attributes": entries(event["attributes"])} for event in events]  # fmt: skip
+
+
+def _shell(resource: Mapping[str, Any], spans: list[dict[str, Any]]) -> dict[str, Any]:
+    """The document around its ``spans`` (one resource, one scope)."""
     return {
         "resourceSpans": [{
             "resource": {"attributes": _attributes(resource)},
-            "scopeSpans": [{"scope": SCOPE, "spans": out}],
+            "scopeSpans": [{"scope": SCOPE, "spans": spans}],
         }]
     }  # fmt: skip
+
+
+def otlp_json(spans: pd.DataFrame, resource: Mapping[str, Any]) -> bytes:
+    """``orjson.dumps(otlp_document(spans, resource))``: the document's bytes, its spans
+    written by the compiled writer straight from the columns where it is built (no dict per
+    span and attribute first), else through :func:`otlp_document`."""
+    if _otlpjson is not None:
+        shell = orjson.dumps(_shell(resource, []))  # ends in the empty array and its closings
+        cut = len(shell) - len(_SHELL_END)
+        if shell[cut:] != _SHELL_END:  # pragma: no cover - the shell's last key is "spans"
+            raise AssertionError(f"unexpected OTLP document shell {shell[-32:]!r}")
+        written = _compiled(spans, shell[: cut + 1], shell[cut + 1 :])
+        if written is not None:
+            return written
+    return orjson.dumps(otlp_document(spans, resource))
+
+
+_SHELL_END = b"[]}]}]}"
+
+
+def _compiled(spans: pd.DataFrame, head: bytes, tail: bytes) -> bytes | None:
+    """``head``, the spans' objects joined by commas as orjson writes :func:`otlp_document`'s,
+    and ``tail``; None where a value is one the compiled writer leaves to the pure path."""
+    entries = _Entries()
+    try:  # the few spans with events (failures, retries): their arrays as orjson writes them
+        with paused_gc():
+            events = [orjson.dumps(_events(found, entries)) if found else None
+                      for found in spans["events"].tolist()]  # fmt: skip
+    except Exception:  # whatever an event holds that cannot be written: the pure path says it
+        return None
+    return _otlpjson.spans(  # type: ignore[union-attr]
+        head, tail, spans["trace_id"].tolist(), spans["span_id"].tolist(),
+        spans["parent_span_id"].tolist(), spans["name"].tolist(), spans["kind"].tolist(),
+        _all_ints(spans["start"]), _all_ints(spans["end"]), spans["attributes"].tolist(),
+        spans["status"].tolist(), spans["status_message"].tolist(), events, _KIND, _STATUS,
+        orjson.dumps,
+    )  # fmt: skip
 
 
 def _any_value(message: Any, value: Any) -> None:
@@ -272,7 +321,7 @@ def send(
     sent, total = 0, len(spans)
     for batch in batches(spans, batch_spans):
         body = (otlp_protobuf(batch, resource) if encoding == "protobuf"
-                else orjson.dumps(otlp_document(batch, resource)))  # fmt: skip
+                else otlp_json(batch, resource))  # fmt: skip
         request = urllib.request.Request(
             endpoint, data=body, method="POST",
             headers={"Content-Type": content_type, **dict(headers or {})},

@@ -1,0 +1,199 @@
+"""The OTLP JSON document written by the compiled writer (``toolkit/traces/_otlpjson.c``) is the
+one orjson writes of :func:`~toolkit.traces.otlp.otlp_document`'s dicts, byte for byte: on the
+spans of every lab recording, the public agent histories and the corpus, on attribute values of
+every kind and strings of every code point; values it leaves to the pure path are written (or
+refused) as that path does."""
+
+from __future__ import annotations
+
+import random
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+import pytest
+
+import toolkit as tk
+from toolkit.traces import otlp
+from toolkit.traces.otlp import otlp_document, otlp_json
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "histories"
+FOLDERS = [*sorted(p for p in (ROOT / "data").iterdir() if p.is_dir() and p.name != "venvs"),
+           ROOT / "tests" / "fixtures" / "agent_histories", CORPUS]  # fmt: skip
+RESOURCE = {"service.name": "temporal-agent-toolkit", "openinference.project.name": "lab"}
+compiled = pytest.mark.skipif(
+    otlp._otlpjson is None, reason="built without a C compiler: only the pure path exists"
+)
+
+
+def _pure(spans: pd.DataFrame, resource: dict[str, Any]) -> bytes:
+    return orjson.dumps(otlp_document(spans, resource))
+
+
+def _written(spans: pd.DataFrame, resource: dict[str, Any]) -> bytes:
+    """:func:`otlp_json`'s bytes, checked to come from the compiled writer itself."""
+    shell = orjson.dumps(otlp._shell(resource, []))
+    cut = len(shell) - len(otlp._SHELL_END)
+    written = otlp._compiled(spans, shell[: cut + 1], shell[cut + 1 :])
+    assert written is not None, "the compiled writer left these spans to the pure path"
+    assert otlp_json(spans, resource) == written
+    return written
+
+
+@compiled
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_the_document_is_orjsons_on_recorded_spans(folder: Path) -> None:
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent (the shared corpus is not laid out here)")
+    events = tk.read_histories(folder, progress=False).events
+    for content in (False, True):  # with contents: long texts, every character they hold
+        spans = tk.to_otel(events, content=content).spans
+        assert len(spans)
+        assert _written(spans, RESOURCE) == _pure(spans, RESOURCE)
+        assert _written(spans, {}) == _pure(spans, {})
+        batch = spans.iloc[: len(spans) // 2]  # what send(encoding="json") writes of a batch
+        assert _written(batch, RESOURCE) == _pure(batch, RESOURCE)
+
+
+def test_to_otel_writes_the_pure_document(tmp_path: Path) -> None:
+    folder = ROOT / "data" / "openai_agents"
+    done = tk.to_otel(folder, path=tmp_path / "traces.json", project="lab")
+    resource = {"service.name": "temporal-agent-toolkit", "openinference.project.name": "lab"}
+    assert (tmp_path / "traces.json").read_bytes() == _pure(done.spans, resource)
+
+
+def _spans(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """A spans table of ``rows`` (each a few of the columns; the rest as a lab span has them)."""
+    path = ROOT / "data" / "openai_agents" / "oa-0.22.3" / "two_turns.json"
+    spans = tk.to_otel(path).spans.iloc[:1]
+    spans = pd.concat([spans] * len(rows), ignore_index=True)
+    for index, row in enumerate(rows):
+        for column, value in row.items():
+            spans.at[index, column] = value
+    return spans
+
+
+_FLOATS = [0.0, -0.0, 1.0, -1.5, 0.1, 1e-7, 1e16, 1e22, 1e23, 123456789012345678.0, 5e-324,
+           1.7976931348623157e308, 2.2250738585072014e-308, float("nan"), float("inf"),
+           float("-inf"), 3.0e-5, 12345.678, 1 / 3]  # fmt: skip
+
+
+@compiled
+@pytest.mark.parametrize("attributes", [
+    {"s": "", "e": [], "t": (), "n": [[], [1, "a"], (True, 2.5)], "": "no key"},
+    {"b": True, "f": False, "i": 0, "neg": -1, "min": -(1 << 63), "max": (1 << 63) - 1,
+     "big": 1 << 64, "small": -(1 << 70), "ten": 10**30},
+    {f"f{i}": value for i, value in enumerate(_FLOATS)},
+    {"text": "ünïcödé \N{SNOWMAN} \U0001f600", "quote": 'a"b\\c/d', "ctl": "\x00\x01\x1f\x7f",
+     "ws": "\b\t\n\f\r", "sep": "\u2028\u2029\ufeff", "same": 1, "again": True},
+    {"deep": [[[[["x", 1.5, [False]]]]]], "mixed": ("a", 1, 2.0, True, [])},
+    {},
+])  # fmt: skip
+def test_every_kind_of_value_is_written_as_orjson_writes_it(attributes: dict) -> None:
+    spans = _spans([
+        {"attributes": attributes},
+        # no parent, no name, an empty and a written status message, events of every kind
+        {"attributes": attributes, "parent_span_id": None, "name": "", "status_message": "",
+         "events": [{"time": pd.Timestamp(0, tz="UTC"), "name": "", "attributes": {}}]},
+        {"attributes": attributes, "parent_span_id": "", "status": "ERROR",
+         "status_message": "it \"failed\"\n\tbadly", "kind": "SERVER",
+         "events": [{"time": pd.Timestamp("2026-12-02T10:00:00.123456789Z"), "name": "exception",
+                     "attributes": attributes}] * 2},
+    ])  # fmt: skip
+    assert _written(spans, RESOURCE) == _pure(spans, RESOURCE)
+
+
+@compiled
+def test_random_floats_and_ints_are_written_as_orjson_writes_them() -> None:
+    generator = random.Random(20261202)
+    floats = [struct.unpack("<d", generator.randbytes(8))[0] for _ in range(2000)]
+    floats += [generator.uniform(-1e6, 1e6) for _ in range(2000)]
+    ints = [generator.randrange(-(1 << 80), 1 << 80) for _ in range(1000)]
+    ints += [generator.randrange(-1000, 1000) for _ in range(1000)]
+    spans = _spans([{"attributes": {f"v{i}": v for i, v in enumerate(floats)}},
+                    {"attributes": {f"v{i}": v for i, v in enumerate(ints)}}])  # fmt: skip
+    assert _written(spans, RESOURCE) == _pure(spans, RESOURCE)
+
+
+@compiled
+def test_strings_of_every_code_point_are_written_as_orjson_writes_them() -> None:
+    points = [p for p in range(0x110000) if not 0xD800 <= p <= 0xDFFF]  # lone surrogates: below
+    texts = ["".join(map(chr, points[i : i + 512])) for i in range(0, len(points), 512)]
+    spans = _spans([{"attributes": {text: text for text in texts}, "name": texts[0],
+                     "status_message": texts[-1], "trace_id": texts[1]}])  # fmt: skip
+    assert _written(spans, RESOURCE) == _pure(spans, RESOURCE)
+
+
+class _Text(str):
+    pass
+
+
+@compiled
+@pytest.mark.parametrize("row", [
+    {"attributes": {"none": None}},
+    {"attributes": {"np_int": np.int64(3)}},
+    {"attributes": {"np_float": np.float64(1.5)}},
+    {"attributes": {"np_bool": np.bool_(True)}},
+    {"attributes": {"dict": {"a": 1}}},
+    {"attributes": {"subclass": _Text("x")}},
+    {"attributes": {"in a list": [None]}},
+    {"attributes": {1: "a key no str"}},
+    {"name": _Text("a name of a str subclass")},
+    {"status_message": float("nan")},
+    {"parent_span_id": 12},
+])  # fmt: skip
+def test_values_left_to_the_pure_path_are_written_by_it(row: dict[str, Any]) -> None:
+    spans = _spans([{}, row])
+    shell = orjson.dumps(otlp._shell(RESOURCE, []))
+    cut = len(shell) - len(otlp._SHELL_END)
+    try:
+        expected = _pure(spans, RESOURCE)
+    except (TypeError, orjson.JSONEncodeError) as error:  # orjson refuses the value
+        with pytest.raises(type(error)):
+            otlp_json(spans, RESOURCE)
+    else:
+        assert otlp_json(spans, RESOURCE) == expected
+    assert otlp._compiled(spans, shell[: cut + 1], shell[cut + 1 :]) is None
+
+
+@pytest.mark.parametrize("row", [
+    {"attributes": {"bad": "\ud800"}},
+    {"trace_id": "\udfff"},
+    {"kind": "NO SUCH KIND"},
+    {"status": None},
+    {"status_message": pd.NA},
+])  # fmt: skip
+def test_a_value_the_pure_path_refuses_is_refused_as_before(row: dict[str, Any]) -> None:
+    spans = _spans([{}, row])
+    with pytest.raises(Exception) as expected:
+        _pure(spans, RESOURCE)
+    with pytest.raises(type(expected.value)):
+        otlp_json(spans, RESOURCE)
+
+
+def test_no_spans_give_the_empty_document() -> None:
+    spans = _spans([{}]).iloc[:0]
+    assert otlp_json(spans, RESOURCE) == _pure(spans, RESOURCE)
+    assert b'"spans":[]' in otlp_json(spans, {})
+
+
+def test_without_the_compiled_writer_the_document_is_the_pure_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spans = tk.to_otel(ROOT / "data" / "pydantic_ai").spans
+    expected = _pure(spans, RESOURCE)
+    monkeypatch.setattr(otlp, "_otlpjson", None)
+    assert otlp_json(spans, RESOURCE) == expected
+
+
+def test_an_event_that_cannot_be_written_is_refused_as_before() -> None:
+    event = {"time": pd.Timestamp(0, tz="UTC"), "name": "x", "attributes": {"v": object()}}
+    spans = _spans([{}, {"events": [event]}, {"kind": "NO SUCH KIND"}])
+    with pytest.raises(KeyError):  # the kind, in the span before: the pure path's error
+        _pure(spans, RESOURCE)
+    with pytest.raises(KeyError):
+        otlp_json(spans, RESOURCE)

@@ -1,0 +1,307 @@
+/*
+ * The spans of an OTLP JSON document written in C, straight from the spans table's columns.
+ *
+ * The compiled twin of a pure path that stays the reference (setup.py marks this optional;
+ * without a C compiler toolkit.traces.otlp serializes otlp_document's dicts with orjson, and
+ * tests/test_otlp_json.py holds both to the same bytes):
+ *
+ * spans(head, tail, trace, span, parent, name, kind, start, end, attributes, status, message,
+ *       events, kinds, statuses, dumps) -> bytes | None
+ *   head and tail: the document's bytes before and after its spans. The others but the last
+ *   three lists, one item per span: the ids, name, kind and
+ *   status as the table has them, start and end as int nanoseconds, attributes dicts, status
+ *   messages, and events as bytes (the span's "events" array, serialized already) or None (no
+ *   events). kinds and statuses: the dicts of OTLP numbers; dumps: orjson.dumps, which writes
+ *   each float (its shortest form is orjson's own).
+ *   Returns head, the spans' JSON objects joined by "," and tail: exactly what orjson.dumps
+ *   writes of otlp_document's, or None where a value is of a kind only the pure path reads (a str, int,
+ *   float, list or dict subclass, a key no str, a kind or status no dict names, a str with a
+ *   lone surrogate, ...): the caller then takes the pure path, which writes it or raises as it
+ *   always did.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+/* The document, written into a bytes object grown as it fills (glibc's realloc of a large
+ * block remaps its pages rather than copying them), and cut to its size at the end. */
+typedef struct {
+    PyObject *bytes;
+    char *data;
+    Py_ssize_t size, capacity;
+} Buffer;
+
+/* Return codes of the writers: 0 written, 1 outside the handled kinds, -1 a Python error. */
+#define UNHANDLED 1
+
+static int reserve(Buffer *out, Py_ssize_t more) {
+    if (out->size + more <= out->capacity) return 0;
+    Py_ssize_t capacity = out->capacity;
+    while (capacity < out->size + more) capacity *= 2;
+    if (_PyBytes_Resize(&out->bytes, capacity) < 0) return -1;
+    out->data = PyBytes_AS_STRING(out->bytes);
+    out->capacity = capacity;
+    return 0;
+}
+
+static int put(Buffer *out, const char *text, Py_ssize_t size) {
+    if (reserve(out, size) < 0) return -1;
+    memcpy(out->data + out->size, text, (size_t)size);
+    out->size += size;
+    return 0;
+}
+
+#define PUT(out, literal) put((out), (literal), (Py_ssize_t)(sizeof(literal) - 1))
+
+/* Bytes a JSON string escapes: the control characters, '"' and '\\' (filled at import). */
+static unsigned char ESCAPED[256];
+
+/* A str as orjson writes it: UTF-8 unescaped but for '"', '\\' and the control characters
+ * (\b \t \n \f \r by name, the others as \u00xx). */
+static int put_str(Buffer *out, PyObject *text) {
+    if (!PyUnicode_CheckExact(text)) return UNHANDLED;
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
+    if (utf8 == NULL) {  /* a lone surrogate: orjson refuses it, in the pure path */
+        PyErr_Clear();
+        return UNHANDLED;
+    }
+    if (reserve(out, 2 + 6 * size) < 0) return -1;
+    char *at = out->data + out->size;
+    *at++ = '"';
+    static const char hex[] = "0123456789abcdef";
+    Py_ssize_t i = 0;
+    while (i < size) {
+        Py_ssize_t run = i;  /* the characters written as they are, copied at once */
+        while (run < size && !ESCAPED[(unsigned char)utf8[run]]) run++;
+        memcpy(at, utf8 + i, (size_t)(run - i));
+        at += run - i;
+        if (run == size) break;
+        unsigned char c = (unsigned char)utf8[run];
+        i = run + 1;
+        *at++ = '\\';
+        switch (c) {
+            case '"': *at++ = '"'; break;
+            case '\\': *at++ = '\\'; break;
+            case '\b': *at++ = 'b'; break;
+            case '\t': *at++ = 't'; break;
+            case '\n': *at++ = 'n'; break;
+            case '\f': *at++ = 'f'; break;
+            case '\r': *at++ = 'r'; break;
+            default:
+                *at++ = 'u';
+                *at++ = '0';
+                *at++ = '0';
+                *at++ = hex[c >> 4];
+                *at++ = hex[c & 15];
+        }
+    }
+    *at++ = '"';
+    out->size = at - out->data;
+    return 0;
+}
+
+/* An int's decimal digits, as str() writes them. */
+static int put_int(Buffer *out, PyObject *value) {
+    int overflow;
+    long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (number == -1 && PyErr_Occurred()) return -1;
+    if (!overflow) {  /* the digits from the last (no snprintf: ~40,000 numbers a document) */
+        char digits[24];
+        char *end = digits + sizeof digits, *at = end;
+        unsigned long long rest = number < 0 ? 0ULL - (unsigned long long)number
+                                             : (unsigned long long)number;
+        do {
+            *--at = (char)('0' + rest % 10);
+            rest /= 10;
+        } while (rest);
+        if (number < 0) *--at = '-';
+        return put(out, at, end - at);
+    }
+    PyObject *text = PyObject_Str(value);
+    if (text == NULL) return -1;
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
+    int done = utf8 == NULL ? -1 : put(out, utf8, size);
+    Py_DECREF(text);
+    return done;
+}
+
+/* An OTLP AnyValue of an attribute value (otlp._value). */
+static int put_value(Buffer *out, PyObject *value, PyObject *dumps, int depth) {
+    int done;
+    if (PyUnicode_CheckExact(value)) {
+        if (PUT(out, "{\"stringValue\":") < 0) return -1;
+        if ((done = put_str(out, value)) != 0) return done;
+        return PUT(out, "}");
+    }
+    if (value == Py_True) return PUT(out, "{\"boolValue\":true}");
+    if (value == Py_False) return PUT(out, "{\"boolValue\":false}");
+    if (PyLong_CheckExact(value)) {
+        if (PUT(out, "{\"intValue\":\"") < 0 || put_int(out, value) < 0) return -1;
+        return PUT(out, "\"}");
+    }
+    if (PyFloat_CheckExact(value)) {
+        PyObject *written = PyObject_CallOneArg(dumps, value);
+        if (written == NULL) return -1;
+        if (!PyBytes_Check(written)) {
+            Py_DECREF(written);
+            return UNHANDLED;
+        }
+        done = PUT(out, "{\"doubleValue\":") < 0
+                   || put(out, PyBytes_AS_STRING(written), PyBytes_GET_SIZE(written)) < 0
+                   || PUT(out, "}") < 0
+                   ? -1 : 0;
+        Py_DECREF(written);
+        return done;
+    }
+    if ((PyList_CheckExact(value) || PyTuple_CheckExact(value)) && depth < 32) {
+        if (PUT(out, "{\"arrayValue\":{\"values\":[") < 0) return -1;
+        PyObject *items = PySequence_Fast(value, "");
+        if (items == NULL) return -1;
+        done = 0;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items) && done == 0; i++) {
+            if (i && PUT(out, ",") < 0) done = -1;
+            else done = put_value(out, PySequence_Fast_GET_ITEM(items, i), dumps, depth + 1);
+        }
+        Py_DECREF(items);
+        if (done != 0) return done;
+        return PUT(out, "]}}");
+    }
+    return UNHANDLED;  /* None, other types, subclasses: str(value) and the like, in Python */
+}
+
+/* A span's "attributes" array (otlp._Entries: one {"key", "value"} per item, in order). */
+static int put_attributes(Buffer *out, PyObject *attributes, PyObject *dumps) {
+    if (!PyDict_CheckExact(attributes)) return UNHANDLED;
+    if (PUT(out, "[") < 0) return -1;
+    PyObject *key, *value;
+    Py_ssize_t at = 0;
+    int first = 1, done;
+    while (PyDict_Next(attributes, &at, &key, &value)) {
+        if (!first && PUT(out, ",") < 0) return -1;
+        first = 0;
+        if (PUT(out, "{\"key\":") < 0) return -1;
+        if ((done = put_str(out, key)) != 0) return done;
+        if (PUT(out, ",\"value\":") < 0) return -1;
+        if ((done = put_value(out, value, dumps, 0)) != 0) return done;
+        if (PUT(out, "}") < 0) return -1;
+    }
+    return PUT(out, "]");
+}
+
+/* The OTLP number a dict gives a name (otlp._KIND, otlp._STATUS), written. */
+static int put_number(Buffer *out, PyObject *numbers, PyObject *name) {
+    if (!PyUnicode_CheckExact(name)) return UNHANDLED;  /* hashing another type may raise */
+    PyObject *number = PyDict_GetItemWithError(numbers, name);
+    if (number == NULL) return PyErr_Occurred() ? -1 : UNHANDLED;
+    if (!PyLong_CheckExact(number)) return UNHANDLED;
+    return put_int(out, number);
+}
+
+static int put_nanos(Buffer *out, PyObject *nanos) {
+    if (!PyLong_CheckExact(nanos)) return UNHANDLED;
+    if (PUT(out, "\"") < 0 || put_int(out, nanos) < 0) return -1;
+    return PUT(out, "\"");
+}
+
+enum { TRACE, SPAN, PARENT, NAME, KIND, START, END, ATTRIBUTES, STATUS, MESSAGE, EVENTS, COLUMNS };
+
+/* One span object, as otlp._document builds it (the keys in that order). */
+static int put_span(Buffer *out, PyObject **row, PyObject *kinds, PyObject *statuses,
+                    PyObject *dumps) {
+    int done, truth;
+    if (PUT(out, "{\"traceId\":") < 0) return -1;
+    if ((done = put_str(out, row[TRACE])) != 0) return done;
+    if (PUT(out, ",\"spanId\":") < 0) return -1;
+    if ((done = put_str(out, row[SPAN])) != 0) return done;
+    if (PUT(out, ",\"name\":") < 0) return -1;
+    if ((done = put_str(out, row[NAME])) != 0) return done;
+    if (PUT(out, ",\"kind\":") < 0) return -1;
+    if ((done = put_number(out, kinds, row[KIND])) != 0) return done;
+    if (PUT(out, ",\"startTimeUnixNano\":") < 0) return -1;
+    if ((done = put_nanos(out, row[START])) != 0) return done;
+    if (PUT(out, ",\"endTimeUnixNano\":") < 0) return -1;
+    if ((done = put_nanos(out, row[END])) != 0) return done;
+    if (PUT(out, ",\"attributes\":") < 0) return -1;
+    if ((done = put_attributes(out, row[ATTRIBUTES], dumps)) != 0) return done;
+    if (PUT(out, ",\"status\":{\"code\":") < 0) return -1;
+    if ((done = put_number(out, statuses, row[STATUS])) != 0) return done;
+    if ((truth = PyObject_IsTrue(row[MESSAGE])) < 0) {  /* pd.NA: the pure path raises */
+        PyErr_Clear();
+        return UNHANDLED;
+    }
+    if (truth) {
+        if (PUT(out, ",\"message\":") < 0) return -1;
+        if ((done = put_str(out, row[MESSAGE])) != 0) return done;
+    }
+    if (PUT(out, "}") < 0) return -1;
+    if ((truth = PyObject_IsTrue(row[PARENT])) < 0) {
+        PyErr_Clear();
+        return UNHANDLED;
+    }
+    if (truth) {
+        if (PUT(out, ",\"parentSpanId\":") < 0) return -1;
+        if ((done = put_str(out, row[PARENT])) != 0) return done;
+    }
+    PyObject *events = row[EVENTS];
+    if (events != Py_None) {
+        if (!PyBytes_Check(events)) return UNHANDLED;
+        if (PUT(out, ",\"events\":") < 0
+            || put(out, PyBytes_AS_STRING(events), PyBytes_GET_SIZE(events)) < 0)
+            return -1;
+    }
+    return PUT(out, "}");
+}
+
+static PyObject *spans(PyObject *self, PyObject *args) {
+    PyObject *columns[COLUMNS], *kinds, *statuses, *dumps;
+    const char *head, *tail;
+    Py_ssize_t head_size, tail_size;
+    if (!PyArg_ParseTuple(args, "y#y#O!O!O!O!O!O!O!O!O!O!O!O!O!O", &head, &head_size, &tail,
+                          &tail_size, &PyList_Type, &columns[TRACE], &PyList_Type,
+                          &columns[SPAN], &PyList_Type, &columns[PARENT], &PyList_Type,
+                          &columns[NAME], &PyList_Type, &columns[KIND], &PyList_Type,
+                          &columns[START], &PyList_Type, &columns[END], &PyList_Type,
+                          &columns[ATTRIBUTES], &PyList_Type, &columns[STATUS], &PyList_Type,
+                          &columns[MESSAGE], &PyList_Type, &columns[EVENTS], &PyDict_Type,
+                          &kinds, &PyDict_Type, &statuses, &dumps))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(columns[TRACE]);
+    for (int c = 0; c < COLUMNS; c++) {
+        if (PyList_GET_SIZE(columns[c]) != count) {
+            PyErr_SetString(PyExc_ValueError, "spans: the columns differ in length");
+            return NULL;
+        }
+    }
+    Buffer out = {NULL, NULL, 0, 0};
+    out.capacity = head_size + tail_size + 1024 * (count + 1);  /* a span: ~1.3 kB */
+    if ((out.bytes = PyBytes_FromStringAndSize(NULL, out.capacity)) == NULL) return NULL;
+    out.data = PyBytes_AS_STRING(out.bytes);
+    int done = put(&out, head, head_size);
+    for (Py_ssize_t i = 0; i < count && done == 0; i++) {
+        PyObject *row[COLUMNS];
+        for (int c = 0; c < COLUMNS; c++) row[c] = PyList_GET_ITEM(columns[c], i);
+        if (i && PUT(&out, ",") < 0) done = -1;
+        else done = put_span(&out, row, kinds, statuses, dumps);
+    }
+    if (done == 0) done = put(&out, tail, tail_size);
+    if (done == 0 && _PyBytes_Resize(&out.bytes, out.size) == 0) return out.bytes;
+    Py_XDECREF(out.bytes);  /* NULL where the resize failed */
+    return done == UNHANDLED ? Py_NewRef(Py_None) : NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"spans", spans, METH_VARARGS,
+     "head, the spans' OTLP JSON objects joined by ',' as orjson writes them, tail; or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_otlpjson", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__otlpjson(void) {
+    for (int c = 0; c < 0x20; c++) ESCAPED[c] = 1;
+    ESCAPED['"'] = ESCAPED['\\'] = 1;
+    return PyModule_Create(&module);
+}
