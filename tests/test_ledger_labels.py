@@ -91,3 +91,36 @@ def test_parts_found_anywhere_they_are(tmp_path: Path) -> None:
     assert expected[2] == expected[0].replace(expected[0][-8:], "fedcba98")  # the escaped name
     assert expected[4] == "build 01234567"
     assert _labels(events) == expected
+
+
+def test_sidecar_labels_listed_per_folder_equal_sidecar_fields_per_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolkit.agents.ledger_labels import _sidecar_labels
+    from toolkit.agents.turns import sidecar_fields, sidecar_label
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.json").write_text("{}")
+    (tmp_path / "a.meta.json").write_text(json.dumps({"label": "from a"}))
+    (tmp_path / "b.json").write_text("{}")  # no sidecar
+    (tmp_path / "c.meta.json").mkdir()  # a folder of the sidecar's name: no sidecar
+    (tmp_path / "d.meta.json").symlink_to(tmp_path / "a.meta.json")  # a link to one: read
+    (tmp_path / "e.meta.json").symlink_to(tmp_path / "gone")  # a broken link: none
+    (tmp_path / "sub" / "f.meta.json").write_text(json.dumps({"variant": "in sub"}))
+    (tmp_path / "broken.meta.json").write_text("{not json")
+    monkeypatch.chdir(tmp_path)
+    sources = [str(tmp_path / n) for n in ("a.json", "b.json", "c.json", "d.json", "e.json",
+                                           "broken.json", "no-such.json", "a")]  # fmt: skip
+    sources += [f"{tmp_path}/sub/./f.json", f"{tmp_path}//sub/f.json", f"{tmp_path}/sub/f.json/",
+                "a.json", "./a.json", "sub/f.json", "sub/../a.json", str(tmp_path / "absent" / "x"),
+                f"{tmp_path}/.", "", None, float("nan"), "a.json"]  # fmt: skip
+    expected = {s: sidecar_label(sidecar_fields(s if isinstance(s, str) else None))
+                for s in sources}  # fmt: skip
+    assert expected[str(tmp_path / "a.json")] == "from a"
+    assert expected[str(tmp_path / "d.json")] == "from a"
+    assert expected[f"{tmp_path}/sub/./f.json"] == "in sub"
+    assert _sidecar_labels(sources) == expected
+    with pytest.raises(ValueError):  # a path with no name: as sidecar_fields refuses it
+        sidecar_fields("/")
+    with pytest.raises(ValueError):
+        _sidecar_labels(["/"])

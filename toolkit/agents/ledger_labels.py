@@ -18,7 +18,8 @@ task of a run names the SDK, every task the build id, none a deployment).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -110,6 +111,39 @@ def _sdk_of_builds(tasks: _Tasks, builds: set[Any]) -> dict[Any, str]:
     return out
 
 
+def _sidecar_labels(sources: Iterable[Any]) -> dict[Any, str | None]:
+    """``sidecar_label(sidecar_fields(source))`` of each distinct source. Each folder is listed
+    once for its ``*.meta.json`` files (not one ``stat`` per history: a folder of 500 histories
+    has none), and a sidecar found is read by :func:`sidecar_fields` itself; a source whose
+    name ``pathlib`` would read otherwise than a split at its last ``/``, or a folder that
+    cannot be listed, is looked up by :func:`sidecar_fields` alone."""
+    out: dict[Any, str | None] = {}
+    listed: dict[str, set[str] | None] = {}
+    for source in sources:
+        if source in out:
+            continue
+        text = source if isinstance(source, str) else None
+        folder, _, name = (text or "").rpartition("/")
+        if not text or os.sep != "/" or name in ("", ".") or "\x00" in text:
+            out[source] = sidecar_label(sidecar_fields(text))
+            continue
+        folder = folder or ("/" if text.startswith("/") else ".")
+        if folder not in listed:
+            try:
+                with os.scandir(folder) as entries:
+                    listed[folder] = {entry.name for entry in entries
+                                      if entry.name.endswith(".meta.json") and entry.is_file()}
+            except OSError:
+                listed[folder] = None
+        metas = listed[folder]
+        meta = name.removesuffix(".json") + ".meta.json"
+        if metas is None or meta in metas:
+            out[source] = sidecar_label(sidecar_fields(text))
+        else:
+            out[source] = None  # sidecar_fields: no such file, {}; sidecar_label({}): None
+    return out
+
+
 def run_labels(frame: pd.DataFrame, found: ActivityTurns, codes: Sequence[int]) -> dict[int, str]:
     """The ledger's ``label`` of each run code in ``codes`` (runs as in ``found.runs``)."""
     event_type = frame["event_type"].to_numpy(dtype=object)
@@ -135,9 +169,9 @@ def run_labels(frame: pd.DataFrame, found: ActivityTurns, codes: Sequence[int]) 
               if p is not None and p["build_id"] and not p["deployment"]}  # fmt: skip
     sdk_of_build = _sdk_of_builds(tasks, builds) if builds else {}
     out: dict[int, str] = {}
+    sidecars = _sidecar_labels(found.runs[code][0] for code in parts_of)
     for code, parts in parts_of.items():
-        source = found.runs[code][0]
-        sidecar = sidecar_label(sidecar_fields(source if isinstance(source, str) else None))
+        sidecar = sidecars[found.runs[code][0]]
         if sidecar is not None:
             out[code] = sidecar
         else:
