@@ -1,6 +1,7 @@
 """The dataset's tables of a batch, their run counts and partition columns found by each row's
 run position, equal those found by grouping and merging (the general path, kept for keys the
-positions cannot be computed for), on the lab's recordings and the public corpus."""
+positions cannot be computed for), on the lab's recordings and the public corpus; and the
+tables put in the dataset files' order as frames equal the Arrow tables sorted after."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pytest
 
 import toolkit as tk
 from toolkit.datasets import tables
+from toolkit.datasets.arrow import to_arrow
+from toolkit.datasets.layout import TABLES, file_schema
+from toolkit.datasets.merge import in_schema, sort_rows
 from toolkit.histories.columns.event_fields import shared_event_fields
 from toolkit.histories.reading.batch import find_history_files
 
@@ -89,3 +93,40 @@ def test_rows_out_of_run_order_are_sorted_and_grouped() -> None:
     assert tables._sorted_runs(swapped) is None  # two events of a run out of id order
     assert tables._sorted_runs(first.assign(source=None)) is None
     assert tables._sorted_runs(first.assign(history=first["history"].astype("Int64"))) is None
+
+
+def _arrow_sorted(frames: dict[str, pd.DataFrame]) -> dict[str, object]:
+    """Each table converted to Arrow, then sorted as the dataset files are (the Arrow sort)."""
+    return {name: sort_rows(to_arrow(frame, TABLES[name]), file_schema(name))
+            for name, frame in frames.items()}  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["lab", "corpus", "shuffled", "general"])
+def test_tables_ordered_as_frames_equal_the_arrow_sorted_tables(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    root = DATA if where != "corpus" else request.getfixturevalue("corpus") / "histories"
+    events = tk.read_histories(find_history_files(root), progress=False, workers=1).events
+    if where == "shuffled":  # rows out of run order: run facts sorted and grouped
+        events = events.sample(frac=1, random_state=5).reset_index(drop=True)
+    files = {source: f"sha-{i}" for i, source in enumerate(events["source"].unique())}
+    positions = tables._run_rows
+    if where == "general":  # the grouped and merged tables, each ordered by its own keys
+        tables._run_rows = lambda facts, frames: None  # type: ignore[assignment]
+    try:
+        with shared_event_fields():
+            ordered = tables.batch_tables(events, files, "b1", "default", ordered=True)
+            as_built = tables.batch_tables(events, files, "b1", "default")
+    finally:
+        tables._run_rows = positions  # type: ignore[assignment]
+    pd.testing.assert_frame_equal(ordered["runs"], as_built["runs"], check_exact=True)
+    expected = _arrow_sorted(as_built)
+    moved = 0
+    for name, frame in ordered.items():
+        schema = file_schema(name)
+        table = to_arrow(frame, TABLES[name])
+        if name != "runs":
+            assert table.equals(expected[name]), name  # rows already in the files' order
+            moved += not frame.equals(as_built[name])
+        assert in_schema(table, schema).schema.equals(schema, check_metadata=True)
+    assert moved  # the order differs from the tables' own: the test can tell them apart

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from toolkit.datasets.layout import ROW_GROUP_ROWS, SORT_BY
 
-__all__ = ["conformed", "merge_sorted", "sort_rows"]
+__all__ = ["conformed", "in_schema", "merge_sorted", "sort_rows"]
 
 #: Rows read from a part at a time, at most: every part of a chunk is open at once, so together
 #: they hold about :data:`OPEN_ROWS` rows (each part at least 256).
@@ -45,10 +45,14 @@ def conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def sort_rows(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Rows in the writer's order: by :data:`SORT_BY`, each run's rows kept in their order
     (the sort is stable and every row of a run has the same sort keys)."""
-    rows = table.take(pc.sort_indices(table, sort_keys=_KEY_ORDER))
-    if rows.schema.remove_metadata() == schema.remove_metadata():
-        return rows.replace_schema_metadata(schema.metadata)  # no copy of the columns
-    return conformed(rows, schema)
+    return in_schema(table.take(pc.sort_indices(table, sort_keys=_KEY_ORDER)), schema)
+
+
+def in_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with ``schema``'s metadata, :func:`conformed` where its columns differ."""
+    if table.schema.remove_metadata() == schema.remove_metadata():
+        return table.replace_schema_metadata(schema.metadata)  # no copy of the columns
+    return conformed(table, schema)
 
 
 class _Part:

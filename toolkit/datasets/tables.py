@@ -7,7 +7,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
+from toolkit.datasets.arrow import to_arrow
+from toolkit.datasets.layout import SORT_BY, TABLES
 from toolkit.histories.tables import activities, workflow_tasks
 
 __all__ = ["RUN_KEYS", "batch_tables", "run_facts", "run_key"]
@@ -165,6 +168,8 @@ def batch_tables(
     files: dict[str, str],
     batch: str,
     default_namespace: str | None,
+    *,
+    ordered: bool = False,
 ) -> dict[str, pd.DataFrame]:
     """The dataset tables of one batch (events already deduplicated).
 
@@ -178,6 +183,12 @@ def batch_tables(
         The batch id, stored on every run.
     default_namespace
         Namespace for histories whose source does not name one.
+    ordered
+        The rows of ``events``, ``activities`` and ``workflow_tasks`` in the dataset files'
+        order (:data:`~toolkit.datasets.layout.SORT_BY`, each run's rows in their order), as
+        sorting each table once converted to Arrow puts them, but by moving the frames' rows
+        (object pointers), not the Arrow tables' text. ``runs`` keeps :func:`run_facts`'
+        order (one row per run, by source and history), which deduplication goes by.
 
     Returns
     -------
@@ -198,7 +209,11 @@ def batch_tables(
     tables = {"events": events, "activities": acts, "workflow_tasks": tasks, "runs": runs}
     rows = _run_rows(facts, tables)
     if rows is None:  # keys the run positions cannot be computed for: grouped and merged
-        return _merged_tables(tables, partitions)
+        merged = _merged_tables(tables, partitions)
+        if not ordered:
+            return merged
+        return {name: table if name == "runs" else _taken_rows(table, _order_of(table, name))
+                for name, table in merged.items()}  # fmt: skip
     count = len(facts)
     outcomes = {name: tables[name]["outcome"].isin(["failed", "timed_out"]).to_numpy(dtype=bool)
                 for name in ("activities", "workflow_tasks")}  # fmt: skip
@@ -213,7 +228,35 @@ def batch_tables(
     )
     runs["nondeterminism"] = np.bincount(rows["workflow_tasks"][nondeterminism],
                                          minlength=count) > 0  # fmt: skip
-    return {name: _tagged(table, partitions, rows[name]) for name, table in tables.items()}
+    tagged = {name: _tagged(table, partitions, rows[name]) for name, table in tables.items()}
+    if not ordered:
+        return tagged
+    # Every row of a run has its run's sort keys, and the runs' keys differ (each its own
+    # source and history): a stable sort of the rows is the runs' order, then each run's own.
+    rank = np.empty(len(facts), dtype=np.int64)
+    rank[_order_of(partitions, "runs")] = np.arange(len(facts))
+    return {name: table if name == "runs" else
+            _taken_rows(table, np.argsort(rank[rows[name]], kind="stable"))
+            for name, table in tagged.items()}  # fmt: skip
+
+
+_KEY_ORDER = [(key, "ascending") for key in SORT_BY]
+
+
+def _order_of(frame: pd.DataFrame, table: str) -> np.ndarray:
+    """The positions of ``frame``'s rows in the order the Arrow sort of the dataset files gives
+    them (:func:`toolkit.datasets.merge.sort_rows`): the sort keys converted as that table's
+    columns are (each value on its own), sorted by Arrow itself (its order of text, dates and
+    nulls)."""
+    keys = to_arrow(frame, {key: TABLES[table][key] for key in SORT_BY})
+    return pc.sort_indices(keys, sort_keys=_KEY_ORDER).to_numpy()
+
+
+def _taken_rows(frame: pd.DataFrame, positions: np.ndarray) -> pd.DataFrame:
+    """``frame``'s rows at ``positions``, renumbered (the frame itself where that is all)."""
+    if len(positions) < 2 or (np.diff(positions) == 1).all():
+        return frame
+    return frame.take(positions).reset_index(drop=True)
 
 
 def _run_rows(

@@ -39,7 +39,7 @@ from toolkit.datasets.compact import compact_dataset
 from toolkit.datasets.json_cells import Piece
 from toolkit.datasets.layout import ROW_GROUP_ROWS, TABLES, file_schema
 from toolkit.datasets.manifest import FILES_SCHEMA, RUNS_SCHEMA, Manifest, prepare_dataset
-from toolkit.datasets.merge import sort_rows
+from toolkit.datasets.merge import in_schema, sort_rows
 from toolkit.datasets.tables import RUN_KEYS, batch_tables, run_facts, run_key
 from toolkit.errors import HistoryFormatError
 from toolkit.gc_pause import paused_gc
@@ -281,23 +281,21 @@ def encode_files(
             return EncodedBatch({}, run_facts(events), failures, file_rows)
         # Each history's event fields are decoded once, for the tables and the JSON text.
         with shared_event_fields():
-            frames = batch_tables(events, hashes, "", namespace)
+            # Rows in the files' order already (but the runs', a row per run): no Arrow sort
+            # moving the tables' text.
+            frames = batch_tables(events, hashes, "", namespace, ordered=True)
             memo: dict[int, Piece] = {}  # the events' and activities' payloads are one cell
-            tables: dict[str, pa.Table | ParquetPart] = {
-                name: _sorted(to_arrow(frame, TABLES[name], memo=memo), name)
-                for name, frame in frames.items()
-            }
+            tables: dict[str, pa.Table | ParquetPart] = {}
+            for name, frame in frames.items():
+                table, schema = to_arrow(frame, TABLES[name], memo=memo), file_schema(name)
+                place = sort_rows if name == "runs" else in_schema
+                tables[name] = place(table, schema)
     if parquet:
         tables = {name: table if name == "runs" else ParquetPart.of(table)
                   for name, table in tables.items()}  # fmt: skip
     # The runs table holds each history's facts already (as run_facts gives them, in order).
     facts = frames["runs"][[*RUN_KEYS, "run_id", "events", "last_event_id", "file_sha256"]]
     return EncodedBatch(tables, facts, failures, file_rows, sum(histories.values()))
-
-
-def _sorted(table: pa.Table, name: str) -> pa.Table:
-    """Rows in :data:`SORT_BY` order (stable: each run keeps its own order), file schema."""
-    return sort_rows(table, file_schema(name))
 
 
 def _prepared(
