@@ -15,8 +15,13 @@ import pytest
 
 import toolkit as tk
 from toolkit.agents.activity_turns import activity_turns
-from toolkit.agents.model_cells import payload_values, raw_payloads, raw_summary_field
-from toolkit.agents.model_io import model_call_of_cells
+from toolkit.agents.model_cells import (
+    payload_values,
+    payload_values_and_bytes,
+    raw_payloads,
+    raw_summary_field,
+)
+from toolkit.agents.model_io import model_call_of_cells, payload_bytes
 from toolkit.histories.columns.lazy import LazyCell, LazyPayloads
 from toolkit.histories.payloads import decode_payloads
 from toolkit.traces.spans import with_run_columns
@@ -87,6 +92,8 @@ def test_payload_values_equal_the_general_decode(folder: Path) -> None:
     for cell in cells:
         payloads = msgspec.json.decode(cell._raw)
         assert payload_values(payloads) == decode_payloads(payloads) == cell.value
+        values, size = payload_values_and_bytes(payloads)
+        assert values == cell.value and size == payload_bytes(payloads)
     assert cells or folder.name == "terminal_commands"
 
 
@@ -98,6 +105,8 @@ def _b64(text: str) -> str:
     {"metadata": {"encoding": _b64("json/plain")}, "data": _b64('{"a": [1, 2.5, null]}')},
     {"metadata": {"encoding": _b64("json/plain")}, "data": _b64("not json")},  # the text
     {"metadata": {"encoding": _b64("json/plain")}, "data": "no base64!"},  # kept as it is
+    *({"metadata": {"encoding": _b64("json/plain")}, "data": _b64(t)} for t in ("1", "12", "123")),
+    {"metadata": {"encoding": _b64("json/plain")}, "data": "MTI\nz"},  # a newline: not strict
     {"metadata": {"encoding": _b64("json/plain")}, "data": "ünï"},  # no ASCII: kept
     {"metadata": {"encoding": _b64("json/plain")}, "data": "YQ"},  # bad padding: kept
     {"metadata": {"encoding": _b64("json/plain")}, "data": base64.b64encode(b"\xff").decode()},
@@ -116,6 +125,15 @@ def _b64(text: str) -> str:
 def test_payload_values_of_every_kind_of_payload(item: Any) -> None:
     for payloads in ({"payloads": [item]}, {"payloads": [item, item], "other": 1}):
         assert payload_values(payloads) == decode_payloads(payloads)
+        assert payload_values_and_bytes(payloads) == (decode_payloads(payloads),
+                                                      payload_bytes(payloads))  # fmt: skip
     for other in ({"payloads": None}, {"payloads": {}}, {"payloads": []}, {"x": {"payloads": []}},
                   [item], None):  # fmt: skip
         assert payload_values(other) == decode_payloads(other)
+        try:
+            expected = (decode_payloads(other), payload_bytes(other))
+        except TypeError:  # payload_bytes of a list of no payloads
+            with pytest.raises(TypeError):
+                payload_values_and_bytes(other)
+        else:
+            assert payload_values_and_bytes(other) == expected

@@ -21,6 +21,7 @@ route; both give the same values.
 from __future__ import annotations
 
 import binascii
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -30,7 +31,8 @@ from toolkit.agents.model_shapes import get_field
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
 from toolkit.histories.payloads import decode_payload, decode_payloads
 
-__all__ = ["payload_values", "raw_payloads", "raw_summary_field"]
+__all__ = ["payload_bytes", "payload_values", "payload_values_and_bytes", "raw_payloads",
+           "raw_summary_field", "raw_values_and_bytes"]
 
 #: The metadata of most payloads, as proto JSON writes it: ``encoding`` in base64.
 _JSON_PLAIN = {"encoding": "anNvbi9wbGFpbg=="}  # json/plain
@@ -55,6 +57,22 @@ def raw_payloads(cell: Any, attributes: Any) -> tuple[Any, Any] | None:
                       else payload_values(payloads))  # fmt: skip
 
 
+def raw_values_and_bytes(cell: Any, attributes: Any) -> tuple[Any, int | None] | None:
+    """``(values, payload_bytes(Payloads))`` of a payload cell of a raw JSON event (what
+    :func:`raw_payloads` reads, the size counted in the same pass over the payloads); None
+    when the cells are not of that kind."""
+    if type(cell) is not LazyPayloads or type(attributes) is not LazyAttributes:
+        return None
+    raw = cell._raw
+    if not isinstance(raw, (bytes, msgspec.Raw)):
+        return None
+    payloads = msgspec.json.decode(raw)
+    codec = cell._codec
+    if codec is not None:
+        return decode_payloads(payloads, codec), payload_bytes(payloads)
+    return payload_values_and_bytes(payloads)
+
+
 def payload_values(payloads: Any) -> Any:
     """``decode_payloads(payloads)`` (no codec), its two common payloads read without the
     general steps: ``json/plain`` with base64 data (decoded as ``decode_payload`` decodes it:
@@ -63,6 +81,23 @@ def payload_values(payloads: Any) -> Any:
     items = payloads.get("payloads") if type(payloads) is dict else None
     if type(items) is not list:
         return decode_payloads(payloads)
+    return _values(items, None)
+
+
+def payload_values_and_bytes(payloads: Any) -> tuple[Any, int | None]:
+    """``(payload_values(payloads), payload_bytes(payloads))`` in one pass over the payloads:
+    a common ``json/plain`` payload's size is that of the bytes its strict base64 decodes to
+    (what :func:`payload_bytes` counts of its text), a ``binary/null`` one's 0 (no data)."""
+    items = payloads.get("payloads") if type(payloads) is dict else None
+    if type(items) is not list:
+        return decode_payloads(payloads), payload_bytes(payloads)
+    sizes: list[int] = []
+    return _values(items, sizes), sum(sizes)
+
+
+def _values(items: list[Any], sizes: list[int] | None) -> list[Any]:
+    """:func:`payload_values` of a list of payloads; each one's :func:`_item_bytes` appended
+    to ``sizes`` unless None."""
     out = []
     for item in items:
         if type(item) is dict:
@@ -77,12 +112,57 @@ def payload_values(payloads: Any) -> Any:
                         out.append(orjson.loads(raw))
                     except orjson.JSONDecodeError:
                         out.append(raw.decode("utf-8", errors="replace"))
+                    if sizes is not None:  # strict base64: len(raw) is _b64_size(data)
+                        sizes.append(len(raw))
                     continue
             elif len(item) == 1 and metadata == _NULL:
                 out.append(None)
+                if sizes is not None:
+                    sizes.append(0)  # no data
                 continue
         out.append(decode_payload(item))
+        if sizes is not None:
+            sizes.append(_item_bytes(item))
     return out
+
+
+def _b64_size(text: str) -> int:
+    """Bytes a base64 text decodes to, without decoding it."""
+    stripped = text.rstrip("=")
+    return len(stripped) * 3 // 4
+
+
+def payload_bytes(payloads: Any) -> int | None:
+    """Size of the data of a ``Payloads`` field as the event holds it (``{"payloads": [...]}``
+    with base64 ``data``, or a protobuf ``Payloads``); None when absent. A UI "decoded" download
+    holds values, not bytes: their compact JSON size is counted instead."""
+    if payloads is None:
+        return None
+    items = getattr(payloads, "payloads", None)
+    if items is None:
+        items = get_field(payloads, "payloads")
+    if items is None:
+        return None
+    total = 0
+    for item in items:
+        total += _item_bytes(item)
+    return total
+
+
+def _item_bytes(item: Any) -> int:
+    """:func:`payload_bytes`' count of one payload."""
+    data = getattr(item, "data", None) if not isinstance(item, Mapping) else item.get("data")
+    if isinstance(data, bytes):
+        return len(data)
+    if isinstance(data, str):
+        meta = item.get("metadata") if isinstance(item, Mapping) else None
+        # A decoded download marks its values, or writes its metadata as plain text.
+        decoded = isinstance(meta, Mapping) and (
+            "encodingDecoded" in meta or "/" in str(meta.get("encoding", "")))
+        return len(data.encode()) if decoded else _b64_size(data)
+    if data is not None:
+        return len(orjson.dumps(data, default=str))
+    return 0
 
 
 def raw_summary_field(extra: Any) -> tuple[bool, Any]:

@@ -94,9 +94,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
-from toolkit.agents.model_cells import raw_payloads, raw_summary_field
+from toolkit.agents.model_cells import payload_bytes, raw_summary_field, raw_values_and_bytes
 from toolkit.agents.model_records import ModelCall, ToolRequest, ToolResult, Usage
 from toolkit.agents.model_shapes import (
     FRAMEWORKS,
@@ -220,39 +218,6 @@ def summary_of(extra: Any) -> Any:
     return decode_payload(summary) if isinstance(summary, Mapping) else summary
 
 
-def _b64_size(text: str) -> int:
-    """Bytes a base64 text decodes to, without decoding it."""
-    stripped = text.rstrip("=")
-    return len(stripped) * 3 // 4
-
-
-def payload_bytes(payloads: Any) -> int | None:
-    """Size of the data of a ``Payloads`` field as the event holds it (``{"payloads": [...]}``
-    with base64 ``data``, or a protobuf ``Payloads``); None when absent. A UI "decoded" download
-    holds values, not bytes: their compact JSON size is counted instead."""
-    if payloads is None:
-        return None
-    items = getattr(payloads, "payloads", None)
-    if items is None:
-        items = get_field(payloads, "payloads")
-    if items is None:
-        return None
-    total = 0
-    for item in items:
-        data = getattr(item, "data", None) if not isinstance(item, Mapping) else item.get("data")
-        if isinstance(data, bytes):
-            total += len(data)
-        elif isinstance(data, str):
-            meta = item.get("metadata") if isinstance(item, Mapping) else None
-            # A decoded download marks its values, or writes its metadata as plain text.
-            decoded = isinstance(meta, Mapping) and (
-                "encodingDecoded" in meta or "/" in str(meta.get("encoding", "")))
-            total += len(data.encode()) if decoded else _b64_size(data)
-        elif data is not None:
-            total += len(orjson.dumps(data, default=str))
-    return total
-
-
 def model_call_of_events(
     scheduled: Mapping[str, Any],
     closed: Mapping[str, Any] | None = None,
@@ -306,7 +271,7 @@ def model_call_of_cells(
 def _values_and_bytes(cell: Any, attributes: Any, name: str) -> tuple[Any, int | None]:
     """A payload cell's values and :func:`payload_bytes` of its event's ``attributes[name]``
     (one decode of a raw JSON event's payloads: :mod:`toolkit.agents.model_cells`)."""
-    read = raw_payloads(cell, attributes)
+    read = raw_values_and_bytes(cell, attributes)
     if read is not None:
-        return read[1], payload_bytes(read[0])
+        return read
     return cell, payload_bytes(get_field(attributes, name))
