@@ -174,6 +174,31 @@ def test_shared_event_fields_give_the_same_tables(every_history: pd.DataFrame, n
     pd.testing.assert_frame_equal(shared, table(every_history), check_exact=True)
 
 
+def test_shared_fields_in_one_decode_equal_the_fields_read_group_by_group(
+    every_history: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every event's attributes decoded at once from the shared event fields (as the dataset
+    writer reads them) give each field as the grouped reading of the cells (by attributes key,
+    each group its own decode) does, value and type."""
+    from toolkit.histories.columns.lazy import LazyAttributes
+    from toolkit.histories.tables import activity, attribute_views, workflow_task
+
+    cells = every_history["attributes"].to_numpy(dtype=object)
+    cells = cells[[type(cell) is LazyAttributes for cell in cells]]  # not the protobuf ones
+    for fields in (activity._FIELDS, workflow_task._FIELDS):
+        with shared_event_fields():
+            once = attribute_views._shared_fields(cells, fields)
+            assert once is not None  # the path ran: every cell a raw JSON event's
+            with monkeypatch.context() as patched:
+                patched.setattr(attribute_views, "_shared_fields", lambda cells, names: None)
+                grouped = attribute_views.attribute_fields(cells, fields)
+        assert set(once) == set(fields) and len(cells) > 10_000
+        for name in fields:
+            expected = grouped[name]
+            assert [type(v) for v in once[name]] == [type(v) for v in expected], name
+            assert once[name].tolist() == expected.tolist(), name
+
+
 @pytest.mark.parametrize("name", list(TABLES))
 def test_every_event_twice_gives_the_same_rows(every_history: pd.DataFrame, name: str) -> None:
     """The last event of a stage, the first value seen: a repeated event changes nothing (but

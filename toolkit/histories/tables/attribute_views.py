@@ -48,6 +48,10 @@ def attribute_fields(cells: Sequence[Any], fields: Sequence[str]) -> dict[str, n
 
 
 def _fields(cells: Sequence[Any], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    if sharing_event_fields():
+        found = _shared_fields(cells, names)
+        if found is not None:
+            return found
     columns = {name: np.full(len(cells), None, dtype=object) for name in names}
     # The cells of each attributes key, in one pass (comparing every cell with every key took
     # as long as decoding them).
@@ -71,6 +75,35 @@ def _fields(cells: Sequence[Any], names: tuple[str, ...]) -> dict[str, np.ndarra
         for name, values in zip(names, by_field, strict=True):
             columns[name][rows] = np.fromiter(values, dtype=object, count=len(rows))
     return columns
+
+
+def _shared_fields(cells: Sequence[Any], names: tuple[str, ...]) -> dict[str, np.ndarray] | None:
+    """The fields of cells that are all raw JSON events' attributes whose event fields are
+    shared, in one decode of all their attributes (wherever each event keeps them: only the
+    attributes' own bytes are decoded, so the key does not matter to the decoder); None
+    where a cell is of another kind, its history has no fields, or the decoder refuses one
+    (:func:`_fields` then reads them group by group, as it reads any cells)."""
+    raws: list[Any] = []
+    append = raws.append
+    history: Any = None
+    fields: Any = None
+    for cell in cells:
+        if type(cell) is not LazyAttributes:
+            return None
+        if cell._history is not history:
+            history = cell._history
+            fields = event_fields(history)
+            if fields is None:
+                return None
+        key = cell._key
+        append(_EMPTY if key is None else fields[cell._index].get(key, _EMPTY))
+    try:
+        views = _attributes_decoder(names).decode(b"[" + b",".join(raws) + b"]")
+    except _REFUSED:
+        return None
+    count = len(views)
+    return {name: np.fromiter(map(attrgetter(f"f{i}"), views), dtype=object, count=count)
+            for i, name in enumerate(names)}  # fmt: skip
 
 
 def dig(value: Any, *path: str) -> Any:
