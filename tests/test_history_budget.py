@@ -270,3 +270,26 @@ def test_a_folder_measured_in_worker_processes_gives_the_same_budget(monkeypatch
     columns = ["run_id", "history_bytes", "model_calls", "limit_hit", "forecast_model_calls",
                "resent_share", "label"]
     pd.testing.assert_frame_equal(alone[columns], pooled[columns])
+
+
+@pytest.mark.parametrize("where", ["lab", "corpus"])
+def test_a_mixed_folder_in_worker_processes_gives_the_budget_of_one_frame(
+    where: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """Chunks of many frameworks, workflow types and builds, each measured by a worker with the
+    samples and builds the chunks before it found (a chunk sent before those were known is
+    measured again): every column equals the budget of the whole folder read as one frame, not
+    a few bytes off where a chunk took its own sample of an event kind."""
+    import toolkit.agents.budget as budget_module
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    paths = ([request.getfixturevalue("corpus")] if where == "corpus" else
+             [data / name for name in ("adk", "openai_agents", "pydantic_ai", "go_twin",
+                                       "duplicate_tool", "history_budget")])  # fmt: skip
+    monkeypatch.setattr(budget_module, "_POOL_FROM", 2)
+    monkeypatch.setattr(budget_module, "_CHUNK_FILES", 4)  # many chunks, several in flight
+    alone = tk.history_budget(paths, workers=1)
+    pooled = tk.history_budget(paths, workers=2)
+    assert len(alone) > 40
+    pd.testing.assert_frame_equal(alone, pooled)
+    assert alone.attrs.get("errors") == pooled.attrs.get("errors")

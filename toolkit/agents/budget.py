@@ -16,14 +16,24 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from toolkit.agents.forecast import continue_as_new_calls, fit_growth, forecast_limits
-from toolkit.agents.growth import Call, RunSizes, as_events, calls_of, runs_of, user_turns
+from toolkit.agents.frame_sizes import KindSamples
+from toolkit.agents.growth import (
+    Call,
+    RunSizes,
+    as_events,
+    calls_of,
+    runs_of,
+    user_turns,
+)
 from toolkit.agents.resent import resent_of_run
 from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
@@ -32,6 +42,7 @@ from toolkit.histories.enums import CLOSE_STATUS
 from toolkit.histories.server_limits import resolve_limits
 from toolkit.histories.size_errors import LIMIT_EVENT_TYPES, first_limit_hit
 from toolkit.histories.versions import run_label
+from toolkit.replay.commands import events_frame
 from toolkit.text import count
 
 __all__ = ["BUDGET_COLUMNS", "history_budget"]
@@ -77,8 +88,11 @@ def history_budget(
         ``model_calls``. None: every call.
     workers
         For paths: processes that read and measure chunks of files in parallel, from a few
-        hundred files on (None or 1: in this process). Only the budget rows come back from
-        them, but each must import the toolkit first: on a 2-core machine two workers were
+        hundred files on (None or 1: in this process). The rows are those of the whole folder
+        read as one frame, to the byte: each chunk is measured with the event kinds' samples
+        and the builds' SDKs the chunks before it found (a chunk sent before they were known,
+        and that found them otherwise, is measured again here). Only the budget rows come back
+        from them, but each must import the toolkit first: on a 2-core machine two workers were
         no faster than this process alone when it was idle (2.75 s against 2.58 s for 1,000
         runs) and took more than twice as long when other work kept it busy
         (``benchmarks/bench_history_budget.py``), so they are never the default.
@@ -139,8 +153,7 @@ def history_budget(
     # one frame of 1,000 runs already loaded, more than the whole budget costs).
     with paused_gc():
         events, errors = as_events(events)
-        sdk_of_build: dict[str, str] = {}
-        rows = [_run_row(run, resolved, fit, sdk_of_build) for run in runs_of(events, roles)]
+        rows = _rows(events, resolved, roles, fit, None)
     out = _budget_frame(rows)
     if errors is not None and len(errors):
         # Plain records, not a frame: pandas compares attrs when it concatenates budgets.
@@ -154,6 +167,71 @@ _NULLABLE_INT_COLUMNS = frozenset({"largest_payload_bytes", "resent_bytes", "for
 #: Columns of text (or None) kept as Python objects; ``source`` and ``status`` are pandas' text.
 _TEXT_COLUMNS = frozenset({"label", "limit_hit", "limit_reason", "first_limit", "confidence",
                            "note", "largest_payload", "workflow_id", "run_id", "workflow_type"})
+
+
+def _rows(events: pd.DataFrame, limits: dict[str, int], roles: Any, fit: Any,
+          carried: _Carried | None) -> list[dict[str, Any]]:  # fmt: skip
+    """The budget rows of a frame's runs; ``carried``: what the chunks of the same folder
+    before this frame found, for a folder measured chunk by chunk."""
+    if carried is None:
+        builds: dict[str, str] = {}
+        return [_run_row(run, limits, fit, builds) for run in runs_of(events, roles)]
+    runs = runs_of(events, roles, samples=carried.samples)
+    return [_run_row(run, limits, fit, carried.builds) for run in runs]
+
+
+class _Builds(dict[str, str]):
+    """The SDK each build id was seen with (``versions.run_label``'s ``sdk_of_build``),
+    noting which builds a chunk added and which a label looked up without finding them: where
+    an earlier chunk had either (and another SDK for one added), the chunk's labels may not be
+    those of one frame of both."""
+
+    def __init__(self, known: dict[str, str]) -> None:
+        super().__init__(known)
+        self.added: dict[str, str] = {}
+        self.missed: set[Any] = set()
+
+    def get(self, build: Any, default: Any = None) -> Any:
+        if not dict.__contains__(self, build):
+            self.missed.add(build)
+        return dict.get(self, build, default)
+
+    def __setitem__(self, build: str, sdk: str) -> None:
+        self.added[build] = sdk
+        dict.__setitem__(self, build, sdk)
+
+
+@dataclass
+class _Carried:
+    """What a chunk of a folder is measured with from the chunks before it: the event kinds'
+    samples (:class:`~toolkit.agents.frame_sizes.KindSamples`) and the builds' SDKs; the only
+    things one run's row takes from other runs."""
+
+    samples: KindSamples
+    builds: _Builds
+
+    @classmethod
+    def of(cls, samples: dict[Any, int], builds: dict[str, str]) -> _Carried:
+        return cls(KindSamples(known=samples), _Builds(builds))
+
+    def found(self) -> tuple[dict[Any, tuple[int, bool]], dict[str, str], set[Any]]:
+        """What this chunk found for itself: kinds it sampled, builds it added and missed."""
+        return self.samples.added, self.builds.added, self.builds.missed
+
+
+def _measured_apart(found: tuple[dict[Any, tuple[int, bool]], dict[str, str], set[Any]],
+                    samples: dict[Any, int], builds: dict[str, str]) -> bool:  # fmt: skip
+    """Whether a chunk measured with less than the chunks before it found (``samples`` and
+    ``builds``, all of them by now) may differ from one frame of them all: it sampled a kind
+    they had sampled and got another envelope (or an inexact size), looked up a build they
+    knew, or gave one of their builds another SDK."""
+    sampled, added, missed = found
+    for kind, (envelope, exact) in sampled.items():
+        if kind in samples and (samples[kind] != envelope or not exact):
+            return True
+    if not missed.isdisjoint(builds):
+        return True
+    return any(build in builds and builds[build] != sdk for build, sdk in added.items())
 
 
 def _budget_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -182,6 +260,8 @@ def _budget_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 #: From how many files a folder's budget is worth worker processes (their start costs ~1 s).
 _POOL_FROM = 400
+#: The fewest files of a chunk sent to a worker.
+_CHUNK_FILES = 50
 
 
 def _budget_of_paths(paths: Any, limits: Any, roles: Any, fit: Any,
@@ -189,18 +269,36 @@ def _budget_of_paths(paths: Any, limits: Any, roles: Any, fit: Any,
     """The budget of many files, chunks of them read and measured in worker processes; None
     when this process should do it (few files, one worker)."""
     from toolkit.histories.reading.batch import error_frame, find_history_files
-    from toolkit.histories.reading.pool import resolve_workers, run_chunks
+    from toolkit.histories.reading.pool import resolve_workers, run_chunks, start_early
 
     count = resolve_workers(workers) if workers is not None else 1
     files = find_history_files(paths) if count > 1 else []
     if count <= 1 or len(files) < _POOL_FROM:
         return None
-    size = max(50, -(-len(files) // (count * 4)))
+    size = max(_CHUNK_FILES, -(-len(files) // (count * 4)))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
+    samples: dict[Any, int] = {}  # what the chunks measured so far found, first found first
+    builds: dict[str, str] = {}
+
+    def sent() -> Iterator[tuple[list[Any], dict[Any, int], dict[str, str]]]:
+        for files in chunks[1:]:  # taken when a worker is free: with all found by then
+            yield files, dict(samples), dict(builds)
+
+    start_early(count)  # the workers' server imports the toolkit while the first chunk is read
+    first = _budget_of_files((chunks[0], {}, {}), limits, roles, fit)
     tables, failures = [], []
-    for table, failed in run_chunks(_budget_of_files, chunks, (limits, roles, fit), count):
-        tables.append(table)
-        failures.extend(failed)
+    args = (limits, roles, fit)
+    for at, done in enumerate(chain([first], run_chunks(_budget_of_files, sent(), args, count))):
+        if _measured_apart(done[2], samples, builds):
+            # Sent before a chunk ahead of it was done, it found for itself what that one found
+            # first, and differently: measured again with it, its rows are those of one frame.
+            done = _budget_of_files((chunks[at], dict(samples), dict(builds)), *args)
+        sampled, added, _ = done[2]
+        for kind, (envelope, _) in sampled.items():
+            samples.setdefault(kind, envelope)
+        builds.update({build: sdk for build, sdk in added.items() if build not in builds})
+        tables.append(done[0])
+        failures.extend(done[1])
     out = pd.concat(tables, ignore_index=True)
     # A run delivered twice (Cloud exports are at least once) is counted once, as reading does.
     out = out.drop_duplicates(subset=["run_id", "events", "history_bytes"], ignore_index=True)
@@ -209,15 +307,20 @@ def _budget_of_paths(paths: Any, limits: Any, roles: Any, fit: Any,
     return out
 
 
-def _budget_of_files(files: list[Any], limits: Any, roles: Any,
-                     fit: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:  # fmt: skip
-    """One chunk's budget (in a worker process): its files read, its runs measured."""
+def _budget_of_files(
+    chunk: tuple[list[Any], dict[Any, int], dict[str, str]], limits: Any, roles: Any, fit: Any
+) -> tuple[pd.DataFrame, list[dict[str, Any]], tuple[dict[Any, int], dict[str, str], set[Any]]]:
+    """One chunk's budget (in a worker process): its files read, its runs measured with what
+    the chunks before it found (``chunk``: the files, the kinds' samples, the builds' SDKs);
+    the table, the unreadable files, and what it found for itself (:meth:`_Carried.found`)."""
     from toolkit.histories.reading.batch import decode_files
 
+    files, samples, builds = chunk
     events, failures = decode_files(files, False, {})
-    table = history_budget(events, limits=limits, roles=roles, fit=fit)
-    table.attrs.clear()
-    return table, failures
+    carried = _Carried.of(samples, builds)
+    with paused_gc():
+        rows = _rows(events_frame(events), resolve_limits(limits), roles, fit, carried)
+    return _budget_frame(rows), failures, carried.found()
 
 
 def _run_row(

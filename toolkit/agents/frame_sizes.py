@@ -12,7 +12,9 @@ is measured, not estimated.
 Which event of a kind is its sample is fixed by the order in which the runs are looked at: run by
 run, each model call's stretch of events since its checkpoint, then the stretch the history's
 size is read from (the events since the last checkpoint). The first event of each kind met in
-that order, with no failure, is measured and stands for its kind in every later run of the frame.
+that order, with no failure, is measured and stands for its kind in every later run of the frame;
+a folder measured chunk by chunk carries its samples from chunk to chunk (:class:`KindSamples`),
+so that each event is estimated as it would be in one frame of the whole folder.
 :func:`measure_frame` does all of this with arrays over the whole frame; the per-event Python
 that remains is the measuring of the samples.
 """
@@ -34,7 +36,7 @@ from toolkit.histories.payload_cells import PayloadTexts, framed, measure_payloa
 from toolkit.histories.proto_size import NotCanonical, message_size
 from toolkit.histories.write import event_message
 
-__all__ = ["ROLE_KEYS", "EventTypes", "FrameSizes", "measure_frame"]
+__all__ = ["ROLE_KEYS", "EventTypes", "FrameSizes", "KindSamples", "measure_frame"]
 
 #: Keys of ``bytes_by_role``, in chart order (``other``: everything else in the history).
 ROLE_KEYS = ("model_input", "model_output", "tool_input", "tool_result", "listing", "other")
@@ -48,6 +50,21 @@ _ALWAYS_MEASURED = ("WorkflowExecutionTerminated", "WorkflowExecutionFailed",
                     "WorkflowTaskFailed", "ActivityTaskFailed")  # fmt: skip
 #: Bytes two estimates of the same boundary may differ by (ids one digit longer, times).
 _SLACK = 32
+
+
+@dataclass
+class KindSamples:
+    """The samples of event kinds (module docstring) carried from one frame to the next.
+
+    ``known``: each kind met in earlier frames, by its ``(workflow_type, event_type,
+    activity_type)``, with its sample's envelope bytes (its size less its payload bytes); a
+    frame measured with these takes a kind's sample from them rather than from its own events.
+    ``added``: the kinds the last frame measured with them sampled itself, each with its
+    envelope bytes and whether its sample's size is the server's (see ``FrameSizes.run_exact``).
+    """
+
+    known: dict[tuple[Any, Any, Any], int] = field(default_factory=dict)
+    added: dict[tuple[Any, Any, Any], tuple[int, bool]] = field(default_factory=dict)
 
 
 @dataclass
@@ -162,12 +179,13 @@ class EventTypes:
 
 def measure_frame(
     frame: pd.DataFrame, starts: np.ndarray, ends: np.ndarray, roles: list[Any], *,
-    totals: bool = True, event_type: EventTypes | None = None,
+    totals: bool = True, event_type: EventTypes | None = None, samples: KindSamples | None = None,
 ) -> FrameSizes:  # fmt: skip
     """Measure every run of ``frame`` (in run order: run ``r`` is rows ``starts[r]`` to
     ``ends[r]``, events by id), ``roles[r]`` naming its model, tool and listing activities
     (None: no calls are looked for). ``totals``: also read each history's whole size.
-    ``event_type``: the frame's event types, where the caller has them already."""
+    ``event_type``: the frame's event types, where the caller has them already. ``samples``:
+    the kinds' samples of the frames measured before this one (filled in with this frame's)."""
     n = len(frame)
     run_of = np.repeat(np.arange(len(starts)), ends - starts)
     if event_type is None:
@@ -197,7 +215,7 @@ def measure_frame(
     run_by_role["other"] = np.zeros(len(starts), dtype=np.int64)
     output, completed = _outputs(event_type, calls, res_b, link_role, target_of)
 
-    sizes = _EventSizes(frame, event_type, run_of, starts, ends, in_b + res_b)
+    sizes = _EventSizes(frame, event_type, run_of, starts, ends, in_b + res_b, samples)
     call_history = sizes.after_calls(calls, call_run, totals)
     return FrameSizes(
         starts=starts, ends=ends, input_bytes=in_b, result_bytes=res_b, input_texts=in_texts,
@@ -306,8 +324,10 @@ class _EventSizes:
     """The size of each event looked at, and the history sizes built from them."""
 
     def __init__(self, frame: pd.DataFrame, event_type: EventTypes, run_of: np.ndarray,
-                 starts: np.ndarray, ends: np.ndarray, payloads: np.ndarray) -> None:  # fmt: skip
+                 starts: np.ndarray, ends: np.ndarray, payloads: np.ndarray,
+                 samples: KindSamples | None = None) -> None:  # fmt: skip
         self.frame, self.event_type, self.run_of = frame, event_type, run_of
+        self.samples = samples
         self.starts, self.ends, self.payloads = starts, ends, payloads
         self.extra = (frame["extra"].to_numpy(dtype=object) if "extra" in frame.columns
                       else np.full(len(frame), None, dtype=object))  # fmt: skip
@@ -378,6 +398,17 @@ class _EventSizes:
         seen = looked[sampleable[looked]]
         _, first = np.unique(kinds[seen], return_index=True)
         samples = seen[first]
+        envelope = np.zeros(int(kinds.max()) + 1 if len(kinds) else 1, np.int64)
+        keys: list[tuple[Any, Any, Any]] = []
+        if self.samples is not None and len(samples):
+            # Kinds an earlier frame sampled keep that sample's envelope; the rest are sampled
+            # here, as in one frame of both.
+            keys = self._kind_keys(samples)
+            earlier = [self.samples.known.get(key) for key in keys]
+            before = np.array([bytes_ is not None for bytes_ in earlier], bool)
+            envelope[kinds[samples[before]]] = [b for b in earlier if b is not None]
+            keys = [key for key, old in zip(keys, before.tolist(), strict=True) if not old]
+            samples = samples[~before]
         measured = np.union1d(looked[(failure | always | proto)[looked]], samples)
         everything = _ranges(start[phase == 3], lengths[phase == 3])
         to_measure = np.union1d(measured, everything)
@@ -385,12 +416,14 @@ class _EventSizes:
         exact = np.ones(len(self.run_of), bool)
         for position in to_measure.tolist():
             found[position], exact[position] = self._measure(position)
-        sample_of = np.full(int(kinds.max()) + 1 if len(kinds) else 1, -1, np.int64)
-        sample_of[kinds[samples]] = samples
+        envelope[kinds[samples]] = found[samples] - self.payloads[samples]
+        if self.samples is not None:
+            found_here = zip(envelope[kinds[samples]].tolist(), exact[samples].tolist(),
+                             strict=True)  # fmt: skip
+            self.samples.added = dict(zip(keys, found_here, strict=True))
         estimated = np.setdiff1d(every, measured, assume_unique=True)
-        base = sample_of[kinds[estimated]]
         sizes = np.zeros(len(self.run_of), np.int64)
-        sizes[estimated] = found[base] + self.payloads[estimated] - self.payloads[base]
+        sizes[estimated] = envelope[kinds[estimated]] + self.payloads[estimated]
         sizes[measured] = found[measured]
         self.sizes, self.measured_sizes = sizes, found
         bad = to_measure[~exact[to_measure]]
@@ -434,6 +467,18 @@ class _EventSizes:
         kinds = np.full(len(self.run_of), -1, np.int64)
         kinds[positions] = pd.factorize(codes)[0]
         return kinds
+
+    def _kind_keys(self, positions: np.ndarray) -> list[tuple[Any, Any, Any]]:
+        """``(workflow_type, event_type, activity_type)`` of the events at ``positions``, what
+        :meth:`_kinds` tells kinds apart by (None for a missing value, as it numbers them)."""
+        columns = []
+        for column in ("workflow_type", "event_type", "activity_type"):
+            if column not in self.frame.columns:
+                columns.append([None] * len(positions))
+                continue
+            values = self.frame[column].to_numpy(dtype=object)[positions]
+            columns.append([None if pd.isna(v) else v for v in values.tolist()])
+        return list(zip(*columns, strict=True))
 
     def _failures(self) -> np.ndarray:
         """Whether each event carries a failure's message."""

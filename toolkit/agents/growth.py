@@ -24,7 +24,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from toolkit.agents.frame_sizes import ROLE_KEYS, EventTypes, FrameSizes, measure_frame
+from toolkit.agents.frame_sizes import (
+    ROLE_KEYS,
+    EventTypes,
+    FrameSizes,
+    KindSamples,
+    measure_frame,
+)
 from toolkit.agents.roles import Roles, detect_roles, resolve_roles
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
@@ -155,10 +161,12 @@ def as_events(events: Any) -> tuple[pd.DataFrame, pd.DataFrame | None]:
 
 
 def runs_of(
-    events: pd.DataFrame, roles: str | Roles = "auto", *, totals: bool = True
-) -> Iterator[RunSizes]:
+    events: pd.DataFrame, roles: str | Roles = "auto", *, totals: bool = True,
+    samples: KindSamples | None = None,
+) -> Iterator[RunSizes]:  # fmt: skip
     """One :class:`RunSizes` per run (``source``, ``history``) of an events frame, in order,
-    all measured at once (``totals``: with each history's whole size)."""
+    all measured at once (``totals``: with each history's whole size; ``samples``: the event
+    kinds' samples of the frames before this one, see :func:`measure_frame`)."""
     frame = events_frame(events)
     present = [c for c in _NEEDED if c in frame.columns]
     if frame.empty:
@@ -186,7 +194,7 @@ def runs_of(
     found = [_roles_for(mine, roles, source[start] if source else None)
              for mine, start in zip(types, bounds[:-1], strict=True)]  # fmt: skip
     sizes = measure_frame(frame, starts, ends, [resolved for resolved, _ in found],
-                          totals=totals, event_type=event_type)  # fmt: skip
+                          totals=totals, event_type=event_type, samples=samples)  # fmt: skip
     for number, (start, end) in enumerate(itertools.pairwise(bounds)):
         yield RunSizes(_RunColumns(lists, start, end), *found[number], sizes, number)
 
