@@ -62,7 +62,7 @@ def history_budget(
     limits: Mapping[str, Any] | str | None = None,
     roles: str | Roles = "auto",
     fit: int | float | None = None,
-    workers: int | None = None,
+    workers: int | None = 1,
 ) -> pd.DataFrame:
     """One row per run: its history size, where the bytes go, and when it meets a limit.
 
@@ -88,14 +88,16 @@ def history_budget(
         ``model_calls``. None: every call.
     workers
         For paths: processes that read and measure chunks of files in parallel, from a few
-        hundred files on (None or 1: in this process). The rows are those of the whole folder
+        hundred files on (1: in this process; None: one per core, as for
+        :func:`toolkit.read_histories`). The rows are those of the whole folder
         read as one frame, to the byte: each chunk is measured with the event kinds' samples
         and the builds' SDKs the chunks before it found (a chunk sent before they were known,
         and that found them otherwise, is measured again here). Only the budget rows come back
-        from them, but each must import the toolkit first: on a 2-core machine two workers were
-        no faster than this process alone when it was idle (2.75 s against 2.58 s for 1,000
-        runs) and took more than twice as long when other work kept it busy
-        (``benchmarks/bench_history_budget.py``), so they are never the default.
+        from them, but their server imports the toolkit first (about a second, once per
+        process): on this project's idle 2-core machine two workers took 0.37 s against 0.66 s
+        in this process for 1,000 runs once that server was up
+        (``benchmarks/bench_history_budget.py``), and gain nothing while other work keeps the
+        cores busy, so they are not the default.
 
     Returns
     -------
@@ -271,7 +273,7 @@ def _budget_of_paths(paths: Any, limits: Any, roles: Any, fit: Any,
     from toolkit.histories.reading.batch import error_frame, find_history_files
     from toolkit.histories.reading.pool import resolve_workers, run_chunks, start_early
 
-    count = resolve_workers(workers) if workers is not None else 1
+    count = resolve_workers(workers)
     files = find_history_files(paths) if count > 1 else []
     if count <= 1 or len(files) < _POOL_FROM:
         return None
