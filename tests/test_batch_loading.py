@@ -141,3 +141,18 @@ def test_duplicates_are_dropped_across_chunks(tmp_path: Path) -> None:
     assert whole.events.groupby("run_id")["source"].nunique().max() == 1
     joined = pd.concat([c.events for c in chunks], ignore_index=True)
     pd.testing.assert_frame_equal(joined, whole.events)
+
+
+def test_an_option_no_reader_takes_is_named_before_any_file_is_read(tmp_path: Path) -> None:
+    """A misspelt option (``batch_files`` for ``chunksize``, ``max_size`` for ``max_bytes``) is
+    a TypeError that names it and lists the options there are, raised at the call: not a
+    traceback from inside the first file's read (or a worker's)."""
+    _fleet(tmp_path, b'{"events": []}')
+    for call in (lambda: tk.read_histories(tmp_path, max_size=10),
+                 lambda: tk.iter_histories(tmp_path, batch_files=4)):  # fmt: skip
+        with pytest.raises(TypeError) as raised:
+            call()
+        message = str(raised.value)
+        assert "unexpected option" in message and "max_bytes" in message
+        assert "'max_size'" in message or "'batch_files'" in message
+    assert len(tk.read_histories(tmp_path, max_bytes=1 << 20, progress=False).events)

@@ -15,7 +15,7 @@ from toolkit.errors import HistoryFormatError, ToolkitError
 from toolkit.gc_pause import paused_gc
 from toolkit.histories.events import frame_from_parts
 from toolkit.histories.reading.pool import decode_chunks
-from toolkit.histories.reading.read import read_many_parts
+from toolkit.histories.reading.read import check_read_options, read_many_parts
 from toolkit.histories.reading.sidecars import LAB_SIDECARS, sidecar_kind
 
 __all__ = [
@@ -176,6 +176,7 @@ def iter_histories(
     """
     if errors not in ("collect", "raise"):
         raise ValueError("errors must be 'collect' or 'raise'")
+    check_read_options(read_options, "read_histories")
     if chunksize < 1:
         raise ValueError("chunksize must be at least 1")
     skipped: list[tuple[Path, str]] = []

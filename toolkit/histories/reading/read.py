@@ -17,8 +17,10 @@ from toolkit.limits import MAX_BYTES, deepest_point
 
 __all__ = [
     "DECODER_DEPTH",
+    "READ_OPTIONS",
     "OpenedSource",
     "build_sources",
+    "check_read_options",
     "open_histories",
     "read_history",
     "read_history_parts",
@@ -256,6 +258,22 @@ def _recursed(opened: Source, max_depth: int | None) -> HistoryFormatError:
 
 
 _BUILD_OPTIONS = ("codec", "decode_payloads", "allow_empty")
+#: The options of :func:`read_history` a batch of files passes on to each (``name`` aside: each
+#: file is named by its path).
+READ_OPTIONS = (*_BUILD_OPTIONS, "max_bytes", "max_depth", "workflow_id_from")
+
+
+def check_read_options(options: dict[str, Any], caller: str) -> None:
+    """A ``TypeError`` naming the option ``caller`` was given that no reader takes (a
+    misspelling would otherwise surface from deep inside the first file's read, or a
+    worker's)."""
+    unknown = sorted(set(options) - set(READ_OPTIONS))
+    if unknown:
+        raise TypeError(
+            f"{caller}() got unexpected option{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; it takes its own keywords and read_history's "
+            f"{', '.join(READ_OPTIONS)}"
+        )
 
 
 def read_many_parts(
