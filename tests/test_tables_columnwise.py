@@ -199,6 +199,30 @@ def test_shared_fields_in_one_decode_equal_the_fields_read_group_by_group(
             assert once[name].tolist() == expected.tolist(), name
 
 
+def test_plain_columns_of_frame_rows_equal_those_of_the_rows_taken(
+    every_history: pd.DataFrame,
+) -> None:
+    """A column of some rows read through FrameRows (from the frame's values) holds what the
+    rows taken as a frame give, value and type, for every column and dtype of the events."""
+    from toolkit.histories.tables.columnar import FrameRows, plain_column
+
+    frame = every_history.assign(
+        history=every_history["history"].astype("Int64"),  # nullable, and a masked row
+        is_command=every_history["is_command"].astype("boolean"),
+        plain_bool=every_history["is_command"].astype(bool),
+        numbers=np.where(every_history["event_id"] % 3 == 0, np.nan, 1.5),
+    )
+    frame.loc[3, "history"] = pd.NA
+    frame.loc[4, "activity_id"] = np.nan
+    rows = np.union1d(np.flatnonzero(frame["event_id"].to_numpy() % 2 == 0), [3, 4])
+    taken = frame.take(rows)
+    for column in [*frame.columns, "absent"]:
+        found, expected = plain_column(FrameRows(frame, rows), column), plain_column(taken, column)
+        assert found.dtype == expected.dtype == object, column
+        assert [type(v) for v in found] == [type(v) for v in expected], column
+        assert found.tolist() == expected.tolist(), column
+
+
 @pytest.mark.parametrize("name", list(TABLES))
 def test_every_event_twice_gives_the_same_rows(every_history: pd.DataFrame, name: str) -> None:
     """The last event of a stage, the first value seen: a repeated event changes nothing (but

@@ -102,8 +102,12 @@ def _shared_fields(cells: Sequence[Any], names: tuple[str, ...]) -> dict[str, np
     except _REFUSED:
         return None
     count = len(views)
-    return {name: np.fromiter(map(attrgetter(f"f{i}"), views), dtype=object, count=count)
-            for i, name in enumerate(names)}  # fmt: skip
+    if not count:
+        return {name: np.full(0, None, dtype=object) for name in names}
+    # One tuple per event, transposed: faster than an attribute getter per field and event.
+    by_field = zip(*map(msgspec.structs.astuple, views), strict=True)
+    return {name: np.fromiter(values, dtype=object, count=count)
+            for name, values in zip(names, by_field, strict=True)}  # fmt: skip
 
 
 def dig(value: Any, *path: str) -> Any:

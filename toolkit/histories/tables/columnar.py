@@ -62,6 +62,8 @@ def plain_column(frame: pd.DataFrame, column: str) -> np.ndarray:
     """
     if column not in frame.columns:
         return np.full(len(frame), None, dtype=object)
+    if isinstance(frame, FrameRows):
+        return frame.plain(column)
     values = frame[column].to_numpy(dtype=object)
     missing = pd.isna(values)
     if missing.any():
@@ -382,6 +384,25 @@ class FrameRows:
 
     def __getitem__(self, column: str) -> pd.Series:
         return self.frame[column].take(self.rows)
+
+    def plain(self, column: str) -> np.ndarray:
+        """:func:`plain_column` of the rows' ``column``, taken from the frame's values without
+        a Series of the rows: integers and booleans (never missing) boxed as they are, nullable
+        ones with None where masked, only other kinds tested for missing markers."""
+        series = self.frame[column]
+        dtype = series.dtype
+        if isinstance(dtype, np.dtype) and dtype.kind in "iub":
+            return series.to_numpy()[self.rows].astype(object)
+        if isinstance(dtype, (pd.Int64Dtype, pd.BooleanDtype)):
+            return series.array.take(self.rows).to_numpy(dtype=object, na_value=None)
+        if dtype is np.dtype(object):
+            values = series.to_numpy()[self.rows]  # a copy: the frame's own stay as they are
+        else:
+            values = series.take(self.rows).to_numpy(dtype=object)
+        missing = pd.isna(values)
+        if missing.any():
+            values[missing] = None
+        return values
 
 
 def joint_codes(*keys: np.ndarray) -> np.ndarray:
