@@ -90,3 +90,36 @@ def test_attributes_null_absent_or_blank_are_an_empty_object() -> None:
     cells = np.array([LazyAttributes(history, i, key) for i in range(4)], dtype=object)
     assert json_array(cells, json_text).to_pylist() == ['{"timerId":"t"}', "{}", "{}", "{}"]
     assert json_texts(cells, json_text) == [json_text(cell) for cell in cells]
+
+
+def _float_of_bits(bits: int) -> float:
+    import struct
+
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+def test_payload_values_are_written_as_orjson_writes_them() -> None:
+    """msgspec writes the payloads' values (as orjson.loads gives them) byte for byte as
+    orjson.dumps does: floats at random bit patterns and at every power of ten (those in
+    exponent notation left to orjson), every code point, integers at the 64-bit bounds, nesting."""
+    import math
+    import random
+
+    from toolkit.datasets.json_cells import _dumped, _encode
+
+    rng = random.Random(7)
+    floats = [_float_of_bits(rng.getrandbits(64)) for _ in range(200_000)]
+    floats += [m * 10.0**e for e in range(-300, 300) for m in (1.0, 1.5, 9.999999999999998)]
+    floats += [0.0, -0.0, 5e-324, 1.7976931348623157e308, 0.1, 1 / 3, 2.0**53, 100.0, 1e16]
+    floats += [rng.uniform(-1e6, 1e6) for _ in range(50_000)]
+    floats = [f for f in floats if math.isfinite(f)]
+    texts = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    texts += ["a\x00b\x1f\x7f\"\\/\t\n\r\b\f", "1e5 in a text", "<>&\u2028\u2029"]
+    integers = [0, -1, 2**63 - 1, -(2**63), 2**64 - 1, 10**18, rng.getrandbits(63)]
+    nested = [{"a": [1, None, True, False, {}], "b": [], "é": {"x": [1.5, "y", -2e-7]}}]
+    exponent = 0
+    for value in [*floats, *texts, *integers, *nested]:
+        values = [orjson.loads(orjson.dumps(value))]  # as a payload's data decodes
+        assert _dumped(values) == orjson.dumps(values), repr(value)
+        exponent += _encode(values) != orjson.dumps(values)
+    assert exponent > 10_000  # floats msgspec writes otherwise were met, and left to orjson
