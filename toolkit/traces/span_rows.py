@@ -304,7 +304,7 @@ class RunSpans:
         # _attributes would set them.
         attrs = self.base_set.copy()
         attrs["openinference.span.kind"] = "CHAIN"
-        _set(attrs, "temporal.event_id", event_id)
+        attrs["temporal.event_id"] = event_id  # an int: _set sets it as it is
         _set_text(attrs, "temporalActivityID", activity_id)
         _set_text(attrs, "temporal.activity.type", activity_type)
         if attempt is not None:
@@ -315,7 +315,9 @@ class RunSpans:
         attrs["temporal.activity.scheduled_time"] = (
             "" if scheduled is None else _stamp_text(scheduled))
         if queue is not None:  # nanoseconds
-            _set(attrs, "temporal.activity.queue_ms", round(_seconds(queue) * 1000, 3))
+            queue_ms = round(_seconds(queue) * 1000, 3)
+            if queue_ms == queue_ms:  # a float: _set sets it unless NaN (pd.isna: 1 us each)
+                attrs["temporal.activity.queue_ms"] = queue_ms
         _set_text(attrs, "temporal.agent.role", role)
         span_id = self._id(event_id, "activity")
         rows = [self._row(span_id, parent, f"RunActivity:{activity_type}", "SERVER",

@@ -171,6 +171,7 @@ def _table(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
 
 
 _NAT = np.iinfo(np.int64).min  # NaT's nanoseconds
+_NO_RUN = object()  # no activity's source
 
 
 def _key(source: Any) -> Any:
@@ -249,8 +250,14 @@ class _RunFacts:
         facts = activity_facts(self.events, payloads=content, nanos=True)
         code_of = {(_key(s), int(h)): code for code, (s, h) in enumerate(self.found.runs)}
         out: dict[int, list[tuple[Any, ...]]] = {}
+        # A run's activities come together: its code is looked up once for them, when the
+        # source is the same object and the history the same int as the activity's before.
+        source, history, mine = _NO_RUN, None, None
         for act in zip(*(facts[name] for name in ACTIVITY_FIELDS if name in facts), strict=True):
-            code = code_of.get((_key(act[0]), int(act[1])))
-            if code is not None:
-                out.setdefault(code, []).append(act)
+            if act[0] is not source or type(act[1]) is not int or act[1] != history:
+                source, history = act[0], act[1]
+                code = code_of.get((_key(source), int(history)))
+                mine = None if code is None else out.setdefault(code, [])
+            if mine is not None:
+                mine.append(act)
         return out
