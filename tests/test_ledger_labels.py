@@ -17,6 +17,7 @@ from toolkit.agents.turns import label_fields
 from toolkit.histories.versions import version_labels
 
 ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "histories"
 FOLDERS = sorted(p for p in (ROOT / "data").iterdir() if p.is_dir() and p.name != "venvs")
 TWO_TURNS = ROOT / "data" / "openai_agents" / "oa-0.22.3" / "two_turns.json"
 
@@ -124,3 +125,55 @@ def test_sidecar_labels_listed_per_folder_equal_sidecar_fields_per_source(
         sidecar_fields("/")
     with pytest.raises(ValueError):
         _sidecar_labels(["/"])
+
+
+def _histories(path: Path) -> list:
+    """The raw histories behind a file's frame, fresh (no event split off yet)."""
+    cells = tk.read_histories(path, progress=False).events["attributes"]
+    found: dict[int, object] = {}
+    for cell in cells:
+        history = getattr(cell, "_history", None)
+        if hasattr(history, "json_event_texts"):
+            found.setdefault(id(history), history)
+    return list(found.values())
+
+
+@pytest.mark.parametrize("folder", [ROOT / "data" / "openai_agents", ROOT / "data" / "adk",
+                                    ROOT / "data" / "pydantic_ai", CORPUS],
+                         ids=lambda p: p.name)  # fmt: skip
+@pytest.mark.parametrize("scanned", [False, True], ids=["split", "scanned"])
+def test_json_event_texts_equal_each_json_event(
+    folder: Path, scanned: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    from toolkit.histories.reading import json_scan
+
+    if scanned:  # every document read by the compiled scanner: the events' spans all known
+        if json_scan._compiled is None:
+            pytest.skip("built without a C compiler: no scanner")
+        monkeypatch.setattr(json_scan, "SCAN_FROM_BYTES", 0)
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent (the shared corpus is not laid out here)")
+    generator = random.Random(7)
+    paths = sorted(folder.rglob("*.json"))
+    paths = [p for p in paths if not p.name.endswith(".meta.json")][:40]
+    checked = spans = 0
+    for path in paths:
+        for ours, theirs, counted in zip(_histories(path), _histories(path), _histories(path),
+                                         strict=True):  # fmt: skip
+            count = len(counted.json_events)
+            expected = [bytes(theirs.json_event(i)) for i in range(count)]  # one by one
+            # Ascending, then any order and repeats, on the same history as its split grows,
+            # the last events (read backwards from the end), then after a whole split.
+            for indices in (list(range(0, count, 3)), generator.sample(range(count), count),
+                            [count - 1, count - 2, 0, count - 1], list(range(count))):
+                indices = [i for i in indices if i >= 0]
+                assert ours.json_event_texts(indices) == [expected[i] for i in indices]
+            ours.json_events  # noqa: B018 - split whole: then json_event reads that split
+            assert ours.json_event_texts([0, count - 1]) == [expected[0], expected[-1]]
+            checked += 1
+            spans += ours.event_spans is not None
+    assert checked
+    # The scanner declines some documents (they are split as without it); never all of them.
+    assert bool(spans) == scanned

@@ -22,6 +22,7 @@ Binary: one ``temporal.api.history.v1.History`` message, or a Cloud export
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +137,20 @@ class RawHistory:
         if 2 * index + 1 < len(spans):
             return msgspec.Raw(memoryview(self.document)[spans[2 * index] : spans[2 * index + 1]])
         return self.json_events[index]  # past the end: the split says what is wrong
+
+    def json_event_texts(self, indices: Sequence[int]) -> list[bytes]:
+        """``bytes(self.json_event(index))`` of each of ``indices``, those of the events split
+        off the document already sliced off it at once (the ledger reads a run's workflow tasks
+        together: one call, not a lookup per event)."""
+        out, document = [], self.document or b""
+        for index in indices:
+            spans = self._prefix  # json_event below may start or extend it
+            if (spans is not None and self.event_spans is None and self._json_events is None
+                    and index >= 0 and 2 * index + 1 < len(spans)):  # fmt: skip
+                out.append(document[spans[2 * index] : spans[2 * index + 1]])
+            else:
+                out.append(bytes(self.json_event(index)))
+        return out
 
     def _from_the_end(self, index: int) -> msgspec.Raw:
         """:meth:`json_event` of one of the document's last events (a run's end, its failure),
