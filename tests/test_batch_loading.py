@@ -156,3 +156,36 @@ def test_an_option_no_reader_takes_is_named_before_any_file_is_read(tmp_path: Pa
         assert "unexpected option" in message and "max_bytes" in message
         assert "'max_size'" in message or "'batch_files'" in message
     assert len(tk.read_histories(tmp_path, max_bytes=1 << 20, progress=False).events)
+
+
+@pytest.mark.parametrize("expected_chunks", [1, 3, 1000])
+def test_chunks_grown_into_one_frame_equal_their_concatenation(
+    tmp_path: Path, expected_chunks: int
+) -> None:
+    """read_histories copies each chunk into arrays sized from the first (grown by half when
+    the estimate is short, views of them when it is long): the frame is pd.concat's of the
+    chunks, dtypes included, whatever the estimate, with a chunk of no events among them."""
+    from toolkit.histories.reading.growing import GrowingFrame
+
+    root = Path(__file__).resolve().parents[1] / "data"
+    frames = [b.events for b in tk.iter_histories([root / "adk", root / "go_twin"], chunksize=7,
+                                                  progress=False)]  # fmt: skip
+    frames.insert(2, frames[0].iloc[:0])
+    assert len(frames) > 4
+    grown = GrowingFrame(expected_chunks)
+    for frame in frames:
+        grown.append(frame)
+    want = pd.concat(frames, ignore_index=True)
+    got = grown.frame()
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got.dtypes) == list(want.dtypes)
+
+
+def test_a_read_of_many_chunks_equals_its_chunks_concatenated() -> None:
+    root = Path(__file__).resolve().parents[1] / "data"
+    chunks = tk.iter_histories(root, chunksize=25, progress=False)
+    count = len(chunks)
+    frames = [b.events for b in chunks]
+    assert count == len(frames) > 2
+    whole = tk.read_histories(root, progress=False).events
+    pd.testing.assert_frame_equal(whole, pd.concat(frames, ignore_index=True))

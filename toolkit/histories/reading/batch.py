@@ -14,6 +14,7 @@ import pandas as pd
 from toolkit.errors import HistoryFormatError, ToolkitError
 from toolkit.gc_pause import paused_gc
 from toolkit.histories.events import frame_from_parts
+from toolkit.histories.reading.growing import GrowingFrame
 from toolkit.histories.reading.pool import decode_chunks
 from toolkit.histories.reading.read import check_read_options, read_many_parts
 from toolkit.histories.reading.sidecars import LAB_SIDECARS, sidecar_kind
@@ -150,11 +151,12 @@ def read_histories(
     )
     if chunksize is not None:
         return batches
-    frames, failures = [], []
+    rows, failures = GrowingFrame(len(batches)), []
     for batch in batches:
-        frames.append(batch.events)
+        rows.append(batch.events)
         failures.append(batch.errors)
-    events = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        del batch  # its frame's arrays are copied: their memory serves the next chunk
+    events = rows.frame()
     failed = failures[0] if len(failures) == 1 else pd.concat(failures, ignore_index=True)
     return HistoryBatch(events, failed)
 
@@ -188,7 +190,21 @@ def iter_histories(
         )
     show = len(files) > 20 if progress is None else progress
     chunks = [files[i : i + chunksize] for i in range(0, len(files), chunksize)]
-    return _batches(chunks, errors, dedupe, show, workers, read_options)
+    return _Chunks(_batches(chunks, errors, dedupe, show, workers, read_options), len(chunks))
+
+
+class _Chunks(Iterator[HistoryBatch]):
+    """The batches of :func:`iter_histories`, one per chunk of files; ``len()`` is how many
+    chunks there are (the files were found when it was called)."""
+
+    def __init__(self, batches: Iterator[HistoryBatch], count: int) -> None:
+        self._batches, self._count = batches, count
+
+    def __next__(self) -> HistoryBatch:
+        return next(self._batches)
+
+    def __len__(self) -> int:
+        return self._count
 
 
 def _batches(
