@@ -224,6 +224,44 @@ def test_plain_columns_of_frame_rows_equal_those_of_the_rows_taken(
 
 
 @pytest.mark.parametrize("name", list(TABLES))
+def test_rows_found_in_order_are_those_the_sort_leaves_in_place(
+    every_history: pd.DataFrame, name: str
+) -> None:
+    """The check that lets frame_of_columns skip its sort says "in order" exactly where the
+    stable sort leaves every row in place, on the tables, their rows shuffled, swapped, keys
+    made equal, missing or no text."""
+    from toolkit.histories.tables.common import _in_order
+
+    keys = ["source", "history", "scheduled_event_id"]
+    table = TABLES[name](every_history)
+    table = table[table["scheduled_event_id"].notna()].reset_index(drop=True)
+    rng = np.random.default_rng(11)
+    swapped = table.copy()
+    swapped.loc[[5, 6]] = swapped.loc[[6, 5]].to_numpy()
+    variants = {
+        "as built": table,
+        "shuffled": table.sample(frac=1, random_state=3).reset_index(drop=True),
+        "two swapped": swapped,
+        "one history": table.assign(history=1, source="s"),
+        "ids tied": table.assign(scheduled_event_id=rng.integers(0, 3, len(table))),
+        "a source missing": table.assign(source=[None, *table["source"].iloc[1:]]),
+        "an id missing": table.assign(scheduled_event_id=pd.array(
+            [pd.NA, *table["scheduled_event_id"].iloc[1:]], dtype="Int64")),
+    }  # fmt: skip
+    seen = set()
+    for label, frame in variants.items():
+        sortable = frame.assign(source=frame["source"].astype(str))
+        order = sortable.sort_values(keys, kind="stable").index.to_numpy()
+        in_place = bool((order == np.arange(len(frame))).all())
+        found = _in_order(frame, keys)
+        assert not found or in_place, label  # never in order where the sort moves a row
+        if label in ("as built", "one history", "shuffled", "two swapped"):
+            assert found == in_place, label  # decided, not left to the sort
+        seen.add(found)
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize("name", list(TABLES))
 def test_every_event_twice_gives_the_same_rows(every_history: pd.DataFrame, name: str) -> None:
     """The last event of a stage, the first value seen: a repeated event changes nothing (but
     the commands a completed task recorded, which are listed twice)."""

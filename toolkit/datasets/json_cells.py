@@ -108,8 +108,12 @@ def _pieces(
                 fields = event_fields(history)
             if fields is None:
                 append(_utf8(slow(value)))
-            elif kind is LazyAttributes:
-                append(_attributes_piece(fields[value._index], value._key))
+            elif kind is LazyAttributes:  # _attributes_piece, inline: a call per cell saved
+                key = value._key
+                raw = fields[value._index].get(key) if key is not None else None
+                if raw is None or (len(raw) == 4 and bytes(raw) == b"null"):
+                    raw = _EMPTY_OBJECT
+                append(raw)
             else:
                 append(_extra_piece(fields[value._index], value._key))
         elif kind is LazyPayloads:

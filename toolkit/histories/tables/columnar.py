@@ -242,10 +242,13 @@ class Entities:
         ``convert`` when given; empty results are None. Events outside ``rows`` get None.
         """
         values = self.column(column).copy()
-        empty = _empty(values)
-        if rows is not None:
+        if rows is None:
+            empty = _empty(values)
+        else:  # only the rows' values tested (a stage's events: a fraction of the table's)
+            at = np.flatnonzero(rows)
+            empty = np.zeros(len(values), dtype=bool)
+            empty[at] = _empty(values[at])
             values[~rows] = None
-            empty &= rows
         needed = np.flatnonzero(empty)
         if not len(needed):  # the loader filled the column: no attribute decoded
             return values

@@ -271,11 +271,37 @@ def frame_of_columns(
     """
     typed = {column: _typed_column(columns[column], dtype) for column, dtype in schema.items()}
     frame = pd.DataFrame(typed)
-    if len(frame):
+    if len(frame) and not _in_order(frame, sort_by):
         sortable = frame.assign(source=frame["source"].astype(str))
         order = sortable.sort_values(list(sort_by), kind="stable").index
         frame = frame.loc[order]
     return frame.reset_index(drop=True)
+
+
+def _in_order(frame: pd.DataFrame, sort_by: Sequence[str]) -> bool:
+    """Whether the stable sort of :func:`frame_of_columns` would leave every row where it is
+    (entities are numbered in the order of their events, so the rows mostly come sorted):
+    known here where every source is text and the other keys are integers, none missing;
+    False where it is not known (the sort then decides)."""
+    keys = []
+    for name in sort_by:
+        column = frame[name]
+        if name == "source":  # sorted as text: text as it is
+            values = column.to_numpy(dtype=object)
+            if pd.api.types.infer_dtype(values, skipna=False) != "string":
+                return False
+        elif pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
+            values = column.to_numpy(dtype=np.int64)
+        else:
+            return False
+        keys.append(values)
+    undecided = np.ones(len(frame) - 1, dtype=bool)  # rows equal to the next on the keys so far
+    for values in keys:
+        before, after = values[:-1], values[1:]
+        if (undecided & (before > after)).any():
+            return False
+        undecided &= before == after
+    return True
 
 
 def _typed_column(values: Any, dtype: str) -> pd.Series:
