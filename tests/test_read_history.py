@@ -310,3 +310,19 @@ def test_binary_messages_parse_on_first_use_with_located_errors(corpus: Path) ->
         for index in range(len(events)):
             dict(events.attributes.iloc[index])
     assert caught.value.position is not None and caught.value.position.startswith("event #")
+
+
+def test_a_fifo_or_folder_named_like_a_history_is_an_error_not_a_wait(tmp_path: Path) -> None:
+    """A path that exists but is no regular file (a FIFO nobody writes to would block a plain
+    open forever; a folder called ``run.json``) is a located error naming it, at once."""
+    import os
+
+    fifo, folder = tmp_path / "run-fifo.json", tmp_path / "run-folder.json"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    for path, what in ((fifo, "not a regular file"), (folder, "a directory")):
+        with pytest.raises(tk.HistoryFormatError, match=what) as raised:
+            tk.read_history(path)
+        assert str(path) in str(raised.value)
+    with pytest.raises(tk.HistoryFormatError, match="no such file"):
+        tk.read_history(tmp_path / "missing.json")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 import zlib
 from collections.abc import Callable
@@ -109,6 +110,36 @@ def _gunzip(data: bytes, name: str, max_bytes: int | None) -> bytes:
     return content
 
 
+def _file_bytes(path: Path, label: str, max_bytes: int | None) -> bytes:
+    """The bytes of the regular file at ``path``: one open, one ``fstat`` and one read (a
+    batch of small files paid two ``stat`` calls more each). Opened without blocking, so a FIFO
+    or device named like a history is an error, not a read that waits forever."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise HistoryFormatError(
+            label, "no such file", expected="a path to an exported history, or JSON text"
+        ) from None
+    except OSError as exc:
+        raise HistoryFormatError(label, f"cannot be opened ({exc.strerror})",
+                                 expected="a readable file") from None  # fmt: skip
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode):
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(found.st_mode) else "not a regular file"
+        raise HistoryFormatError(
+            label, f"{what}, not a history file", expected="a path to an exported history"
+        )
+    with open(fd, "rb", closefd=True) as handle:
+        if max_bytes is not None and found.st_size > max_bytes:
+            raise _too_large(label, max_bytes)
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise HistoryFormatError(label, f"cannot be read ({exc.strerror})",
+                                     expected="a readable file") from None  # fmt: skip
+
+
 def _read_bounded(read: Any, name: str, max_bytes: int | None) -> Any:
     """``read()``, or ``read(max_bytes + 1)`` and an error if that much came back."""
     if max_bytes is None:
@@ -164,14 +195,8 @@ def open_source(
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         label = name or str(path)
-        if not path.is_file():
-            raise HistoryFormatError(
-                label, "no such file", expected="a path to an exported history, or JSON text"
-            )
         hints = _path_hints(path, workflow_id_from)
-        if max_bytes is not None and path.stat().st_size > max_bytes:
-            raise _too_large(label, max_bytes)
-        data = _gunzip(path.read_bytes(), label, max_bytes)
+        data = _gunzip(_file_bytes(path, label, max_bytes), label, max_bytes)
         return Source(label, data=data, run_id=hints["run_id"], namespace=hints["namespace"],
                       workflow_id=hints["workflow_id"])  # fmt: skip
     if hasattr(source, "read"):
