@@ -48,9 +48,12 @@ def get_field(mapping: Any, *names: str) -> Any:
     wanted = _WANTED.get(names)
     if wanted is None:
         wanted = _WANTED[names] = frozenset(_normal(n) for n in names)
-    for key, value in mapping.items():
-        if isinstance(key, str) and _normal(key) in wanted:
-            return value
+    known = _NORMAL
+    for key, value in mapping.items():  # _normal inlined: most lookups end here, every key read
+        if type(key) is str or isinstance(key, str):
+            normal = known.get(key)
+            if (normal if normal is not None else _normal(key)) in wanted:
+                return value
     return None
 
 
@@ -58,6 +61,8 @@ def _list(value: Any) -> list[Any]:
     """``value`` as a list when it is a sequence of items (not a string), else empty."""
     if type(value) is list:  # decoded JSON: no ABC check
         return list(value)
+    if value is None:  # a field get_field did not find: no ABC check either
+        return []
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         return list(value)
     return []

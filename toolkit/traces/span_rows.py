@@ -207,10 +207,11 @@ class RunSpans:
             start = self.first_time
         if end is None:
             end = self.last_time if self.last_time is not None else start
+        if start is not None and end < start:  # max(end, start), without the call
+            end = start
         return (self.source, self.history, self.run_id, self.trace_id, span_id, parent, name,
-                kind, role, event_id, turn, start,
-                max(end, start) if start is not None else end,
-                status, message, attrs, events or [])  # fmt: skip
+                kind, role, event_id, turn, start, end, status, message, attrs,
+                events or [])  # fmt: skip
 
     def root(self, last: Mapping[str, Any], failures: list[dict[str, Any]]) -> tuple[Any, ...]:
         """The run's span: its close (the ``last`` event), its workflow-task ``failures``."""
