@@ -39,3 +39,14 @@ def test_seconds_are_the_durations() -> None:
         drawn += [draw.randint(0, 10**10) for _ in range(5000)]
         for nanos in fixed + drawn:
             assert _seconds(nanos) == pd.Timedelta(nanos).total_seconds(), nanos
+
+
+def test_time_texts_of_times_close_together() -> None:
+    """Times that share their minute (a run's activities), across minute and day ends (a leap
+    day's end too): each minute's text is written once and then reused."""
+    draw = random.Random(26)
+    for start in (0, 1_703_980_740 * 10**9, -(10**9) * 90, 951_868_740 * 10**9):
+        nanos = start
+        for _ in range(2000):
+            nanos += draw.choice((1, 1000, 10**6, 10**9, 7 * 10**9 + 123_456))
+            assert _stamp_text(nanos) == str(pd.Timestamp(nanos, tz="UTC")), nanos

@@ -76,6 +76,7 @@ def _stamp(nanos: int | None) -> pd.Timestamp | None:
 
 _EPOCH_DAY = datetime.date(1970, 1, 1).toordinal()
 _DAYS: dict[int, str] = {}  # days since the epoch -> "YYYY-MM-DD "
+_MINUTES: dict[int, str] = {}  # minutes since the epoch -> "YYYY-MM-DD HH:MM:"
 
 
 def _stamp_text(nanos: int) -> str:
@@ -83,19 +84,24 @@ def _stamp_text(nanos: int) -> str:
     fraction as pandas writes it (nine digits where there are nanoseconds, else six where there
     are microseconds, else none), then ``+00:00``."""
     seconds, fraction = divmod(nanos, 1_000_000_000)
-    days, second = divmod(seconds, 86_400)
-    day = _DAYS.get(days)
-    if day is None:
-        day = datetime.date.fromordinal(_EPOCH_DAY + days).isoformat() + " "
-        if len(_DAYS) < 65536:
-            _DAYS[days] = day
-    hour, second = divmod(second, 3600)
-    minute, second = divmod(second, 60)
+    minutes, second = divmod(seconds, 60)
+    # "YYYY-MM-DD HH:MM:" once per minute (a run's activities share a few)
+    minute = _MINUTES.get(minutes)
+    if minute is None:
+        days, rest = divmod(minutes, 1440)
+        day = _DAYS.get(days)
+        if day is None:
+            day = datetime.date.fromordinal(_EPOCH_DAY + days).isoformat() + " "
+            if len(_DAYS) < 65536:
+                _DAYS[days] = day
+        minute = f"{day}{rest // 60:02d}:{rest % 60:02d}:"
+        if len(_MINUTES) < 65536:
+            _MINUTES[minutes] = minute
     if fraction % 1000:
-        return f"{day}{hour:02d}:{minute:02d}:{second:02d}.{fraction:09d}+00:00"
+        return f"{minute}{second:02d}.{fraction:09d}+00:00"
     if fraction:
-        return f"{day}{hour:02d}:{minute:02d}:{second:02d}.{fraction // 1000:06d}+00:00"
-    return f"{day}{hour:02d}:{minute:02d}:{second:02d}+00:00"
+        return f"{minute}{second:02d}.{fraction // 1000:06d}+00:00"
+    return f"{minute}{second:02d}+00:00"
 
 
 def _seconds(nanos: int) -> float:
