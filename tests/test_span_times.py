@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -50,3 +51,28 @@ def test_time_texts_of_times_close_together() -> None:
         for _ in range(2000):
             nanos += draw.choice((1, 1000, 10**6, 10**9, 7 * 10**9 + 123_456))
             assert _stamp_text(nanos) == str(pd.Timestamp(nanos, tz="UTC")), nanos
+
+
+def _grouped(times: pd.Series, run: np.ndarray) -> tuple[list, list]:
+    grouped = times.groupby(run, sort=True)
+    return ([None if pd.isna(t) else t.value for t in grouped.min().tolist()],
+            [None if pd.isna(t) else t.value for t in grouped.max().tolist()])  # fmt: skip
+
+
+def test_run_times_by_segment_equal_the_groupby() -> None:
+    from toolkit.traces.spans import _run_times
+
+    draw = random.Random(27)
+    for case in range(300):
+        sizes = [draw.randint(1, 6) for _ in range(draw.randint(1, 12))]
+        run = np.repeat(np.arange(len(sizes)), sizes)
+        nanos = [draw.choice([None, LOWEST, HIGHEST, draw.randint(LOWEST, HIGHEST)])
+                 if case % 3 == 0 else draw.randint(0, 10**18) for _ in run]  # fmt: skip
+        times = pd.Series(pd.array([pd.NaT if n is None else pd.Timestamp(n, tz="UTC")
+                                    for n in nanos], dtype="datetime64[ns, UTC]"))  # fmt: skip
+        first_row = np.unique(run, return_index=True)[1]
+        assert _run_times(times, run, first_row) == _grouped(times, run)
+        shuffled = draw.sample(range(len(run)), len(run))  # runs apart: the groupby itself
+        run_apart = run[shuffled]
+        first_apart = np.unique(run_apart, return_index=True)[1]
+        assert _run_times(times, run_apart, first_apart) == _grouped(times, run_apart)

@@ -174,6 +174,31 @@ _NAT = np.iinfo(np.int64).min  # NaT's nanoseconds
 _NO_RUN = object()  # no activity's source
 
 
+_UTC_NS = pd.DatetimeTZDtype("ns", "UTC")
+
+
+def _run_times(times: pd.Series, run: np.ndarray,
+               first_row: np.ndarray) -> tuple[list[int | None], list[int | None]]:  # fmt: skip
+    """Each run's earliest and latest time in nanoseconds (None where it has none), runs in
+    code order: off the loader's UTC nanoseconds by segment where each run's rows come
+    together in code order (as the loader reads them), else by a groupby of the times."""
+    if len(run) and times.dtype == _UTC_NS and bool((run[1:] >= run[:-1]).all()):
+        nanos = pd.DatetimeIndex(times).asi8  # NaT: the int64 minimum
+        valid = nanos != _NAT
+        # The earliest of each run's valid times (NaT put past every time), the latest (NaT
+        # is below every time); a run without one has neither, as the groupby gives NaT.
+        earliest = np.minimum.reduceat(np.where(valid, nanos, np.iinfo(np.int64).max), first_row)
+        latest = np.maximum.reduceat(nanos, first_row)
+        timed = np.add.reduceat(valid.astype(np.int64), first_row) > 0
+        return ([int(t) if ok else None for t, ok in zip(earliest.tolist(), timed.tolist(),
+                                                         strict=True)],
+                [int(t) if ok else None for t, ok in zip(latest.tolist(), timed.tolist(),
+                                                         strict=True)])  # fmt: skip
+    grouped = times.groupby(run, sort=True)
+    return ([_nanos(t) for t in grouped.min().tolist()],
+            [_nanos(t) for t in grouped.max().tolist()])  # fmt: skip
+
+
 def _key(source: Any) -> Any:
     """A source as a dictionary key (a missing one is None, whichever NA the frame holds)."""
     return None if source is None or (isinstance(source, float) and pd.isna(source)) else source
@@ -201,10 +226,8 @@ class _RunFacts:
         self.lasts = {name: column_at(events, name, self.last_row)
                       for name in ("event_type", "failure_message")}  # fmt: skip
         times = events["event_time"]
-        grouped = times.groupby(run, sort=True)
         # Times in nanoseconds (RunSpans takes them so), None where missing.
-        self.first_time = [_nanos(t) for t in grouped.min().tolist()]
-        self.last_time = [_nanos(t) for t in grouped.max().tolist()]
+        self.first_time, self.last_time = _run_times(times, run, self.first_row)
         event_type = events["event_type"].to_numpy(dtype=object)
         failed = np.flatnonzero(np.isin(event_type, _TASK_FAILURES))
         wanted = [c for c in self._FAILURE if c in events.columns]
