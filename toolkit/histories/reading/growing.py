@@ -39,12 +39,25 @@ class GrowingFrame:
         self._chunks = 0
         self._others: list[pd.DataFrame] | None = None
         self._dtypes: pd.Series | None = None
+        self._first: pd.DataFrame | None = None  # held as it is until a second one comes
 
     def append(self, frame: pd.DataFrame) -> None:
-        """Copy ``frame``'s rows in after the rows appended so far."""
+        """Add ``frame``'s rows after the rows appended so far (the first frame is held as it
+        is: if no other comes, it is the frame, with nothing copied)."""
+        if self._first is None and self._columns is None and self._others is None:
+            self._first = frame
+            return
+        if self._first is not None:
+            first, self._first = self._first, None
+            self._copy(first)
+        self._copy(frame)
+
+    def _copy(self, frame: pd.DataFrame) -> None:
         self._chunks += 1
         if self._others is not None or not self._is_loader_frame(frame):
-            self._others = [*([self.frame()] if self._others is None else self._others), frame]
+            if self._others is None:
+                self._others = [self._rows_frame()] if self._columns is not None else []
+            self._others.append(frame)
             return
         n = len(frame)
         if self._columns is None and not n:
@@ -67,6 +80,8 @@ class GrowingFrame:
 
     def frame(self) -> pd.DataFrame:
         """The frame of every row appended (views of the arrays grown for them)."""
+        if self._first is not None:
+            return self._first
         if self._others is not None:
             return pd.concat(self._others, ignore_index=True) if len(self._others) > 1 else (
                 self._others[0])  # fmt: skip
@@ -74,6 +89,10 @@ class GrowingFrame:
             from toolkit.histories.events import empty_events_frame
 
             return empty_events_frame()
+        return self._rows_frame()
+
+    def _rows_frame(self) -> pd.DataFrame:
+        assert self._columns is not None
         rows = self._rows
         stored = zip(COLUMNS.values(), self._columns, strict=True)
         arrays = [_column(dtype, [a[:rows] for a in kept]) for dtype, kept in stored]
