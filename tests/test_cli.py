@@ -288,3 +288,22 @@ def test_logs_grep_searches_fields_and_says_where() -> None:
     assert {r["matched"] for r in rows} == {'error: agent run: duplicate tool: "get_weather"'}
     table = run("logs", before, "--grep", "deadlettered", "--width", "0")
     assert "message: command deadlettered (terminal:unclassified)" in table.stdout
+
+
+def test_budget_prints_a_row_per_run_and_the_same_rows_from_worker_processes() -> None:
+    """``toolkit budget`` on the lab's terminated agent loops: one JSON line per run, exit 1
+    (runs met a size limit); with ``--workers 2`` the same rows (a folder of that size is
+    measured in this process either way below 400 files, so the rows are compared as they
+    come); a negative count is a usage error."""
+    folder = DATA / "history_budget" / "oa-0.22.3"
+    alone = run("budget", folder, "--json")
+    assert alone.returncode == 1, alone.stderr
+    rows = [json.loads(line) for line in alone.stdout.splitlines()]
+    assert len(rows) == len(list(folder.glob("*.json.gz")))
+    assert all(r["history_bytes"] for r in rows)
+    assert any(r["limit_hit"] == "history_bytes" for r in rows)
+    pooled = run("budget", folder, "--json", "--workers", "2")
+    assert pooled.returncode == 1
+    assert [json.loads(line) for line in pooled.stdout.splitlines()] == rows
+    bad = run("budget", folder, "--workers", "-1")
+    assert bad.returncode == 2 and "--workers -1" in bad.stderr

@@ -205,6 +205,9 @@ def _budget_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                         help="fit each run's growth on its first N model calls, or a fraction "
                         "such as 0.25 (default: every call)")  # fmt: skip
     budget.add_argument("--roles", default="auto", help="agent framework preset (default: detect)")
+    budget.add_argument("--workers", type=int, default=1,
+                        help="processes measuring chunks of a large folder (0: one per core; "
+                        "the same rows as one process; default: 1)")  # fmt: skip
     _table_options(budget)
 
 

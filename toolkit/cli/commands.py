@@ -393,7 +393,11 @@ def budget(args: argparse.Namespace) -> int:
         except ValueError:
             raise ToolkitError(f"budget: --fit {args.fit!r} is not a number of calls or a "
                                "fraction") from None  # fmt: skip
-    table = tk.history_budget(args.paths, limits=_limits(args), roles=args.roles, fit=fit)
+    if args.workers < 0:
+        raise ToolkitError(f"budget: --workers {args.workers} is not a number of processes "
+                           "(0 for one per core)")  # fmt: skip
+    table = tk.history_budget(args.paths, limits=_limits(args), roles=args.roles, fit=fit,
+                              workers=args.workers or None)  # fmt: skip
     errors = pd.DataFrame(table.attrs.get("errors", []), columns=["source", "message"])
     if args.json:
         print_json(table)
