@@ -254,9 +254,14 @@ class RunSpans:
         for act in acts:
             event_id = int(act[2])
             turn = turn_of.get(event_id, (0, ""))[0]
-            candidates = [t for t in (act[6], act[7], act[8]) if t is not None]
-            if candidates:
-                ends[turn] = max([ends[turn], *candidates] if turn in ends else candidates)
+            # The latest of its scheduled, started and closed times (ints), where it has one.
+            latest = act[8]
+            for time in (act[6], act[7]):
+                if time is not None and (latest is None or time > latest):
+                    latest = time
+            if latest is not None:
+                before = ends.get(turn)
+                ends[turn] = latest if before is None or latest > before else before
             if turn not in agents:
                 agent = models.get((self.source, self.history, event_id), {}).get(
                     "gen_ai.agent.name")  # fmt: skip
