@@ -293,29 +293,30 @@ def genai_attributes(calls: pd.DataFrame) -> dict[tuple[Any, int, int], dict[str
     # Column lists, not records: the same values (ints or pd.NA in the Int64 columns).
     names = ("source", "history", "event_id", "model", "agent", *TOKEN_FIELDS, "framework",
              "usage_note", "input_bytes", "output_bytes", "requested_tools")  # fmt: skip
-    for values in zip(*(calls[name].tolist() for name in names), strict=True):
-        row = dict(zip(names, values, strict=True))
+    for (source, history, event_id, model, agent, input_tokens, output_tokens, cached, reasoning,
+         total, framework, note, input_bytes, output_bytes, requested) in zip(
+            *(calls[name].tolist() for name in names), strict=True):  # fmt: skip
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": row["model"],
-            "gen_ai.agent.name": row["agent"],
-            "gen_ai.usage.input_tokens": row["input_tokens"],
-            "gen_ai.usage.output_tokens": row["output_tokens"],
-            "gen_ai.usage.cache_read.input_tokens": row["cached_input_tokens"],
-            "gen_ai.usage.reasoning.output_tokens": row["reasoning_tokens"],
-            "llm.model_name": row["model"],
-            "llm.token_count.prompt": row["input_tokens"],
-            "llm.token_count.completion": row["output_tokens"],
-            "llm.token_count.total": row["total_tokens"],
-            "llm.token_count.prompt_details.cache_read": row["cached_input_tokens"],
-            "llm.token_count.completion_details.reasoning": row["reasoning_tokens"],
-            "temporal.agent.framework": row["framework"],
-            "temporal.usage_note": row["usage_note"],
-            "temporal.payload.input_bytes": row["input_bytes"],
-            "temporal.payload.output_bytes": row["output_bytes"],
-            "_requested_tools": row["requested_tools"],
+            "gen_ai.request.model": model,
+            "gen_ai.agent.name": agent,
+            "gen_ai.usage.input_tokens": input_tokens,
+            "gen_ai.usage.output_tokens": output_tokens,
+            "gen_ai.usage.cache_read.input_tokens": cached,
+            "gen_ai.usage.reasoning.output_tokens": reasoning,
+            "llm.model_name": model,
+            "llm.token_count.prompt": input_tokens,
+            "llm.token_count.completion": output_tokens,
+            "llm.token_count.total": total,
+            "llm.token_count.prompt_details.cache_read": cached,
+            "llm.token_count.completion_details.reasoning": reasoning,
+            "temporal.agent.framework": framework,
+            "temporal.usage_note": note,
+            "temporal.payload.input_bytes": input_bytes,
+            "temporal.payload.output_bytes": output_bytes,
+            "_requested_tools": requested,
         }
-        out[(row["source"], int(row["history"]), int(row["event_id"]))] = {
+        out[(source, int(history), int(event_id))] = {
             k: (None if v is pd.NA else v) for k, v in attributes.items() if v is not None
         }
     return out
