@@ -200,8 +200,10 @@ def _json_plain_piece(cell: LazyPayloads) -> bytes | None:
 
 
 #: A number in exponent notation as msgspec writes it (``1e16``, ``2.5e-7``): orjson writes
-#: ``1e+16``. Text in strings may match too; that only sends a cell to orjson.
-_EXPONENT = re.compile(rb"[0-9]e[-0-9]")
+#: ``1e+16``. Text in strings may match too; that only sends a cell to orjson. Written to
+#: start with the literal ``e`` (the preceding digit checked behind it): the regex engine then
+#: skips to each ``e`` instead of testing a class of digits at every byte (half the work).
+_EXPONENT = re.compile(rb"e(?<=[0-9]e)[-0-9]")
 
 
 def _dumped(values: list[Any]) -> bytes:
