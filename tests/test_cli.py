@@ -307,3 +307,22 @@ def test_budget_prints_a_row_per_run_and_the_same_rows_from_worker_processes() -
     assert [json.loads(line) for line in pooled.stdout.splitlines()] == rows
     bad = run("budget", folder, "--workers", "-1")
     assert bad.returncode == 2 and "--workers -1" in bad.stderr
+
+
+def test_budget_exits_1_for_an_unreadable_file_and_names_a_run_without_an_id_by_its_file(
+    tmp_path: Path,
+) -> None:
+    """A folder of runs that completed, a truncated gzip and a history of one typeless event:
+    the readable ones get rows, the unreadable one is named on stderr and makes the exit 1 (the
+    epilog's "unreadable files"), and a note on a run without a run id names its file."""
+    import gzip
+    import shutil
+
+    good = next(iter(sorted((DATA / "adk").rglob("*.json"))))
+    shutil.copy(good, tmp_path / "good.json")
+    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(good.read_bytes())[:300])
+    (tmp_path / "bare.json").write_text('{"events": [{"eventId": "1"}]}')
+    done = run("budget", tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "unreadable:" in done.stderr and "cut.json.gz" in done.stderr
+    assert "note: run None" not in done.stderr and str(tmp_path / "bare.json") in done.stderr

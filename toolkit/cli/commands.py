@@ -382,7 +382,8 @@ BUDGET_COLUMNS = ("workflow_type", "run_id", "status", "size", "model_calls", "l
 
 
 def budget(args: argparse.Namespace) -> int:
-    """``toolkit budget PATH...``: one row per run; exit 1 when a run met a size limit."""
+    """``toolkit budget PATH...``: one row per run; exit 1 when a run met a size limit or a file
+    could not be read."""
     import toolkit as tk
     from toolkit.text import nbytes
 
@@ -412,12 +413,14 @@ def budget(args: argparse.Namespace) -> int:
         _emit(shown, BUDGET_COLUMNS, args)
         notes = table[table["note"].notna()]
         for row in notes.itertuples():
-            print(f"note: run {row.run_id}: {row.note}", file=sys.stderr)
+            which = f"run {row.run_id}" if isinstance(row.run_id, str) else str(row.source)
+            print(f"note: {which}: {row.note}", file=sys.stderr)
     for row in errors.itertuples():
         print(f"unreadable: {row.message}", file=sys.stderr)
     if table.empty and len(errors):
         return EXIT_USAGE
-    return EXIT_FINDINGS if table["limit_hit"].notna().any() else EXIT_OK
+    stopped = table["limit_hit"].notna().any()
+    return EXIT_FINDINGS if stopped or len(errors) else EXIT_OK
 
 
 def _forecast_text(row: Any) -> str:
