@@ -24,7 +24,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from toolkit.agents.forecast import continue_as_new_calls, fit_growth, forecast_limits
+from toolkit.agents.forecast import (
+    continue_as_new_calls,
+    fit_growth,
+    fit_history_growth,
+    forecast_limits,
+)
 from toolkit.agents.frame_sizes import KindSamples
 from toolkit.agents.growth import (
     Call,
@@ -358,7 +363,7 @@ def _run_row(
     row["resent_bytes"], row["resent_share"] = resent_of_run(run, calls)
     used = _fitted(calls, fit)
     row["fit_calls"] = len(used)
-    forecast, growth = _forecast(used, calls, limits, hit, notes)
+    forecast, growth = _forecast(used, calls, limits, hit, notes, run.inputs_inexact)
     row.update(forecast)
     row["continue_as_new_at"] = _continue_as_new_at(run, completed)
     row["continue_as_new_seen"] = row["continue_as_new_at"] is not None
@@ -421,7 +426,8 @@ def _fitted(calls: list[Call], fit: int | float | None) -> list[Call]:
 
 
 def _forecast(
-    used: list[Call], calls: list[Call], limits: dict[str, int], hit: Any, notes: list[str]
+    used: list[Call], calls: list[Call], limits: dict[str, int], hit: Any, notes: list[str],
+    inputs_unknown: bool = False,
 ) -> tuple[dict[str, Any], Any]:
     empty = {"growth": None, "first_limit": hit.limit if hit else None,
              "forecast_model_calls": None, "forecast_low": None, "forecast_high": None,
@@ -430,15 +436,27 @@ def _forecast(
         if not notes:
             notes.append("no model calls: nothing to forecast")
         return empty, None
-    growth = fit_growth([c.history_bytes for c in used], [c.events for c in used],
-                        [c.input_bytes for c in used])  # fmt: skip
+    history, events = [c.history_bytes for c in used], [c.events for c in used]
+    if inputs_unknown:
+        # An exporter stripped or decoded the inputs: a fit on their sizes would see no growth.
+        growth = fit_history_growth(history, events)
+        notes.append("the model inputs' sizes are unknown (their payloads were stripped or "
+                     "decoded by the exporter): the forecast is fitted on the history sizes the "
+                     "server recorded, and the payload and task-completion limits, which compare "
+                     "an input itself, are not forecast")  # fmt: skip
+        needed = 3
+    else:
+        growth = fit_growth(history, events, [c.input_bytes for c in used])
+        needed = 2
     if growth is None:
         notes.append(f"fitted on {len(used)} model call{'s' * (len(used) != 1)}: too few to "
-                     "forecast (at least 2 are needed)")  # fmt: skip
+                     f"forecast (at least {needed} are needed)")  # fmt: skip
         return empty, None
     forecast = forecast_limits(growth, limits)
     spread = (forecast.high - forecast.low) / max(forecast.calls, 1) if forecast.calls else 0
-    confidence = ("low" if growth.calls < 3 or spread > 0.25 else
+    # The fewest calls that fit their line or curve exactly give no spread: "low".
+    exact_fit = 2 if growth.inputs_known else 3
+    confidence = ("low" if growth.calls <= exact_fit or spread > 0.25 else
                   "medium" if growth.calls < 6 or spread > 0.1 else "high")  # fmt: skip
     if forecast.calls is None:
         notes.append("no limit within 100,000 model calls at this growth")

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Forecast", "Growth", "continue_as_new_calls", "fit_growth", "forecast_limits",
-           "projected_history"]
+__all__ = ["Forecast", "Growth", "continue_as_new_calls", "fit_growth", "fit_history_growth",
+           "forecast_limits", "projected_history"]
 
 #: Events the completion of a model call writes in one change: its activity started and
 #: completed events and the workflow task scheduled for the code to see the result.
@@ -63,6 +63,9 @@ class Growth:
         That call's input.
     input_sd, other_sd : float
         Standard deviations of the inputs around the line and of ``other``.
+    inputs_known : bool
+        False for a fit on the history sizes alone (:func:`fit_history_growth`): ``base`` is
+        then 0 and ``other`` stands for ``base + other``.
     """
 
     calls: int
@@ -77,6 +80,7 @@ class Growth:
     other_sd: float
     _cov: tuple[tuple[float, float], tuple[float, float]] | None = None
     _observed: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] = ((), (), ())
+    inputs_known: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "base": round(self.base), "increment": round(self.increment),
@@ -119,6 +123,48 @@ def fit_growth(
         events=int(events[-1]), input_bytes=int(inputs[-1]), input_sd=sd, other_sd=other_sd,
         _cov=cov, _observed=(tuple(history_bytes), tuple(events), tuple(inputs)),
     )  # fmt: skip
+
+
+def fit_history_growth(history_bytes: list[int], events: list[int]) -> Growth | None:
+    """:class:`Growth` fitted on the history sizes alone, for a run whose model inputs' sizes
+    are unknown (payloads an exporter stripped or decoded; the server's recorded sizes are not).
+
+    The model's history after call ``k`` is quadratic in ``x = k - 1``: least squares of
+    ``a + b x + c x^2`` gives ``increment = 2c`` and ``base + other = b - c`` (kept in ``other``,
+    ``base`` 0, ``inputs_known`` False: the payload and task-completion limits, which compare
+    the input itself, are not forecast). The spread comes from the fit's covariance, the two
+    parameters' own variances (their covariance is left out, as for the input line's ``other``).
+    None with fewer than three calls.
+    """
+    n = len(history_bytes)
+    if n < 3:
+        return None
+    x = np.arange(n, dtype=np.float64)
+    design = np.column_stack([np.ones(n), x, x * x])
+    observed = np.asarray(history_bytes, dtype=np.float64)
+    coef, *_ = np.linalg.lstsq(design, observed, rcond=None)
+    _, b, c = (float(v) for v in coef)
+    dof = n - 3
+    cov = None
+    other_sd = 0.0
+    if dof > 0:
+        residual = observed - design @ coef
+        params = float(residual @ residual) / dof * np.linalg.inv(design.T @ design)
+        var_increment = 4 * float(params[2, 2])
+        var_other = float(params[1, 1] + params[2, 2] - 2 * params[1, 2])
+        cov = ((0.0, 0.0), (0.0, var_increment))
+        # _count_sd reads other's variance as other_sd^2 / (calls - 1)
+        other_sd = math.sqrt(max(var_other, 0.0) * (n - 1))
+    return Growth(
+        calls=n, base=0.0, increment=2 * c, other=b - c,
+        events_per_call=(events[-1] - events[0]) / (n - 1), history_bytes=int(history_bytes[-1]),
+        events=int(events[-1]), input_bytes=0, input_sd=0.0, other_sd=other_sd, _cov=cov,
+        _observed=(tuple(history_bytes), tuple(events), ()), inputs_known=False,
+    )  # fmt: skip
+
+
+#: The limits that compare a model call's input itself (not forecast without its size).
+_INPUT_LIMITS = ("payload_bytes", "task_completion_bytes")
 
 
 @dataclass(frozen=True)
@@ -197,6 +243,9 @@ def _seen_over(growth: Growth, limits: dict[str, int]) -> dict[str, int | None]:
               ("payload_bytes", inputs, 0), ("task_completion_bytes", inputs, 512))  # fmt: skip
     out: dict[str, int | None] = {}
     for name, observed, extra in series:
+        if not growth.inputs_known and name in _INPUT_LIMITS:
+            out[name] = None
+            continue
         limit = limits[name] - extra
         out[name] = (None if not observed or max(observed) <= limit else
                      next(k for k, v in enumerate(observed) if v > limit))  # fmt: skip
@@ -216,6 +265,9 @@ def forecast_limits(growth: Growth, limits: dict[str, int]) -> Forecast:
                                        growth.other).items():  # fmt: skip
         if seen[name] is not None:
             point[name] = seen[name]
+            continue
+        if not growth.inputs_known and name in _INPUT_LIMITS:
+            point[name] = None  # the inputs' sizes are unknown
             continue
         m = _first_over_one(a, b, c)
         point[name] = None if math.isinf(m) else n + int(m) - 1

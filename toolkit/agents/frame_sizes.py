@@ -87,6 +87,7 @@ class FrameSizes:
     call_position: np.ndarray
     call_run: np.ndarray
     call_input: np.ndarray
+    call_input_inexact: np.ndarray
     call_output: np.ndarray
     call_completed: np.ndarray
     call_history_bytes: np.ndarray
@@ -219,7 +220,8 @@ def measure_frame(
     call_history = sizes.after_calls(calls, call_run, totals)
     return FrameSizes(
         starts=starts, ends=ends, input_bytes=in_b, result_bytes=res_b, input_texts=in_texts,
-        call_position=calls, call_run=call_run, call_input=in_b[calls], call_output=output,
+        call_position=calls, call_run=call_run, call_input=in_b[calls],
+        call_input_inexact=in_inexact[calls], call_output=output,
         call_completed=completed, call_history_bytes=call_history, call_by_role=call_by_role,
         run_total=sizes.run_total, run_exact=sizes.run_exact,
         run_inexact_payloads=np.add.reduceat(in_inexact.astype(np.int64)

@@ -136,6 +136,13 @@ class RunSizes:
         return int(self._sizes.run_inexact_payloads[self._run])
 
     @property
+    def inputs_inexact(self) -> bool:
+        """Whether any model call's input is a payload whose bytes are not the server's
+        (stripped or decoded by an exporter): the inputs' sizes cannot be fitted on."""
+        low, high = self._sizes.calls_of_run(self._run)
+        return bool(self._sizes.call_input_inexact[low:high].any())
+
+    @property
     def loaded_sizes(self) -> bool:
         """Whether the loader's ``history_size_bytes`` column holds this run's recorded sizes.
         Where it holds none (a frame or dataset rows from before the column, an old server)
