@@ -16,14 +16,15 @@ import pytest
 import toolkit as tk
 from toolkit.agents.activity_turns import activity_turns
 from toolkit.agents.model_cells import (
+    payload_value,
     payload_values,
     payload_values_and_bytes,
     raw_payloads,
     raw_summary_field,
 )
-from toolkit.agents.model_io import model_call_of_cells, payload_bytes
+from toolkit.agents.model_io import model_call_of_cells, payload_bytes, summary_of
 from toolkit.histories.columns.lazy import LazyCell, LazyPayloads
-from toolkit.histories.payloads import decode_payloads
+from toolkit.histories.payloads import decode_payload, decode_payloads
 from toolkit.traces.spans import with_run_columns
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +71,8 @@ def test_the_summary_field_is_the_extra_cells_own() -> None:
         read, field = raw_summary_field(cell)
         assert read and field == cell.value.get("userMetadata")
         summaries += field is not None
+        if field is not None and isinstance(field.get("summary"), dict):  # its one payload
+            assert summary_of(cell) == decode_payload(field["summary"])
     assert summaries  # temporalio >= 1.16 records the agent in the summary
     assert raw_summary_field({"userMetadata": {}}) == (False, None)
 
@@ -123,6 +126,7 @@ def _b64(text: str) -> str:
     {"metadata": None, "data": _b64("1")}, 5, "text", None,
 ])  # fmt: skip
 def test_payload_values_of_every_kind_of_payload(item: Any) -> None:
+    assert payload_value(item) == decode_payload(item)  # an activity summary's one payload
     for payloads in ({"payloads": [item]}, {"payloads": [item, item], "other": 1}):
         assert payload_values(payloads) == decode_payloads(payloads)
         assert payload_values_and_bytes(payloads) == (decode_payloads(payloads),

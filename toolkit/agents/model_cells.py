@@ -31,8 +31,8 @@ from toolkit.agents.model_shapes import get_field
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
 from toolkit.histories.payloads import decode_payload, decode_payloads
 
-__all__ = ["payload_bytes", "payload_values", "payload_values_and_bytes", "raw_payloads",
-           "raw_summary_field", "raw_values_and_bytes"]
+__all__ = ["payload_bytes", "payload_value", "payload_values", "payload_values_and_bytes",
+           "raw_payloads", "raw_summary_field", "raw_values_and_bytes"]
 
 #: The metadata of most payloads, as proto JSON writes it: ``encoding`` in base64.
 _JSON_PLAIN = {"encoding": "anNvbi9wbGFpbg=="}  # json/plain
@@ -82,6 +82,12 @@ def payload_values(payloads: Any) -> Any:
     if type(items) is not list:
         return decode_payloads(payloads)
     return _values(items, None)
+
+
+def payload_value(payload: Any) -> Any:
+    """``decode_payload(payload)`` (no codec), the two common payloads read as
+    :func:`payload_values` reads them (an activity's summary is one ``json/plain`` payload)."""
+    return _values([payload], None)[0]
 
 
 def payload_values_and_bytes(payloads: Any) -> tuple[Any, int | None]:

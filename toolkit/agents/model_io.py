@@ -94,7 +94,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolkit.agents.model_cells import payload_bytes, raw_summary_field, raw_values_and_bytes
+from toolkit.agents.model_cells import (
+    payload_bytes,
+    payload_value,
+    raw_summary_field,
+    raw_values_and_bytes,
+)
 from toolkit.agents.model_records import ModelCall, ToolRequest, ToolResult, Usage
 from toolkit.agents.model_shapes import (
     FRAMEWORKS,
@@ -105,7 +110,7 @@ from toolkit.agents.model_shapes import (
     response_shape,
 )
 from toolkit.histories.columns.lazy import LazyCell
-from toolkit.histories.payloads import OpaquePayload, decode_payload
+from toolkit.histories.payloads import OpaquePayload
 
 __all__ = [
     "FRAMEWORKS",
@@ -215,7 +220,7 @@ def summary_of(extra: Any) -> Any:
     summary = get_field(metadata, "summary")
     if summary is None:
         return None
-    return decode_payload(summary) if isinstance(summary, Mapping) else summary
+    return payload_value(summary) if isinstance(summary, Mapping) else summary
 
 
 def model_call_of_events(
