@@ -97,6 +97,7 @@ def test_parts_found_anywhere_they_are(tmp_path: Path) -> None:
 def test_sidecar_labels_listed_per_folder_equal_sidecar_fields_per_source(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from toolkit.agents import ledger_labels
     from toolkit.agents.ledger_labels import _sidecar_labels
     from toolkit.agents.turns import sidecar_fields, sidecar_label
 
@@ -120,6 +121,8 @@ def test_sidecar_labels_listed_per_folder_equal_sidecar_fields_per_source(
     assert expected[str(tmp_path / "a.json")] == "from a"
     assert expected[str(tmp_path / "d.json")] == "from a"
     assert expected[f"{tmp_path}/sub/./f.json"] == "in sub"
+    assert _sidecar_labels(sources) == expected  # few per folder: each looked up
+    monkeypatch.setattr(ledger_labels, "_LIST_FROM", 1)  # every folder listed
     assert _sidecar_labels(sources) == expected
     with pytest.raises(ValueError):  # a path with no name: as sidecar_fields refuses it
         sidecar_fields("/")

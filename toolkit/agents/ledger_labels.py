@@ -19,6 +19,7 @@ task of a run names the SDK, every task the build id, none a deployment).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -130,23 +131,35 @@ def _sdk_of_builds(tasks: _Tasks, builds: set[Any]) -> dict[Any, str]:
     return out
 
 
+#: Sources of one folder from which the folder is listed rather than each sidecar looked up (a
+#: listing of a large folder costs more than a few lookups).
+_LIST_FROM = 16
+
+
 def _sidecar_labels(sources: Iterable[Any]) -> dict[Any, str | None]:
-    """``sidecar_label(sidecar_fields(source))`` of each distinct source. Each folder is listed
-    once for its ``*.meta.json`` files (not one ``stat`` per history: a folder of 500 histories
-    has none), and a sidecar found is read by :func:`sidecar_fields` itself; a source whose
-    name ``pathlib`` would read otherwise than a split at its last ``/``, or a folder that
-    cannot be listed, is looked up by :func:`sidecar_fields` alone."""
+    """``sidecar_label(sidecar_fields(source))`` of each distinct source. A folder holding many
+    of them is listed once for its ``*.meta.json`` files (not one ``stat`` per history: a folder
+    of 500 histories has none), and a sidecar found is read by :func:`sidecar_fields` itself; a
+    source of a folder holding few, a source whose name ``pathlib`` would read otherwise than a
+    split at its last ``/``, or one of a folder that cannot be listed, is looked up by
+    :func:`sidecar_fields` alone."""
     out: dict[Any, str | None] = {}
-    listed: dict[str, set[str] | None] = {}
+    placed: dict[Any, tuple[str, str, str]] = {}  # source -> (its text, folder, name)
     for source in sources:
-        if source in out:
+        if source in out or source in placed:
             continue
         text = source if isinstance(source, str) else None
         folder, _, name = (text or "").rpartition("/")
         if not text or os.sep != "/" or name in ("", ".") or "\x00" in text:
             out[source] = sidecar_label(sidecar_fields(text))
+        else:
+            placed[source] = (text, folder or ("/" if text.startswith("/") else "."), name)
+    counts = Counter(folder for _, folder, _ in placed.values())
+    listed: dict[str, set[str] | None] = {}
+    for source, (text, folder, name) in placed.items():
+        if counts[folder] < _LIST_FROM:
+            out[source] = sidecar_label(sidecar_fields(text))
             continue
-        folder = folder or ("/" if text.startswith("/") else ".")
         if folder not in listed:
             try:
                 with os.scandir(folder) as entries:
