@@ -164,6 +164,10 @@ def _read_at(entities: Entities, picks: np.ndarray, where: np.ndarray, convert: 
 def _in_table_order(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
     """The rows as ``activities`` sorts them, then as the spans sort them (both by source,
     history, scheduled event id: the first with sources as text, stable)."""
+    sources, histories, ids = columns["source"], columns["history"], columns["scheduled_event_id"]
+    if (sources and all(type(v) is str for v in sources) and all(type(v) is int for v in histories)
+            and all(type(v) is int for v in ids)):  # fmt: skip
+        return _by_text_sources(columns)  # the keys' table below would take the same branch
     keys = pd.DataFrame({
         "source": pd.Series(columns["source"], dtype=object),
         "history": pd.Series([None if v is None or v is pd.NA else v for v in columns["history"]],
@@ -173,18 +177,23 @@ def _in_table_order(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
     })  # fmt: skip
     if not len(keys):
         return columns
-    sources, histories, ids = columns["source"], columns["history"], columns["scheduled_event_id"]
     if all(type(v) is str for v in sources) and not keys[["history", "scheduled_event_id"]].isna(
             ).any(axis=None):  # fmt: skip
-        # Text sources and no missing key: both sorts are this one (the keys are distinct).
-        code, _ = pd.factorize(np.array(sources, dtype=object), sort=True)
-        order = np.lexsort((np.array(ids, dtype=np.int64), np.array(histories, dtype=np.int64),
-                            code))  # fmt: skip
-        return _reordered(columns, order)
+        return _by_text_sources(columns)
     order = keys.assign(source=keys["source"].astype(str)).sort_values(
         list(keys.columns), kind="stable").index  # fmt: skip
     keys = keys.loc[order].reset_index(drop=True)
     order = order.to_numpy()[keys.sort_values(list(keys.columns)).index.to_numpy()]
+    return _reordered(columns, order)
+
+
+def _by_text_sources(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """:func:`_in_table_order` of rows whose sources are all text and whose keys are all set:
+    both sorts are this one (the keys are distinct)."""
+    sources, histories, ids = columns["source"], columns["history"], columns["scheduled_event_id"]
+    code, _ = pd.factorize(np.array(sources, dtype=object), sort=True)
+    order = np.lexsort((np.array(ids, dtype=np.int64), np.array(histories, dtype=np.int64),
+                        code))  # fmt: skip
     return _reordered(columns, order)
 
 
