@@ -123,3 +123,56 @@ def test_payload_values_are_written_as_orjson_writes_them() -> None:
         assert _dumped(values) == orjson.dumps(values), repr(value)
         exponent += _encode(values) != orjson.dumps(values)
     assert exponent > 10_000  # floats msgspec writes otherwise were met, and left to orjson
+
+
+def test_payload_data_decoded_by_msgspec_equals_the_text_decoded_by_b64decode() -> None:
+    """Whatever base64 msgspec accepts, ``base64.b64decode(validate=True)`` decodes to the same
+    bytes (strings at random and every short one over a part of the alphabet, padding, blanks
+    and other alphabets' characters), so a payload cell's JSON text is the one decoding its data
+    as text gives: for valid, non-canonical, wrongly padded or no base64 alike."""
+    import base64
+    import binascii
+    import itertools
+    import random
+
+    import msgspec
+
+    from toolkit.datasets import json_cells
+
+    decoder = msgspec.json.Decoder(json_cells._DecodedPayload)
+    rng = random.Random(5)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    strings = ["".join(t) for n in range(4) for t in itertools.product("AQRw+/=-", repeat=n)]
+    strings += ["".join(rng.choice(alphabet) if rng.random() < 0.9 else rng.choice("=-_ \n.")
+                        for _ in range(rng.randint(0, 16))) for _ in range(50_000)]  # fmt: skip
+    for raw in (rng.randbytes(rng.randint(0, 20)) for _ in range(20_000)):
+        text = base64.b64encode(raw).decode()
+        strings += [text, text[:-1], text + "=", text.rstrip("="), text[:-1] + rng.choice("AQw")]
+    accepted = 0
+    for text in strings:
+        try:
+            found = decoder.decode(orjson.dumps({"metadata": {}, "data": text})).data
+        except msgspec.DecodeError:
+            continue  # refused: the cell is read with its data as text, as before
+        accepted += 1
+        try:
+            assert found == base64.b64decode(text, validate=True), repr(text)
+        except (binascii.Error, ValueError) as refused:
+            message = f"msgspec accepted {text!r}, b64decode(validate=True) does not"
+            raise AssertionError(message) from refused
+    assert 10_000 < accepted < len(strings)
+
+    def cell(data: str, encoding: str = "json/plain") -> LazyPayloads:
+        metadata = {"encoding": base64.b64encode(encoding.encode()).decode()}
+        payloads = {"payloads": [{"metadata": metadata, "data": data}]}
+        return LazyPayloads(orjson.dumps(payloads), None)
+
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    cells = [cell(b64('{"a": [1, 2.5e-7, "x"]}')), cell(b64("1") + "\n"), cell("MQ==MQ=="),
+             cell("MR=="), cell(b64("not json")), cell("!!", "binary/plain"), cell(b64("[]"))]
+    cells += [cell(rng.choice(strings)) for _ in range(2_000)]
+    for one in cells:
+        text = json_cells._json_plain_text_piece(one._raw)
+        assert json_cells._json_plain_piece(one) == text

@@ -52,7 +52,19 @@ class _WirePayloads(msgspec.Struct, forbid_unknown_fields=True):
     payloads: list[_WirePayload]
 
 
+class _DecodedPayload(msgspec.Struct, forbid_unknown_fields=True):
+    """A payload whose data msgspec decodes from base64 itself (no text object, no call)."""
+
+    metadata: dict[str, str]
+    data: bytes
+
+
+class _DecodedPayloads(msgspec.Struct, forbid_unknown_fields=True):
+    payloads: list[_DecodedPayload]
+
+
 _payloads_decoder = msgspec.json.Decoder(_WirePayloads)
+_decoded_payloads_decoder = msgspec.json.Decoder(_DecodedPayloads)
 #: The only metadata of a default ``json/plain`` payload, as proto-JSON spells it (base64).
 _JSON_PLAIN = {"encoding": base64.b64encode(b"json/plain").decode("ascii")}
 
@@ -187,6 +199,24 @@ def _json_plain_piece(cell: LazyPayloads) -> bytes | None:
     raw = cell._raw
     if cell._codec is not None or not isinstance(raw, (bytes, msgspec.Raw)):
         return None
+    try:  # msgspec's base64: what it accepts, b64decode(validate=True) decodes alike (tested)
+        decoded = _decoded_payloads_decoder.decode(raw).payloads
+    except msgspec.DecodeError:  # data it refuses (or no payloads): decoded as text below
+        return _json_plain_text_piece(raw)
+    values = []
+    for payload in decoded:
+        if payload.metadata != _JSON_PLAIN:
+            return None
+        try:
+            values.append(orjson.loads(payload.data))
+        except ValueError:  # orjson.JSONDecodeError: data that is no JSON
+            return None
+    return _dumped(values)
+
+
+def _json_plain_text_piece(raw: bytes | msgspec.Raw) -> bytes | None:
+    """:func:`_json_plain_piece` with each payload's data taken as text and decoded from
+    base64 by :func:`_b64decode`."""
     try:
         payloads = _payloads_decoder.decode(raw).payloads
         values = []
