@@ -41,17 +41,28 @@ _NULL = {"encoding": "YmluYXJ5L251bGw="}  # binary/null
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
+_NOT_RAW = object()
+
+
+def _decoded(cell: Any, attributes: Any) -> Any:
+    """The Payloads of a payload cell of a raw JSON event, decoded from its raw JSON once;
+    ``_NOT_RAW`` when the cells are not of that kind."""
+    if type(cell) is not LazyPayloads or type(attributes) is not LazyAttributes:
+        return _NOT_RAW
+    raw = cell._raw
+    if not isinstance(raw, (bytes, msgspec.Raw)):
+        return _NOT_RAW
+    return msgspec.json.decode(raw)
+
+
 def raw_payloads(cell: Any, attributes: Any) -> tuple[Any, Any] | None:
     """``(Payloads as the attributes hold it, decoded values)`` of a payload cell of a raw JSON
     event, from one decode of its raw JSON; None when the cells are not of that kind."""
-    if type(cell) is not LazyPayloads or type(attributes) is not LazyAttributes:
-        return None
-    raw = cell._raw
-    if not isinstance(raw, (bytes, msgspec.Raw)):
+    payloads = _decoded(cell, attributes)
+    if payloads is _NOT_RAW:
         return None
     # The values as the cell decodes them (LazyPayloads -> decode_any: the same two calls); they
     # may share objects with the Payloads, which neither the sizes nor the readers change.
-    payloads = msgspec.json.decode(raw)
     codec = cell._codec
     return payloads, (decode_payloads(payloads, codec) if codec is not None
                       else payload_values(payloads))  # fmt: skip
@@ -61,12 +72,9 @@ def raw_values_and_bytes(cell: Any, attributes: Any) -> tuple[Any, int | None] |
     """``(values, payload_bytes(Payloads))`` of a payload cell of a raw JSON event (what
     :func:`raw_payloads` reads, the size counted in the same pass over the payloads); None
     when the cells are not of that kind."""
-    if type(cell) is not LazyPayloads or type(attributes) is not LazyAttributes:
+    payloads = _decoded(cell, attributes)
+    if payloads is _NOT_RAW:
         return None
-    raw = cell._raw
-    if not isinstance(raw, (bytes, msgspec.Raw)):
-        return None
-    payloads = msgspec.json.decode(raw)
     codec = cell._codec
     if codec is not None:
         return decode_payloads(payloads, codec), payload_bytes(payloads)
