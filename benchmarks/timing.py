@@ -34,3 +34,22 @@ def best_cpu(
 ) -> tuple[float, Any]:
     """:func:`best` in CPU time (``time.process_time``)."""
     return best(function, repeat, time.process_time, setup)
+
+
+def alternating(
+    first: Callable[[], Any], second: Callable[[], Any], rounds: int,
+    clock: Callable[[], float] = time.process_time,
+) -> list[tuple[float, float]]:
+    """``rounds`` pairs of timings of ``first`` then ``second`` run one after the other (a
+    collection before each): a ratio taken within a round sees the same machine and the same
+    process state for both, which the best of each taken minutes apart does not."""
+    pairs = []
+    for _ in range(rounds):
+        timed = []
+        for function in (first, second):
+            gc.collect()
+            start = clock()
+            function()
+            timed.append(clock() - start)
+        pairs.append((timed[0], timed[1]))
+    return pairs
