@@ -132,3 +132,41 @@ def test_a_report_of_plain_public_exports_in_chromium(browser: Any, corpus: Path
     report = tmp_path / "report.html"
     found.to_html(report)
     _check(_look(browser, report, "public-exports"), charts=1)
+
+
+def test_the_report_head_keeps_its_layout_inside_a_notebook_page(browser: Any,
+                                                                  tmp_path: Path) -> None:
+    """Shown in a notebook (``_repr_html_``), the report sits in the host's own styles, and
+    JupyterLab's output area floats every ``dt`` at 20% of the width and every ``dd`` at 80%:
+    inside the head's grid that wrapped "When" and "Impact" one letter a line in the exported
+    postmortem notebook. In a page with such rules, every term of the head is one line and
+    every value takes the rest of the row."""
+    parts = lab_bundle(tmp_path / "incident")
+    found = tk.investigate(parts.histories, logs=parts.logs, configs=parts.configs)
+    host = ("<style>.host dl, .host dt, .host dd { display: block; }"
+            " .host dl { width: 100%; overflow: hidden; }"
+            " .host dt { float: left; width: 20%; } .host dd { float: left; width: 80%; }"
+            "</style>")  # fmt: skip
+    page_file = tmp_path / "notebook.html"
+    page_file.write_text(f"<html><body>{host}<main class='host'>{found._repr_html_()}</main>"
+                         "</body></html>", encoding="utf-8")  # fmt: skip
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1000, "height": 900})
+    page.goto(page_file.as_uri(), wait_until="load")
+    # A term's lines: the distinct tops of its text's boxes (the dt itself is as tall as its
+    # row, which a long value makes two lines).
+    terms = page.evaluate("""() => Array.from(document.querySelectorAll('.facts dt')).map(t => {
+        const range = document.createRange();
+        range.selectNodeContents(t);
+        const tops = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+        const value = t.nextElementSibling.getBoundingClientRect();
+        const list = t.parentElement.getBoundingClientRect();
+        return [t.textContent, tops.size,
+                (value.right - t.getBoundingClientRect().left) / list.width];
+    })""")
+    page.screenshot(path=str(ARTEFACTS / "in-a-notebook.png"), full_page=True)
+    page.close()
+    assert len(terms) >= 4
+    for text, lines, row in terms:
+        assert lines == 1, (text, lines)  # one line, not a letter a line
+        assert row > 0.9, (text, row)  # the value runs to the end of the row
