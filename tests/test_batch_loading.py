@@ -189,3 +189,14 @@ def test_a_read_of_many_chunks_equals_its_chunks_concatenated() -> None:
     assert count == len(frames) > 2
     whole = tk.read_histories(root, progress=False).events
     pd.testing.assert_frame_equal(whole, pd.concat(frames, ignore_index=True))
+
+
+def test_iter_histories_tells_its_chunks_and_stops_early_like_a_generator() -> None:
+    root = Path(__file__).resolve().parents[1] / "data"
+    chunks = tk.iter_histories(root, chunksize=25, progress=False)
+    files = len(find_history_files(root))
+    assert len(chunks) == -(-files // 25)
+    assert len(next(chunks).events)
+    chunks.close()
+    with pytest.raises(StopIteration):
+        next(chunks)

@@ -206,6 +206,12 @@ class _Chunks(Iterator[HistoryBatch]):
     def __len__(self) -> int:
         return self._count
 
+    def close(self) -> None:
+        """Stop early, as a generator's ``close`` does (a pool of workers is shut down)."""
+        close = getattr(self._batches, "close", None)
+        if close is not None:
+            close()
+
 
 def _batches(
     chunks: list[list[Path]],
