@@ -180,11 +180,9 @@ def _rows(events: pd.DataFrame, limits: dict[str, int], roles: Any, fit: Any,
           carried: _Carried | None) -> list[dict[str, Any]]:  # fmt: skip
     """The budget rows of a frame's runs; ``carried``: what the chunks of the same folder
     before this frame found, for a folder measured chunk by chunk."""
-    if carried is None:
-        builds: dict[str, str] = {}
-        return [_run_row(run, limits, fit, builds) for run in runs_of(events, roles)]
-    runs = runs_of(events, roles, samples=carried.samples)
-    return [_run_row(run, limits, fit, carried.builds) for run in runs]
+    builds: dict[str, str] = {} if carried is None else carried.builds
+    runs = runs_of(events, roles, samples=None if carried is None else carried.samples)
+    return [_run_row(run, limits, fit, builds) for run in runs]
 
 
 class _Builds(dict[str, str]):
