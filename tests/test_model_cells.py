@@ -5,6 +5,9 @@ every lab recording, the public agent histories and the corpus."""
 from __future__ import annotations
 
 import base64
+import binascii
+import itertools
+import random
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ import pytest
 import toolkit as tk
 from toolkit.agents.activity_turns import activity_turns
 from toolkit.agents.model_cells import (
+    _typed_values_and_bytes,
     payload_value,
     payload_values,
     payload_values_and_bytes,
@@ -97,7 +101,12 @@ def test_payload_values_equal_the_general_decode(folder: Path) -> None:
         assert payload_values(payloads) == decode_payloads(payloads) == cell.value
         values, size = payload_values_and_bytes(payloads)
         assert values == cell.value and size == payload_bytes(payloads)
+        typed = _typed_values_and_bytes(cell._raw)
+        assert typed is None or typed == (values, size)
     assert cells or folder.name == "terminal_commands"
+    # The agent frameworks' lab payloads are all of the typed decode's kinds: its route taken.
+    if folder.name in ("openai_agents", "pydantic_ai", "adk"):
+        assert all(_typed_values_and_bytes(c._raw) is not None for c in cells)
 
 
 def _b64(text: str) -> str:
@@ -131,6 +140,8 @@ def test_payload_values_of_every_kind_of_payload(item: Any) -> None:
         assert payload_values(payloads) == decode_payloads(payloads)
         assert payload_values_and_bytes(payloads) == (decode_payloads(payloads),
                                                       payload_bytes(payloads))  # fmt: skip
+        typed = _typed_values_and_bytes(msgspec.json.encode(payloads))
+        assert typed is None or typed == payload_values_and_bytes(payloads)
     for other in ({"payloads": None}, {"payloads": {}}, {"payloads": []}, {"x": {"payloads": []}},
                   [item], None):  # fmt: skip
         assert payload_values(other) == decode_payloads(other)
@@ -141,3 +152,47 @@ def test_payload_values_of_every_kind_of_payload(item: Any) -> None:
                 payload_values_and_bytes(other)
         else:
             assert payload_values_and_bytes(other) == expected
+
+
+def test_typed_payloads_decode_base64_as_strict_binascii() -> None:
+    """Whatever base64 msgspec decodes in a payload's ``data``, ``a2b_base64(strict_mode=True)``
+    (the dict route's) accepts and decodes to the same bytes: every text of up to 5 characters
+    over a part of the alphabet (padding, line breaks, URL-safe letters, bits past the end), and
+    valid encodings of random bytes cut, padded and altered."""
+
+    def typed(text: str) -> bytes | None:
+        raw = msgspec.json.encode({"payloads": [{"metadata": {"encoding": _b64("json/plain")},
+                                                 "data": text}]})  # fmt: skip
+        found = _typed_values_and_bytes(raw)
+        return None if found is None else _data_of(raw)
+
+    def strict(text: str) -> bytes | None:
+        try:
+            return binascii.a2b_base64(text, strict_mode=True)
+        except (binascii.Error, ValueError):
+            return None
+
+    texts = ["".join(t) for n in range(6) for t in itertools.product("AQw/+=MR\n -_", repeat=n)]
+    rnd = random.Random(7)
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\n -_"
+    for _ in range(20_000):
+        text = base64.b64encode(rnd.randbytes(rnd.randrange(12))).decode()
+        cut = rnd.randrange(len(text) + 1)
+        texts += [text, text[:cut], text + rnd.choice(["=", "==", "A", "\n", "A==="]),
+                  text[:cut] + rnd.choice(letters) + text[cut + 1 :]]  # fmt: skip
+    accepted = 0
+    for text in texts:
+        found = typed(text)
+        if found is not None:
+            accepted += 1
+            assert strict(text) == found, repr(text)
+    assert accepted > 10_000
+
+
+def _data_of(raw: bytes) -> bytes:
+    """The one payload's data as the typed decode reads it (its size is that of the bytes)."""
+    from toolkit.agents.model_cells import _PAYLOADS
+
+    data = _PAYLOADS.decode(raw).payloads[0].data
+    assert isinstance(data, bytes)
+    return data
