@@ -88,6 +88,9 @@ class _Run:
     def input_texts(self, calls: list[_Call]) -> list[tuple[bytes, bool]]:
         return [(self.texts[call.position], True) for call in calls]
 
+    def scanned_resent(self, calls: list[_Call]) -> None:
+        return None  # read here from the texts, not from a frame's scan
+
 
 class _Call:
     def __init__(self, position: int) -> None:

@@ -248,3 +248,79 @@ def test_events_split_off_as_far_as_needed_equal_the_whole_split(
                         assert bytes(history.json_event(index)) == bytes(events[index])
     assert documents > 100
     assert (spans > 100) == scanned
+
+
+def _plain_cell(data: bytes, encoding: str = "anNvbi9wbGFpbg==") -> bytes:
+    return (b'{"payloads":[{"metadata":{"encoding":"' + encoding.encode() + b'"},"data":"'
+            + data + b'"}]}')  # fmt: skip
+
+
+@compiled
+def test_shares_read_while_scanning_equal_resent_of_each_group() -> None:
+    """payload_spans with groups finds each group's re-sent share as resent() does over the
+    group's texts, and leaves to the pure path a group with an input of another kind, text
+    that is not plain base64, or one met again after another group."""
+    import numpy as np
+
+    rng = random.Random(5)
+    scan = payload_cells._cellscan
+    for _ in range(400):
+        cells: list[Any] = []
+        groups: list[int] = []
+        texts: dict[int, list[bytes]] = {}
+        broken: set[int] = set()
+        order = list(range(rng.randrange(1, 5)))
+        if rng.random() < 0.1 and len(order) > 1:
+            order.append(order[0])  # a group met twice
+            broken.add(order[0])
+        common = base64.b64encode(bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40))))
+        for group in order:
+            for _ in range(rng.randrange(1, 5)):
+                if rng.random() < 0.3:  # a cell of no group between the inputs
+                    cells.append(_plain_cell(b"AAAA"))
+                    groups.append(-1)
+                kind = rng.random()
+                added = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 9)))
+                grown = base64.b64encode(base64.b64decode(common) + added)
+                if kind < 0.05:
+                    cells.append(_plain_cell(grown, "YmluYXJ5L3BsYWlu"))  # binary/plain
+                    broken.add(group)
+                elif kind < 0.1:
+                    cells.append(_plain_cell(grown[:-1] + b"-"))  # base64 the scan declines
+                    texts.setdefault(group, []).append(grown[:-1] + b"-")
+                elif kind < 0.12:
+                    cells.append(None)
+                    broken.add(group)
+                else:
+                    cells.append(_plain_cell(grown))
+                    texts.setdefault(group, []).append(grown)
+                groups.append(group)
+        _, _, shares = scan.payload_spans(cells, np.array(groups, np.int64))
+        shared, total, read = np.frombuffer(shares, np.int64).reshape(3, -1)
+        for group in set(order):
+            expected = scan.resent(texts.get(group, []), True)
+            if group in broken or expected is None:
+                assert read[group] == -1
+            else:
+                assert read[group] == len(texts[group])
+                assert (shared[group], total[group]) == expected
+
+
+@compiled
+def test_budgets_with_shares_read_while_scanning_equal_shares_read_per_run(corpus: Path) -> None:
+    from toolkit.agents import frame_sizes
+
+    events = pd.concat([tk.read_histories(folder, progress=False)[0]
+                        for folder in (ROOT / "data", corpus / "histories")],
+                       ignore_index=True)  # fmt: skip
+    found: list[Any] = []
+    original = frame_sizes._run_shares
+    frame_sizes._run_shares = lambda *args: found.append(original(*args)) or found[-1]
+    try:
+        scanned = tk.history_budget(events)
+        frame_sizes._run_shares = lambda *args: None
+        apart = tk.history_budget(events)
+    finally:
+        frame_sizes._run_shares = original
+    pd.testing.assert_frame_equal(scanned, apart)
+    assert sum(share is not None for share in found[0]) > 100

@@ -98,6 +98,9 @@ class FrameSizes:
     run_by_role: dict[str, np.ndarray]
     run_loaded: np.ndarray
     event_type: EventTypes
+    #: Per run, its model inputs' ``(re-sent bytes, bytes)`` as the C scan read them (None for a
+    #: run it left to :func:`toolkit.agents.resent.resent_of_run`, or without the scan).
+    run_resent: list[tuple[int, int] | None] | None = None
     _found: dict[tuple[str, ...], tuple[list[int], list[int], list[int]]] = field(
         default_factory=dict)  # fmt: skip
     _call_bounds: tuple[list[int], list[int]] | None = None
@@ -192,10 +195,15 @@ def measure_frame(
     if event_type is None:
         event_type = EventTypes(frame["event_type"].to_numpy(dtype=object))
     ids = frame["event_id"].to_numpy(dtype=np.int64)
-    in_b, in_inexact, in_texts = _payload_column(frame, "input")
-    res_b, res_inexact, _ = _payload_column(frame, "result")
     role, link_role, target_of = _roles_of_events(frame, event_type, ids, run_of, roles)
     scheduled = event_type.mask("ActivityTaskScheduled")
+    calls = np.flatnonzero(scheduled & (role == 1))
+    call_run = run_of[calls]
+    # The model inputs' re-sent share is read as the inputs are scanned (each read once).
+    groups = np.full(n, -1, np.int64)
+    groups[calls] = call_run
+    in_b, in_inexact, in_texts = _payload_column(frame, "input", groups)
+    res_b, res_inexact, _ = _payload_column(frame, "result")
     closed = event_type.mask(*_CLOSED_ACTIVITY)
     contributions = {
         "model_input": np.where(scheduled & (role == 1), in_b, 0),
@@ -205,8 +213,6 @@ def measure_frame(
         "listing": np.where(scheduled & (role == 2), in_b, 0)
         + np.where(closed & (link_role == 2), res_b, 0),
     }
-    calls = np.flatnonzero(scheduled & (role == 1))
-    call_run = run_of[calls]
     running = {key: np.cumsum(values) for key, values in contributions.items()}
     before_run = {key: np.concatenate([[0], values])[starts] for key, values in running.items()}
     call_by_role = {key: running[key][calls] - before_run[key][call_run] for key in running}
@@ -228,19 +234,39 @@ def measure_frame(
                                              + res_inexact, starts) if n else
         np.zeros(0, np.int64),
         run_by_role=run_by_role, run_loaded=sizes.loaded, event_type=event_type,
+        run_resent=_run_shares(in_texts.texts.shares, call_run, len(starts)),
     )  # fmt: skip
 
 
-def _payload_column(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray, Any]:
+def _run_shares(shares: np.ndarray | None, call_run: np.ndarray,
+                runs: int) -> list[tuple[int, int] | None] | None:  # fmt: skip
+    """Per run, ``(re-sent bytes, model input bytes)`` where the scan read every one of its model
+    inputs (None: left to :func:`toolkit.agents.resent.resent_of_run`'s own reading)."""
+    if shares is None:
+        return None
+    calls = np.bincount(call_run, minlength=runs)
+    read = np.zeros(runs, np.int64) - 1
+    read[: shares.shape[1]] = shares[2]
+    whole = (read == calls) & (calls > 0)
+    out: list[tuple[int, int] | None] = [None] * runs
+    for run in np.flatnonzero(whole).tolist():
+        out[run] = (int(shares[0, run]), int(shares[1, run]))
+    return out
+
+
+def _payload_column(frame: pd.DataFrame, column: str, groups: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, Any]:  # fmt: skip
     """The encoded size of each event's cell of ``column``, whether inexact, and the texts of
     those holding one JSON payload (by frame position); only the cells present are looked at
-    (a few events in five carry an input or a result)."""
+    (a few events in five carry an input or a result). ``groups``: per event, the run whose
+    model input it is (-1: none), for :func:`measure_payload_cells`."""
     sizes, inexact = np.zeros(len(frame), np.int64), np.zeros(len(frame), bool)
     if column not in frame.columns:
         return sizes, inexact, _FrameTexts(np.zeros(0, np.int64), PayloadTexts())
     present = np.flatnonzero(frame[column].notna().to_numpy())
     found, bad, texts = measure_payload_cells(
-        frame[column].to_numpy(dtype=object)[present].tolist())  # fmt: skip
+        frame[column].to_numpy(dtype=object)[present].tolist(),
+        None if groups is None else groups[present])  # fmt: skip
     sizes[present], inexact[present] = found, bad
     return sizes, inexact, _FrameTexts(present, texts)
 

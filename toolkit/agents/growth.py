@@ -116,6 +116,13 @@ class RunSizes:
         low, high = self._sizes.calls_of_run(self._run)
         return self._sizes.call_inputs[low:high]
 
+    def scanned_resent(self, calls: list[Call]) -> tuple[int, int] | None:
+        """``(re-sent bytes, bytes)`` of the run's own calls' inputs as the frame's payload scan
+        found them (:attr:`~toolkit.agents.frame_sizes.FrameSizes.run_resent`); None where it
+        left them to :func:`toolkit.agents.resent.resent_of_run`'s own reading."""
+        found = self._sizes.run_resent
+        return None if found is None or calls is not self._calls else found[self._run]
+
     def payload_json(self, position: int, column: str = "input") -> tuple[Any, bool] | None:
         """:func:`~toolkit.histories.payload_cells.payload_json` of the event's ``input`` (the
         only cells kept as text)."""

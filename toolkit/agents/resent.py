@@ -33,6 +33,10 @@ def resent_of_run(run: RunSizes, calls: list[Call]) -> tuple[int | None, float |
     (:func:`_resent_by_parts`)."""
     if not calls:
         return None, None
+    read = run.scanned_resent(calls)  # found by the frame's scan of its payload cells
+    if read is not None:
+        shared, total = read
+        return shared, (shared / total if total else None)
     inputs = run.input_texts(calls)
     if any(found is None for found in inputs):
         return _resent_by_parts(run, calls)

@@ -5,7 +5,7 @@
  * without a C compiler the package does the same in Python, and tests/test_cellscan.py holds both
  * to the same results):
  *
- * payload_spans(cells) -> (spans, encodings)
+ * payload_spans(cells[, groups]) -> (spans, encodings[, shares])
  *   cells: a list of buffers (a payload cell's raw proto-JSON) or anything else (skipped).
  *   For each cell of the shape nearly every cell has, one or two payloads whose metadata is only
  *   an encoding, `{"payloads":[{"metadata":{"encoding":"<base64>"},"data":"<base64>"}, ...]}`,
@@ -14,6 +14,10 @@
  *   its data string's start, its end before any "=" padding, and its end (all -1 without data).
  *   A cell of another shape (or not a buffer) has -1 as its first encoding, None -2.
  *   encodings: the distinct encodings' base64 texts (bytes), in the order first met.
+ *   groups (int64, one per cell): the run whose model input a cell is (-1: none), each run's
+ *   inputs in order; shares, int64 [3][groups]: each run's resent() over its inputs' one
+ *   json/plain text, found while each input is scanned (its bytes read from memory once), and
+ *   how many inputs were read, -1 where the pure path is to read them (see Shares).
  *
  * common_prefix(a, b) -> int, common_suffix(a, b) -> int
  *   The length of the common beginning (end) of two buffers.
@@ -120,46 +124,6 @@ static Py_ssize_t encoding_number(PyObject *names, const char *text, Py_ssize_t 
     }
     Py_DECREF(name);
     return count;
-}
-
-static PyObject *payload_spans(PyObject *self, PyObject *args) {
-    PyObject *cells;
-    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &cells)) return NULL;
-    Py_ssize_t count = PyList_GET_SIZE(cells);
-    PyObject *spans = PyByteArray_FromStringAndSize(NULL, count * 8 * (Py_ssize_t)sizeof(int64_t));
-    PyObject *names = PyList_New(0);
-    if (spans == NULL || names == NULL) goto fail;
-    int64_t *out = (int64_t *)PyByteArray_AS_STRING(spans);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *cell = PyList_GET_ITEM(cells, i);
-        Py_ssize_t found[10];
-        int64_t row[8] = {cell == Py_None ? -2 : -1, -1, -1, -1, -1, -1, -1, -1};
-        if (cell != Py_None && PyObject_CheckBuffer(cell)) {
-            Py_buffer view;
-            if (PyObject_GetBuffer(cell, &view, PyBUF_SIMPLE) < 0) goto fail;
-            if (one_cell((const unsigned char *)view.buf, view.len, found)) {
-                for (int k = 0; k < 2; k++) {
-                    const Py_ssize_t *payload = found + 5 * k;
-                    if (payload[0] < 0) continue;
-                    Py_ssize_t number = encoding_number(
-                        names, (const char *)view.buf + payload[0], payload[1] - payload[0]);
-                    if (number < 0) {
-                        PyBuffer_Release(&view);
-                        goto fail;
-                    }
-                    row[4 * k] = number;
-                    for (int j = 0; j < 3; j++) row[4 * k + 1 + j] = payload[2 + j];
-                }
-            }
-            PyBuffer_Release(&view);
-        }
-        for (int k = 0; k < 8; k++) out[k * count + i] = row[k];
-    }
-    return Py_BuildValue("(NN)", spans, names);
-fail:
-    Py_XDECREF(spans);
-    Py_XDECREF(names);
-    return NULL;
 }
 
 /* base64 digits' values; 64 for "=", 255 for anything else. */
@@ -274,6 +238,106 @@ static Py_ssize_t common_end_of(const unsigned char *a, Py_ssize_t na, const uns
     return total;
 }
 
+/* budget._resent fed one text at a time: what each text shares with the one before it. The
+ * decoded tails live in three buffers grown as texts come (the previous tail is kept: the next
+ * comparison's "before" is usually a slice of it, the conversation only growing). */
+typedef struct {
+    const unsigned char *prev; /* the previous text (NULL before the first) */
+    Py_ssize_t prev_len;
+    unsigned char *tail, *before, *kept;
+    Py_ssize_t room, kept_head, kept_len;
+    long long shared, total;
+    Py_ssize_t texts;
+    int clean; /* 0 once a base64 text is not plain base64 (the pure path decodes it leniently) */
+} Resent;
+
+static void resent_init(Resent *r) {
+    memset(r, 0, sizeof(*r));
+    r->kept_head = -1;
+    r->clean = 1;
+}
+
+static void resent_free(Resent *r) {
+    PyMem_Free(r->tail);
+    PyMem_Free(r->before);
+    PyMem_Free(r->kept);
+    resent_init(r);
+}
+
+/* Room for the decoding of `n` base64 characters in each buffer (the kept tail survives). */
+static int resent_room(Resent *r, Py_ssize_t n) {
+    Py_ssize_t need = n / 4 * 3 + 3;
+    if (need <= r->room) return 0;
+    unsigned char *buffers[3] = {r->tail, r->before, r->kept};
+    for (int k = 0; k < 3; k++) {
+        unsigned char *grown = PyMem_Realloc(buffers[k], need);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        buffers[k] = grown;
+        if (k == 0) r->tail = grown;
+        else if (k == 1) r->before = grown;
+        else r->kept = grown;
+    }
+    r->room = need;
+    return 0;
+}
+
+/* Adds the next text (base64 or plain): -1 on a memory error. The text must stay alive until
+ * the next one is added. */
+static int resent_add(Resent *r, const unsigned char *text, Py_ssize_t n, int b64) {
+    if (!r->clean) return 0;
+    r->texts++;
+    if (b64) {
+        Py_ssize_t end = n;
+        while (end && text[end - 1] == '=') end--;
+        r->total += end * 3 / 4;
+    } else {
+        r->total += n;
+    }
+    Py_ssize_t reusable_head = r->kept_head;
+    r->kept_head = -1;
+    const unsigned char *prev = r->prev;
+    Py_ssize_t m = r->prev_len;
+    r->prev = text, r->prev_len = n;
+    if (prev == NULL) return 0;
+    Py_ssize_t head = prefix_of(prev, m, text, n);
+    if (!b64) {
+        r->shared += head + common_end_of(text + head, n - head, prev + head, m - head, 8);
+        return 0;
+    }
+    if (head > n - 4) head = n - 4;
+    if (head > m - 4) head = m - 4;
+    head = head - head % 4; /* C's % of a negative head is <= 0 as Python's max(..., 0) */
+    if (head < 0) head = 0;
+    if (resent_room(r, n > m ? n : m) < 0) return -1;
+    Py_ssize_t tail_len = b64_into(text + head, n - head, r->tail);
+    if (tail_len < 0) {
+        r->clean = 0;
+        return 0;
+    }
+    const unsigned char *old;
+    Py_ssize_t old_len;
+    if (reusable_head >= 0 && reusable_head <= head) {
+        Py_ssize_t skip = (head - reusable_head) / 4 * 3;
+        old = r->kept + skip, old_len = r->kept_len - skip;
+    } else {
+        old_len = b64_into(prev + head, m - head, r->before);
+        if (old_len < 0) {
+            r->clean = 0;
+            return 0;
+        }
+        old = r->before;
+    }
+    r->shared += head * 3 / 4 + common_end_of(r->tail, tail_len, old, old_len, 8);
+    /* this tail is the next comparison's "before": keep it (swap the buffers) */
+    unsigned char *swap = r->kept;
+    r->kept = r->tail, r->tail = swap;
+    r->kept_head = head, r->kept_len = tail_len;
+    return 0;
+}
+
 /* budget._resent over texts of one kind (all base64, or all plain): (resent, total), or None
  * where a base64 text is not plain base64 (the pure path decodes it leniently). */
 static PyObject *resent(PyObject *self, PyObject *args) {
@@ -283,80 +347,22 @@ static PyObject *resent(PyObject *self, PyObject *args) {
     Py_ssize_t count = PyList_GET_SIZE(texts);
     Py_buffer *views = PyMem_Calloc(count ? count : 1, sizeof(Py_buffer));
     if (views == NULL) return PyErr_NoMemory();
-    Py_ssize_t got = 0, longest = 0;
-    for (; got < count; got++) {
+    Py_ssize_t got = 0;
+    for (; got < count; got++)
         if (PyObject_GetBuffer(PyList_GET_ITEM(texts, got), &views[got], PyBUF_SIMPLE) < 0) break;
-        if (views[got].len > longest) longest = views[got].len;
-    }
     PyObject *result = NULL;
-    unsigned char *tail = NULL, *before = NULL, *kept = NULL;
-    if (got < count) goto done;
-    Py_ssize_t room = longest / 4 * 3 + 3;
-    tail = PyMem_Malloc(room), before = PyMem_Malloc(room), kept = PyMem_Malloc(room);
-    if (tail == NULL || before == NULL || kept == NULL) {
-        PyErr_NoMemory();
-        goto done;
+    Resent r;
+    resent_init(&r);
+    if (got == count) {
+        Py_ssize_t k = 0;
+        for (; k < count && r.clean; k++)
+            if (resent_add(&r, views[k].buf, views[k].len, b64) < 0) break;
+        if (k == count || !r.clean)
+            result = r.clean ? Py_BuildValue("(LL)", r.shared, r.total) : Py_NewRef(Py_None);
     }
-    long long shared_total = 0, total = 0;
-    Py_ssize_t kept_head = -1, kept_len = 0;  /* the previous input's tail, decoded */
-    int clean_all = 1;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        const unsigned char *text = views[k].buf;
-        Py_ssize_t n = views[k].len;
-        if (b64) {
-            Py_ssize_t end = n;
-            while (end && text[end - 1] == '=') end--;
-            total += end * 3 / 4;
-        } else {
-            total += n;
-        }
-        Py_ssize_t reusable_head = kept_head;
-        kept_head = -1;
-        if (k == 0) continue;
-        const unsigned char *prev = views[k - 1].buf;
-        Py_ssize_t m = views[k - 1].len, head = prefix_of(prev, m, text, n);
-        if (!b64) {
-            shared_total += head + common_end_of(text + head, n - head, prev + head, m - head, 8);
-            continue;
-        }
-        if (head > n - 4) head = n - 4;
-        if (head > m - 4) head = m - 4;
-        head = head - head % 4;  /* C's % of a negative head is <= 0 as Python's max(..., 0) */
-        if (head < 0) head = 0;
-        Py_ssize_t tail_len = b64_into(text + head, n - head, tail);
-        if (tail_len < 0) {
-            clean_all = 0;
-            break;
-        }
-        const unsigned char *old;
-        Py_ssize_t old_len;
-        if (reusable_head >= 0 && reusable_head <= head) {
-            Py_ssize_t skip = (head - reusable_head) / 4 * 3;
-            old = kept + skip, old_len = kept_len - skip;
-        } else {
-            old_len = b64_into(prev + head, m - head, before);
-            if (old_len < 0) {
-                clean_all = 0;
-                break;
-            }
-            old = before;
-        }
-        shared_total += head * 3 / 4 + common_end_of(tail, tail_len, old, old_len, 8);
-        /* this tail is the next comparison's "before": keep it (swap the buffers) */
-        unsigned char *swap = kept;
-        kept = tail, tail = swap;
-        kept_head = head, kept_len = tail_len;
-    }
-    if (clean_all)
-        result = Py_BuildValue("(LL)", shared_total, total);
-    else
-        result = Py_NewRef(Py_None);
-done:
+    resent_free(&r);
     for (Py_ssize_t k = 0; k < got; k++) PyBuffer_Release(&views[k]);
     PyMem_Free(views);
-    PyMem_Free(tail);
-    PyMem_Free(before);
-    PyMem_Free(kept);
     return result;
 }
 
@@ -512,6 +518,170 @@ static PyObject *last_spans(PyObject *self, PyObject *args) {
     PyBuffer_Release(&view);
     if (fit_spans(spans, found) < 0) return NULL;
     return Py_BuildValue("(Ni)", spans, done);
+}
+
+/* Whether payload `k` of a cell (five entries of one_cell's `found`) has the encoding `b64`. */
+static int encoded_as(const unsigned char *s, const Py_ssize_t *payload, const char *b64) {
+    Py_ssize_t size = (Py_ssize_t)strlen(b64);
+    return payload[0] >= 0 && payload[1] - payload[0] == size && memcmp(s + payload[0], b64, size) == 0;
+}
+
+#define JSON_PLAIN "anNvbi9wbGFpbg==" /* base64 of json/plain, as proto-JSON writes metadata */
+#define BINARY_NULL "YmluYXJ5L251bGw="
+
+/* The span of a cell's one json/plain payload's data (PayloadTexts' start and end: a binary/null
+ * payload that holds nothing beside it is no other payload); 0 where it has none. */
+static int plain_text(const unsigned char *s, const Py_ssize_t found[10], Py_ssize_t span[2]) {
+    for (int k = 0; k < 2; k++) {
+        const Py_ssize_t *mine = found + 5 * k, *other = found + 5 * (1 - k);
+        if (!encoded_as(s, mine, JSON_PLAIN) || mine[2] < 0) continue;
+        int alone = other[0] < 0 && k == 0;
+        int empty = encoded_as(s, other, BINARY_NULL) && (other[2] < 0 || other[2] == other[4]);
+        if (alone || empty) {
+            span[0] = mine[2], span[1] = mine[4];
+            return 1;
+        }
+        return 0; /* the first plain payload decides, as PayloadTexts' choice */
+    }
+    return 0;
+}
+
+/* The re-sent share of each group of cells (groups[i] >= 0: the model inputs of one run, in
+ * order, the groups one after another): out[3][groups] of resent bytes, total bytes, and how
+ * many inputs were read, or -1 where the share is left to the pure path (an input without one
+ * plain payload, not plain base64, or a group met twice). */
+typedef struct {
+    const int64_t *groups;
+    int64_t *out;
+    Py_ssize_t count, current;
+    Resent r;
+    Py_buffer held; /* the current group's last input, the next one's "before" */
+    int holding;
+} Shares;
+
+static void shares_close(Shares *g) {
+    if (g->current >= 0) {
+        Py_ssize_t c = g->current;
+        if (g->out[2 * g->count + c] >= 0) {
+            int fine = g->r.clean;
+            g->out[c] = g->r.shared, g->out[g->count + c] = g->r.total;
+            g->out[2 * g->count + c] = fine ? g->r.texts : -1;
+        }
+    }
+    if (g->holding) PyBuffer_Release(&g->held);
+    g->holding = 0;
+    g->current = -1;
+    resent_free(&g->r);
+}
+
+/* Makes `group` the current one (a group met again, after another, is left to the pure path). */
+static void shares_enter(Shares *g, Py_ssize_t group) {
+    if (group == g->current) return;
+    shares_close(g);
+    if (g->out[2 * g->count + group] != 0) g->out[2 * g->count + group] = -1;
+    g->current = group;
+}
+
+/* One cell of group `group`: its view (handed over: released here or held), its payloads (NULL:
+ * not of the common shape); `view` NULL for a cell that is no buffer. */
+static int shares_add(Shares *g, Py_ssize_t group, Py_buffer *view, const Py_ssize_t *found) {
+    shares_enter(g, group);
+    if (view == NULL) {
+        g->out[2 * g->count + group] = -1;
+        return 0;
+    }
+    Py_ssize_t span[2];
+    int64_t *state = &g->out[2 * g->count + group];
+    if (*state < 0 || found == NULL || !plain_text(view->buf, found, span)) {
+        *state = -1;
+        PyBuffer_Release(view);
+        return 0;
+    }
+    if (resent_add(&g->r, (const unsigned char *)view->buf + span[0], span[1] - span[0], 1) < 0) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    if (g->holding) PyBuffer_Release(&g->held);
+    g->held = *view, g->holding = 1;
+    return 0;
+}
+
+/* payload_spans(cells[, groups]): with groups (int64, one per cell, -1 for a cell of none),
+ * also the groups' re-sent shares (Shares), read as each input is scanned: its bytes are read
+ * from memory once for both. */
+static PyObject *payload_spans(PyObject *self, PyObject *args) {
+    PyObject *cells, *group_arg = Py_None;
+    if (!PyArg_ParseTuple(args, "O!|O", &PyList_Type, &cells, &group_arg)) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(cells);
+    Py_buffer group_view = {0};
+    Shares g = {0};
+    g.current = -1;
+    resent_init(&g.r);
+    PyObject *spans = NULL, *names = NULL, *shares = NULL;
+    if (group_arg != Py_None) {
+        if (PyObject_GetBuffer(group_arg, &group_view, PyBUF_SIMPLE) < 0) return NULL;
+        if (group_view.len != count * (Py_ssize_t)sizeof(int64_t)) {
+            PyErr_SetString(PyExc_ValueError, "groups: one int64 per cell");
+            goto fail;
+        }
+        g.groups = group_view.buf;
+        for (Py_ssize_t i = 0; i < count; i++)
+            if (g.groups[i] >= g.count) g.count = g.groups[i] + 1;
+        shares = PyByteArray_FromStringAndSize(NULL, 3 * g.count * (Py_ssize_t)sizeof(int64_t));
+        if (shares == NULL) goto fail;
+        g.out = (int64_t *)PyByteArray_AS_STRING(shares);
+        memset(g.out, 0, 3 * g.count * sizeof(int64_t));
+    }
+    spans = PyByteArray_FromStringAndSize(NULL, count * 8 * (Py_ssize_t)sizeof(int64_t));
+    names = PyList_New(0);
+    if (spans == NULL || names == NULL) goto fail;
+    int64_t *out = (int64_t *)PyByteArray_AS_STRING(spans);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *cell = PyList_GET_ITEM(cells, i);
+        Py_ssize_t found[10];
+        int64_t row[8] = {cell == Py_None ? -2 : -1, -1, -1, -1, -1, -1, -1, -1};
+        Py_ssize_t group = g.groups != NULL ? g.groups[i] : -1;
+        if (cell != Py_None && PyObject_CheckBuffer(cell)) {
+            Py_buffer view;
+            if (PyObject_GetBuffer(cell, &view, PyBUF_SIMPLE) < 0) goto fail;
+            int shaped = one_cell((const unsigned char *)view.buf, view.len, found);
+            if (shaped) {
+                for (int k = 0; k < 2; k++) {
+                    const Py_ssize_t *payload = found + 5 * k;
+                    if (payload[0] < 0) continue;
+                    Py_ssize_t number = encoding_number(
+                        names, (const char *)view.buf + payload[0], payload[1] - payload[0]);
+                    if (number < 0) {
+                        PyBuffer_Release(&view);
+                        goto fail;
+                    }
+                    row[4 * k] = number;
+                    for (int j = 0; j < 3; j++) row[4 * k + 1 + j] = payload[2 + j];
+                }
+            }
+            if (group >= 0) {
+                if (shares_add(&g, group, &view, shaped ? found : NULL) < 0) goto fail;
+            } else {
+                PyBuffer_Release(&view);
+            }
+        } else if (group >= 0) {
+            shares_add(&g, group, NULL, NULL); /* an input that is no buffer: the pure path */
+        }
+        for (int k = 0; k < 8; k++) out[k * count + i] = row[k];
+    }
+    if (g.groups != NULL) {
+        shares_close(&g);
+        PyBuffer_Release(&group_view);
+        return Py_BuildValue("(NNN)", spans, names, shares);
+    }
+    return Py_BuildValue("(NN)", spans, names);
+fail:
+    shares_close(&g);
+    if (group_view.obj != NULL) PyBuffer_Release(&group_view);
+    Py_XDECREF(spans);
+    Py_XDECREF(names);
+    Py_XDECREF(shares);
+    return NULL;
 }
 
 static PyObject *common_prefix(PyObject *self, PyObject *args) { return common_end(args, 0); }

@@ -156,21 +156,26 @@ def _one_payload(raw: Any) -> tuple[tuple[int, bool], tuple[Any, bool] | None] |
 _QUOTE = re.compile(rb'"')
 
 
-def measure_payload_cells(cells: list[Any]) -> tuple[np.ndarray, np.ndarray, PayloadTexts]:
+def measure_payload_cells(cells: list[Any], groups: np.ndarray | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, PayloadTexts]:  # fmt: skip
     """:func:`measure_payload_cell` of every cell of a column at once: the encoded sizes (0 for
     an empty cell), whether each is inexact (decoded or stripped by an exporter), and each
     one ``json/plain`` payload's text (made on first use).
 
     Cells of the common shapes (one or two payloads whose metadata is only an encoding) are read
     in C where the package was built with a compiler (``toolkit/histories/_cellscan.c``: one call
-    for the column), the rest, and all of them without it, one at a time."""
+    for the column), the rest, and all of them without it, one at a time.
+
+    ``groups``: one number per cell, the run whose model input it is (-1: none; each run's
+    inputs in order, run after run); the C scan then also finds each run's re-sent share as it
+    reads the inputs (``PayloadTexts.shares``, :func:`toolkit.agents.resent.resent_of_run`)."""
     sizes = np.zeros(len(cells), dtype=np.int64)
     inexact = np.zeros(len(cells), dtype=bool)
     texts = PayloadTexts()
     rest: Any = range(len(cells))
     if _cellscan is not None and len(cells):
         raws = [None if cell is None else _cell_raw(cell) for cell in cells]
-        rest = _spans_measured(raws, sizes, inexact, texts).tolist()
+        rest = _spans_measured(raws, sizes, inexact, texts, groups).tolist()
     for index in rest:
         cell = cells[index]
         if cell is None:
@@ -191,6 +196,9 @@ class PayloadTexts:
         self.made: dict[int, tuple[Any, bool] | None] = {}
         self.raws: list[Any] = []
         self.start = self.end = np.zeros(0, np.int64)
+        #: Per group of :func:`measure_payload_cells`: re-sent bytes, total bytes, and the
+        #: inputs read (-1: left to the pure path); None without groups or the C scan.
+        self.shares: np.ndarray | None = None
 
     def __getitem__(self, index: int) -> tuple[Any, bool] | None:
         if index in self.made:
@@ -206,11 +214,16 @@ except ImportError:  # pragma: no cover - depends on the install
     _cellscan = None
 
 
-def _spans_measured(raws: list[Any], sizes: np.ndarray, inexact: np.ndarray,
-                    texts: PayloadTexts) -> np.ndarray:  # fmt: skip
+def _spans_measured(raws: list[Any], sizes: np.ndarray, inexact: np.ndarray, texts: PayloadTexts,
+                    groups: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """Fill in the cells of the common shapes from their payloads' spans (read in C); the
     positions of the others (empty cells aside): other shapes, metadata an exporter decoded."""
-    spans, names = _cellscan.payload_spans(raws)
+    if groups is None:
+        spans, names = _cellscan.payload_spans(raws)
+    else:
+        spans, names, shares = _cellscan.payload_spans(
+            raws, np.ascontiguousarray(groups, dtype=np.int64))  # fmt: skip
+        texts.shares = np.frombuffer(shares, np.int64).reshape(3, -1)
     first, start1, padded1, end1, second, start2, padded2, end2 = np.frombuffer(
         spans, np.int64).reshape(8, len(raws))  # fmt: skip
     shape = first
