@@ -143,6 +143,11 @@ class RawHistory:
         off the document already sliced off it at once (the ledger reads a run's workflow tasks
         together: one call, not a lookup per event)."""
         out, document = [], self.document or b""
+        top = max(indices, default=-1)
+        if 0 <= top < _PREFIX_EVENTS and self.event_spans is None and self._json_events is None:
+            # The prefix split as far as the last of them at once (one scan, as the doubling
+            # below would make it in several): the others are then sliced off it.
+            self.json_event(top)
         for index in indices:
             spans = self._prefix  # json_event below may start or extend it
             if (spans is not None and self.event_spans is None and self._json_events is None
