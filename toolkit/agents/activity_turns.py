@@ -155,8 +155,19 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
     last_row = order[run_ends - 1] if count else np.zeros(0, dtype=np.int64)
     big = int(event_id.max()) + 2 if count else 2
 
+    # Event types as small codes, once: each selection below tests integers, not every event's
+    # type text again (a dozen kinds are selected).
+    type_codes, type_names = pd.factorize(event_type, use_na_sentinel=False)
+    code_of = {name: code for code, name in enumerate(type_names.tolist())}
+
+    def is_type(types: str | tuple[str, ...]) -> np.ndarray:
+        """``np.isin(event_type, types)``, off the codes."""
+        wanted = [code_of[t] for t in ((types,) if isinstance(types, str) else types)
+                  if t in code_of]  # fmt: skip
+        return np.isin(type_codes, wanted)
+
     def rows_of(types: tuple[str, ...]) -> np.ndarray:
-        rows = np.flatnonzero(np.isin(event_type, types))
+        rows = np.flatnonzero(is_type(types))
         return rows[np.lexsort((event_id[rows], run[rows]))]
 
     scheduled = rows_of(("ActivityTaskScheduled",))
@@ -251,7 +262,7 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
     trigger[has_turn] = start_triggers[position[has_turn] - 1]
     role = [resolved[code].role_of(_text(name))
             for code, name in zip(sched_run.tolist(), sched_types.tolist(), strict=True)]
-    links = _links(frame, run)
+    links = _links(frame, run, is_type)
     wanted = sched_run * big + sched_ids
     started = _linked_last(*links("ActivityTaskStarted", big), wanted)
     closed = _linked_last(*links(CLOSED, big), wanted)
@@ -279,17 +290,17 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
                          positions)  # fmt: skip
 
 
-def _links(frame: pd.DataFrame, run: np.ndarray) -> Any:
+def _links(frame: pd.DataFrame, run: np.ndarray, is_type: Any) -> Any:
     """A function: event types -> (keys, rows) of those events that link to a scheduled one, in
-    event order (key: run * big + scheduled event id)."""
-    event_type = frame["event_type"].to_numpy(dtype=object)
+    event order (key: run * big + scheduled event id); ``is_type(types)``: which events have one
+    of ``types``."""
     event_id = frame["event_id"].to_numpy().astype(np.int64)
     link = (pd.to_numeric(frame["scheduled_event_id"], errors="coerce").to_numpy(
         dtype=float, na_value=np.nan) if "scheduled_event_id" in frame.columns
         else np.full(len(frame), np.nan))  # fmt: skip
 
     def links(types: str | tuple[str, ...], big: int) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.flatnonzero(np.isin(event_type, types) & ~np.isnan(link))
+        rows = np.flatnonzero(is_type(types) & ~np.isnan(link))
         rows = rows[np.lexsort((event_id[rows], run[rows]))]
         return run[rows] * big + link[rows].astype(np.int64), rows
 
