@@ -186,3 +186,52 @@ def test_investigate_holds_the_ledger_and_the_report_shows_tokens_per_turn() -> 
     assert per_turn["input_tokens"].sum() == calls["input_tokens"].sum()
     assert set(per_turn["label"]) <= set(inv.runs["label"])
     assert "Tokens per turn" in inv.to_html()
+
+
+def _ledger_frames() -> list[pd.DataFrame]:
+    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "histories"
+    roots = [*(p for p in sorted(DATA.iterdir()) if p.is_dir() and p.name != "venvs"), FIXTURES,
+             corpus]  # fmt: skip
+    frames = []
+    for root in roots:
+        files = [p for p in sorted(root.rglob("*.json")) if not p.name.endswith(".meta.json")]
+        if files:
+            frames.append(tk.read_histories(files, progress=False).events)
+    return frames
+
+
+def test_the_typed_ledger_table_equals_the_converted_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ledger's columns made in their dtypes at once (``_typed_table``) equal the object
+    table converted column by column, on every lab folder, the fixtures and the corpus."""
+    import toolkit.agents.tokens as tokens
+
+    typed_frames = [tokens.model_calls(frame) for frame in _ledger_frames()]
+    taken = []
+    original = tokens._typed_table
+    monkeypatch.setattr(tokens, "_typed_table", lambda *a: taken.append(original(*a)) or None)
+    for frame, typed in zip(_ledger_frames(), typed_frames, strict=True):
+        converted = tokens.model_calls(frame)
+        assert list(typed.dtypes) == list(converted.dtypes)
+        pd.testing.assert_frame_equal(typed, converted, check_exact=True)
+        for column in ("requested_tools", "usage_note", "label", "source"):
+            assert typed[column].tolist() == converted[column].tolist()
+    assert any(t is not None for t in taken)  # the typed route was the one taken
+
+
+@pytest.mark.parametrize("odd", [
+    {"attempt": 2.0}, {"input_tokens": True}, {"event_id": None}, {"input_bytes": 2**70},
+    {"turn": pd.NA},
+])  # fmt: skip
+def test_the_typed_ledger_table_leaves_other_values_to_the_conversion(odd: dict) -> None:
+    """Anything but ints (and None where a column is nullable) makes ``_typed_table`` give
+    way to the general route, which converts (or refuses) as it always did."""
+    from toolkit.agents.tokens import MODEL_CALL_COLUMNS, _typed_table
+
+    columns = {name: [None] for name in MODEL_CALL_COLUMNS}
+    columns.update(history=[0], event_id=[5], turn=[1], step=[1], attempt=[1])
+    times = {name: pd.array([pd.Timestamp(0, tz="UTC")]) for name in ("scheduled", "started",
+                                                                       "closed")}  # fmt: skip
+    assert _typed_table(columns, times) is not None
+    columns.update({name: [value] for name, value in odd.items()})
+    assert _typed_table(columns, times) is None
+    assert _typed_table({**columns, **{k: [1] for k in odd}}, {"scheduled": [None]}) is None

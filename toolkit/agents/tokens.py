@@ -119,11 +119,14 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
             "input_bytes": [call.input_bytes for call in calls],
             "output_bytes": [call.output_bytes for call in calls],
         })  # fmt: skip
+    times = (_times_at(frame, {"scheduled": scheduled, "started": starting, "closed": closing})
+             if len(picks) else {})  # fmt: skip
+    typed = _typed_table(columns, times) if len(picks) else None
+    if typed is not None:
+        return typed
     out = pd.DataFrame(columns, columns=MODEL_CALL_COLUMNS, dtype=object)
-    if len(picks):
-        for name, values in _times_at(frame, {"scheduled": scheduled, "started": starting,
-                                              "closed": closing}).items():  # fmt: skip
-            out[name] = values
+    for name, values in times.items():
+        out[name] = values
     for column in ("history", "event_id"):
         out[column] = out[column].astype("int64")
     for column in ("turn", "step", "attempt", *TOKEN_FIELDS, "input_bytes", "output_bytes"):
@@ -131,6 +134,48 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
     for column in ("scheduled", "started", "closed"):
         out[column] = pd.to_datetime(out[column], utc=True)
     return out
+
+
+_INT64 = ("history", "event_id")
+_NULLABLE_INTS = ("turn", "step", "attempt", *TOKEN_FIELDS, "input_bytes", "output_bytes")
+_INT_OR_NONE = {int, type(None)}
+
+
+def _typed_table(columns: dict[str, list[Any]], times: dict[str, Any]) -> pd.DataFrame | None:
+    """The table the general route after it makes of ``columns`` and ``times``, each column
+    made in its dtype at once (not an object column converted: a dozen conversions cost more
+    than the ledger's other columns): where every integer column holds only ints (and None in
+    the nullable ones) and the times are the loader's UTC nanoseconds (which ``pd.to_datetime(
+    ..., utc=True)`` leaves as they are); None for anything else, which the general route
+    reads."""
+    data: dict[str, Any] = {}
+    for name, values in times.items():
+        if getattr(values, "dtype", None) != _UTC_NS:
+            return None
+        data[name] = values
+    try:
+        for name in _INT64:
+            values = columns[name]
+            if not set(map(type, values)) <= {int}:
+                return None
+            data[name] = np.array(values, dtype=np.int64)
+        for name in _NULLABLE_INTS:
+            values = columns[name]
+            kinds = set(map(type, values))
+            if not kinds <= _INT_OR_NONE:
+                return None
+            if type(None) in kinds:
+                missing = np.array([v is None for v in values], dtype=bool)
+                ints = np.array([0 if v is None else v for v in values], dtype=np.int64)
+            else:
+                missing, ints = np.zeros(len(values), dtype=bool), np.array(values, dtype=np.int64)
+            data[name] = pd.arrays.IntegerArray(ints, missing)
+    except OverflowError:  # an int past int64: the general route says what it makes of it
+        return None
+    for name in MODEL_CALL_COLUMNS:
+        if name not in data:  # object columns, as DataFrame(..., dtype=object) makes them
+            data[name] = pd.Series(columns[name], dtype=object)
+    return pd.DataFrame(data, columns=MODEL_CALL_COLUMNS)
 
 
 def _times_at(frame: pd.DataFrame, picks: dict[str, np.ndarray]) -> dict[str, Any]:
