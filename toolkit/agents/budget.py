@@ -25,10 +25,12 @@ import numpy as np
 import pandas as pd
 
 from toolkit.agents.forecast import (
-    continue_as_new_calls,
+    Forecast,
+    Growth,
+    continue_as_new_many,
     fit_growth,
     fit_history_growth,
-    forecast_limits,
+    forecast_many,
 )
 from toolkit.agents.frame_sizes import KindSamples
 from toolkit.agents.growth import (
@@ -182,7 +184,7 @@ def _rows(events: pd.DataFrame, limits: dict[str, int], roles: Any, fit: Any,
     before this frame found, for a folder measured chunk by chunk."""
     builds: dict[str, str] = {} if carried is None else carried.builds
     runs = runs_of(events, roles, samples=None if carried is None else carried.samples)
-    return [_run_row(run, limits, fit, builds) for run in runs]
+    return _finished([_run_row(run, limits, fit, builds) for run in runs], limits)
 
 
 class _Builds(dict[str, str]):
@@ -328,9 +330,23 @@ def _budget_of_files(
     return _budget_frame(rows), failures, carried.found()
 
 
+@dataclass
+class _Unfinished:
+    """A run's row before its forecast (made for all runs of the frame at once): what the rest
+    of the row is made of."""
+
+    row: dict[str, Any]
+    growth: Growth | None
+    notes: list[str]
+    hit: Any
+    completed: int
+    inexact_payloads: int
+    has_calls: bool
+
+
 def _run_row(
     run: RunSizes, limits: dict[str, int], fit: int | float | None, sdk_of_build: dict[str, str]
-) -> dict[str, Any]:
+) -> _Unfinished:
     last_type = run.value("event_type", -1)
     notes = [run.roles_note] if run.roles_note else []
     calls, by_role = calls_of(run)
@@ -361,16 +377,33 @@ def _run_row(
     row["resent_bytes"], row["resent_share"] = resent_of_run(run, calls)
     used = _fitted(calls, fit)
     row["fit_calls"] = len(used)
-    forecast, growth = _forecast(used, calls, limits, hit, notes, run.inputs_inexact)
-    row.update(forecast)
+    growth = _fit(used, calls, notes, run.inputs_inexact)
     row["continue_as_new_at"] = _continue_as_new_at(run, completed)
     row["continue_as_new_seen"] = row["continue_as_new_at"] is not None
-    if row["continue_as_new_at"] is None and growth is not None:
-        row["continue_as_new_at"] = continue_as_new_calls(growth, limits)
-    if hit is not None and hit.limit in limits and forecast["calls_before"]:
-        expected = forecast["calls_before"].get(hit.limit)
-        if expected is None or expected > len(completed) + 1:
-            notes.append(f"the server enforced {hit.limit} after {len(completed)} model calls, "
+    return _Unfinished(row, growth, notes, hit, len(completed), run.inexact_payloads, bool(calls))
+
+
+def _finished(runs: list[_Unfinished], limits: dict[str, int]) -> list[dict[str, Any]]:
+    """The rows of ``runs``, their forecasts made together (:func:`forecast_many`)."""
+    fitted = [run for run in runs if run.growth is not None]
+    forecasts = dict(zip(map(id, fitted), forecast_many([r.growth for r in fitted], limits),
+                         strict=True))  # fmt: skip
+    later = [run for run in fitted if run.row["continue_as_new_at"] is None]
+    for run, at in zip(later, continue_as_new_many([r.growth for r in later], limits),
+                       strict=True):  # fmt: skip
+        run.row["continue_as_new_at"] = at
+    return [_finish(run, forecasts.get(id(run)), limits) for run in runs]
+
+
+def _finish(run: _Unfinished, forecast: Forecast | None, limits: dict[str, int]) -> dict[str, Any]:
+    """A run's row with its forecast and notes."""
+    row, notes, hit = run.row, run.notes, run.hit
+    fields = _forecast_fields(run.growth, forecast, hit, notes)
+    row.update(fields)
+    if hit is not None and hit.limit in limits and fields["calls_before"]:
+        expected = fields["calls_before"].get(hit.limit)
+        if expected is None or expected > run.completed + 1:
+            notes.append(f"the server enforced {hit.limit} after {run.completed} model calls, "
                          "earlier than the limits given allow: pass the server's limits "
                          "(limits=) for a forecast that matches it")  # fmt: skip
     if run.inexact_payloads:
@@ -378,7 +411,7 @@ def _run_row(
                      "exporter: their bytes are estimated or unknown (the events' sizes and "
                      "the server's recorded sizes are not)")  # fmt: skip
         row["exact"] = False
-    elif calls and row["resent_bytes"] is None:
+    elif run.has_calls and row["resent_bytes"] is None:
         notes.append("the model inputs are not JSON text (encrypted or binary): what they "
                      "re-send is unknown without the payload codec")  # fmt: skip
     row["note"] = "; ".join(notes) or None
@@ -423,17 +456,13 @@ def _fitted(calls: list[Call], fit: int | float | None) -> list[Call]:
     return completed[:count]
 
 
-def _forecast(
-    used: list[Call], calls: list[Call], limits: dict[str, int], hit: Any, notes: list[str],
-    inputs_unknown: bool = False,
-) -> tuple[dict[str, Any], Any]:
-    empty = {"growth": None, "first_limit": hit.limit if hit else None,
-             "forecast_model_calls": None, "forecast_low": None, "forecast_high": None,
-             "confidence": None, "calls_before": None}  # fmt: skip
+def _fit(used: list[Call], calls: list[Call], notes: list[str],
+         inputs_unknown: bool = False) -> Growth | None:  # fmt: skip
+    """The growth fitted on the calls ``used`` (None, with a note, where there is none)."""
     if not calls:
         if not notes:
             notes.append("no model calls: nothing to forecast")
-        return empty, None
+        return None
     history, events = [c.history_bytes for c in used], [c.events for c in used]
     if inputs_unknown:
         # An exporter stripped or decoded the inputs: a fit on their sizes would see no growth.
@@ -449,8 +478,16 @@ def _forecast(
     if growth is None:
         notes.append(f"fitted on {len(used)} model call{'s' * (len(used) != 1)}: too few to "
                      f"forecast (at least {needed} are needed)")  # fmt: skip
-        return empty, None
-    forecast = forecast_limits(growth, limits)
+    return growth
+
+
+def _forecast_fields(growth: Growth | None, forecast: Forecast | None, hit: Any,
+                     notes: list[str]) -> dict[str, Any]:  # fmt: skip
+    """The row's forecast columns (and the note where no limit is in sight)."""
+    if growth is None or forecast is None:
+        return {"growth": None, "first_limit": hit.limit if hit else None,
+                "forecast_model_calls": None, "forecast_low": None, "forecast_high": None,
+                "confidence": None, "calls_before": None}  # fmt: skip
     spread = (forecast.high - forecast.low) / max(forecast.calls, 1) if forecast.calls else 0
     # The fewest calls that fit their line or curve exactly give no spread: "low".
     exact_fit = 2 if growth.inputs_known else 3
@@ -467,7 +504,7 @@ def _forecast(
         "forecast_high": forecast.high,
         "confidence": confidence,
         "calls_before": forecast.calls_before,
-    }, growth
+    }
 
 
 def _largest_payload(run: RunSizes, calls: list[Call]) -> tuple[int | None, str | None]:

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Forecast", "Growth", "continue_as_new_calls", "fit_growth", "fit_history_growth",
-           "forecast_limits", "projected_history"]
+__all__ = ["Forecast", "Growth", "continue_as_new_calls", "continue_as_new_many", "fit_growth",
+           "fit_history_growth", "forecast_limits", "forecast_many", "projected_history"]
 
 #: Events the completion of a model call writes in one change: its activity started and
 #: completed events and the workflow task scheduled for the code to see the result.
@@ -178,60 +178,66 @@ class Forecast:
     high: int | None
 
 
-def _first_over_one(a: float, b: float, c: float) -> float:
-    """The smallest whole ``m >= 1`` with ``a m^2 + b m + c > 0``, or ``inf`` where there is
-    none within the horizon (growth that never gets there). Plain floats: a forecast for each
-    run of a fleet costs microseconds."""
-    if c + a + b > 0:
-        return 1.0
-    if a > 1e-12:
-        root = (-b + math.sqrt(max(b * b - 4 * a * c, 0.0))) / (2 * a)
-        m = math.floor(root) + 1
-        if not a * m * m + b * m + c > 0:
-            m += 1
-        m = max(m, 1)
-    elif b > 0:
-        m = max(math.floor(-c / b) + 1, 1)
-    else:
-        return math.inf
-    return math.inf if m > HORIZON else float(m)
+def _first_over_one(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Per run, the smallest whole ``m >= 1`` with ``a m^2 + b m + c > 0``, or ``inf`` where there
+    is none within the horizon (growth that never gets there). Every operation is the one a run's
+    own arithmetic would do, in the same order: the same floats, a fleet at once."""
+    with np.errstate(all="ignore"):
+        root = (-b + np.sqrt(np.maximum(b * b - 4 * a * c, 0.0))) / (2 * a)
+        m = np.floor(root) + 1
+        m = np.maximum(np.where(a * m * m + b * m + c > 0, m, m + 1), 1)
+        line = np.maximum(np.floor(-c / b) + 1, 1)
+    found = np.where(a > 1e-12, m, np.where(b > 0, line, np.inf))
+    found = np.where(found > HORIZON, np.inf, found)
+    return np.where(c + a + b > 0, 1.0, found)
 
 
-def _quadratics(growth: Growth, limits: dict[str, int], base: Any, increment: Any,
-                other: Any) -> dict[str, tuple[Any, Any, Any]]:  # fmt: skip
-    """Per error limit, ``(a, b, c)``: call ``n + m`` does not complete when
-    ``a m^2 + b m + c > 0``.
+#: The error limits in the order a forecast names the first of those reached at once.
+_LIMIT_ORDER = ("history_bytes", "history_events", "payload_bytes", "task_completion_bytes")
 
-    With ``m`` the number of calls after the last one seen (``n``): the history after call
-    ``n + m`` is ``H + m (base + other) + increment (m n + m (m - 1) / 2)``, its events
-    ``E + m e``, its input ``base + increment (n + m - 1)``; call ``n + m`` does not complete
-    when that is over the limit, so ``n + m - 1`` do.
-    """
-    n, g = growth.calls, increment
-    return {
-        "history_bytes": (g / 2, base + other + g * n - g / 2,
-                          growth.history_bytes - limits["history_bytes"]),
-        "history_events": (0.0, growth.events_per_call,
-                           growth.events + COMPLETION_EVENTS - limits["history_events"]),
-        "payload_bytes": (0.0, g, base + g * (n - 1) - limits["payload_bytes"]),
+
+class _Runs:
+    """The fitted growths of many runs as arrays (floats where a run's arithmetic has floats)."""
+
+    def __init__(self, growths: list[Growth]) -> None:
+        def column(name: str) -> np.ndarray:
+            return np.array([getattr(g, name) for g in growths], dtype=np.float64)
+
+        self.n = column("calls")
+        self.base, self.increment, self.other = column("base"), column("increment"), column(
+            "other")  # fmt: skip
+        self.events_per_call = column("events_per_call")
+        self.history_bytes, self.events = column("history_bytes"), column("events")
+        self.known = np.array([g.inputs_known for g in growths], dtype=bool)
+
+    def quadratic(self, name: str, limits: dict[str, int], base: np.ndarray,
+                  increment: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
+        """``(a, b, c)`` of limit ``name`` per run: call ``n + m`` does not complete when
+        ``a m^2 + b m + c > 0``.
+
+        With ``m`` the number of calls after the last one seen (``n``): the history after call
+        ``n + m`` is ``H + m (base + other) + increment (m n + m (m - 1) / 2)``, its events
+        ``E + m e``, its input ``base + increment (n + m - 1)``; call ``n + m`` does not
+        complete when that is over the limit, so ``n + m - 1`` do."""
+        n, g, zero = self.n, increment, np.zeros(len(self.n))
+        if name == "history_bytes":
+            return g / 2, base + other + g * n - g / 2, self.history_bytes - limits[name]
+        if name == "history_events":
+            return zero, self.events_per_call, self.events + COMPLETION_EVENTS - limits[name]
+        if name == "payload_bytes":
+            return zero, g, base + g * (n - 1) - limits[name]
         # The task that schedules a call carries its input, and a little more for the command.
-        "task_completion_bytes": (0.0, g,
-                                  base + 512 + g * (n - 1) - limits["task_completion_bytes"]),
-    }  # fmt: skip
+        return zero, g, base + 512 + g * (n - 1) - limits[name]
 
-
-def _quadratic(growth: Growth, limits: dict[str, int], name: str, base: float, increment: float,
-               other: float) -> tuple[float, float, float]:  # fmt: skip
-    """:func:`_quadratics`' entry for limit ``name`` alone (the forecast's spread asks for one
-    limit's, six times)."""
-    n, g = growth.calls, increment
-    if name == "history_bytes":
-        return g / 2, base + other + g * n - g / 2, growth.history_bytes - limits[name]
-    if name == "history_events":
-        return 0.0, growth.events_per_call, growth.events + COMPLETION_EVENTS - limits[name]
-    if name == "payload_bytes":
-        return 0.0, g, base + g * (n - 1) - limits[name]
-    return _quadratics(growth, limits, base, increment, other)[name]
+    def crossing(self, name: str, limits: dict[str, int], base: np.ndarray,
+                 increment: np.ndarray, other: np.ndarray) -> np.ndarray:  # fmt: skip
+        """Where ``name``'s quadratic crosses zero, as a real number of calls after the last
+        seen."""
+        a, b, c = self.quadratic(name, limits, base, increment, other)
+        with np.errstate(all="ignore"):
+            root = (-b + np.sqrt(np.maximum(b * b - 4 * a * c, 0.0))) / (2 * a)
+            line = np.where(b > 0, -c / b, np.inf)
+        return np.where(a > 1e-12, root, line)
 
 
 def _seen_over(growth: Growth, limits: dict[str, int]) -> dict[str, int | None]:
@@ -258,63 +264,85 @@ def forecast_limits(growth: Growth, limits: dict[str, int]) -> Forecast:
     ``low``/``high``: a 90% interval of the first limit's count (the same as the point
     forecast when the fit has no spread, or when the limit was crossed by a call seen).
     """
-    seen = _seen_over(growth, limits)
-    n = growth.calls
-    point: dict[str, int | None] = {}
-    for name, (a, b, c) in _quadratics(growth, limits, growth.base, growth.increment,
-                                       growth.other).items():  # fmt: skip
-        if seen[name] is not None:
-            point[name] = seen[name]
+    return forecast_many([growth], limits)[0]
+
+
+def forecast_many(growths: list[Growth], limits: dict[str, int]) -> list[Forecast]:
+    """:func:`forecast_limits` of many runs at once (their quadratics solved as arrays)."""
+    if not growths:
+        return []
+    runs = _Runs(growths)
+    seen = [_seen_over(g, limits) for g in growths]
+    over = {name: _first_over_one(*runs.quadratic(name, limits, runs.base, runs.increment,
+                                                  runs.other)).tolist()
+            for name in _LIMIT_ORDER}  # fmt: skip
+    out: list[Forecast] = []
+    pending: list[tuple[int, str, int]] = []  # runs whose interval needs the spread
+    for k, growth in enumerate(growths):
+        point: dict[str, int | None] = {}
+        for name in _LIMIT_ORDER:
+            if seen[k][name] is not None:
+                point[name] = seen[k][name]
+            elif not growth.inputs_known and name in _INPUT_LIMITS:
+                point[name] = None  # the inputs' sizes are unknown
+            else:
+                m = over[name][k]
+                point[name] = None if math.isinf(m) else growth.calls + int(m) - 1
+        reached = {name: v for name, v in point.items() if v is not None}
+        if not reached:
+            out.append(Forecast(point, None, None, None, None))
             continue
-        if not growth.inputs_known and name in _INPUT_LIMITS:
-            point[name] = None  # the inputs' sizes are unknown
-            continue
-        m = _first_over_one(a, b, c)
-        point[name] = None if math.isinf(m) else n + int(m) - 1
-    reached = {k: v for k, v in point.items() if v is not None}
-    if not reached:
-        return Forecast(point, None, None, None, None)
-    first = min(reached, key=lambda name: reached[name])
-    calls = reached[first]
-    spread = growth._cov is not None and (growth.input_sd > 0 or growth.other_sd > 0)
-    if not spread or seen[first] is not None:
-        return Forecast(point, first, calls, calls, calls)
-    sd = _count_sd(growth, limits, first)
-    low = max(growth.calls, math.floor(calls - 1.645 * sd))
-    high = math.ceil(calls + 1.645 * sd)
-    return Forecast(point, first, calls, int(low), int(min(high, HORIZON)))
+        first = min(reached, key=lambda name: reached[name])
+        calls = reached[first]
+        spread = growth._cov is not None and (growth.input_sd > 0 or growth.other_sd > 0)
+        out.append(Forecast(point, first, calls, calls, calls))
+        if spread and seen[k][first] is None:
+            pending.append((k, first, calls))
+    if pending:
+        sds = _count_sds(runs, growths, limits, pending)
+        for (k, first, calls), sd in zip(pending, sds.tolist(), strict=True):
+            low = max(growths[k].calls, math.floor(calls - 1.645 * sd))
+            high = math.ceil(calls + 1.645 * sd)
+            out[k] = Forecast(out[k].calls_before, first, calls, int(low),
+                              int(min(high, HORIZON)))  # fmt: skip
+    return out
 
 
-def _crossing(growth: Growth, limits: dict[str, int], name: str, base: float, increment: float,
-              other: float) -> float:  # fmt: skip
-    """Where ``name``'s quadratic crosses zero, as a real number of calls after the last seen."""
-    a, b, c = _quadratic(growth, limits, name, base, increment, other)
-    if a > 1e-12:
-        return (-b + math.sqrt(max(b * b - 4 * a * c, 0.0))) / (2 * a)
-    return -c / b if b > 0 else math.inf
-
-
-def _count_sd(growth: Growth, limits: dict[str, int], name: str) -> float:
-    """Standard deviation of the forecast count, by the delta method: the crossing's gradient
-    in (base, increment, other), by central differences, against their covariance (the
-    input line's from the fit; ``other``'s standard error, independent of it)."""
-    theta = [growth.base, growth.increment, growth.other]
-    steps = [max(abs(v) * 1e-4, 1e-3) for v in theta]
+def _count_sds(runs: _Runs, growths: list[Growth], limits: dict[str, int],
+               pending: list[tuple[int, str, int]]) -> np.ndarray:  # fmt: skip
+    """Per pending run, the standard deviation of its forecast count, by the delta method: the
+    crossing's gradient in (base, increment, other), by central differences, against their
+    covariance (the input line's from the fit; ``other``'s standard error, independent of it)."""
+    at = np.array([k for k, _, _ in pending], dtype=np.int64)
+    names = [name for _, name, _ in pending]
+    theta = [runs.base, runs.increment, runs.other]
+    steps = [np.maximum(np.abs(v) * 1e-4, 1e-3) for v in theta]
     gradient = []
+    infinite = np.zeros(len(runs.n), dtype=bool)
+    chosen = {name: np.array([n == name for n in names]) for name in set(names)}
     for i, step in enumerate(steps):
-        up, down = list(theta), list(theta)
-        up[i] += step
-        down[i] -= step
-        high = _crossing(growth, limits, name, *up)
-        low = _crossing(growth, limits, name, *down)
-        if math.isinf(high) or math.isinf(low):
-            return 0.0
-        gradient.append((high - low) / (2 * step))
-    (vb, cbi), (_, vi) = growth._cov or ((0.0, 0.0), (0.0, 0.0))
-    vo = (growth.other_sd / math.sqrt(max(growth.calls - 1, 1))) ** 2
+        ends = []
+        for sign in (1, -1):
+            moved = [v + sign * step if j == i else v for j, v in enumerate(theta)]
+            value = np.zeros(len(at))
+            for name, mine in chosen.items():
+                value[mine] = runs.crossing(name, limits, *moved)[at[mine]]
+            ends.append(value)
+        high, low = ends
+        infinite[at] |= np.isinf(high) | np.isinf(low)
+        gradient.append((high - low) / (2 * step[at]))
+    covariances = [g._cov or ((0.0, 0.0), (0.0, 0.0)) for g in (growths[k] for k in at.tolist())]
+    vb = np.array([cov[0][0] for cov in covariances])
+    cbi = np.array([cov[0][1] for cov in covariances])
+    vi = np.array([cov[1][1] for cov in covariances])
+    # A run's own arithmetic squares with pow(): kept, per run, so the floats are the same.
+    vo = np.array([(growths[k].other_sd / math.sqrt(max(growths[k].calls - 1, 1))) ** 2
+                   for k in at.tolist()])  # fmt: skip
     gb, gi, go = gradient
-    variance = gb * gb * vb + 2 * gb * gi * cbi + gi * gi * vi + go * go * vo
-    return math.sqrt(max(variance, 0.0))
+    with np.errstate(all="ignore"):
+        variance = gb * gb * vb + 2 * gb * gi * cbi + gi * gi * vi + go * go * vo
+    sd = np.sqrt(np.maximum(variance, 0.0))
+    return np.where(infinite[at], 0.0, sd)
 
 
 def projected_history(growth: Growth, calls: np.ndarray) -> np.ndarray:
@@ -329,14 +357,26 @@ def continue_as_new_calls(growth: Growth, limits: dict[str, int]) -> int | None:
     """Model calls completed when the server would first suggest continue-as-new: the history
     is at ``continue_as_new_bytes`` (or events) once a call has been scheduled, so the task
     started after that call completes carries the suggestion. None beyond the horizon."""
-    history, events, _ = growth._observed
-    for k, (size, count) in enumerate(zip(history, events, strict=True)):
-        if size >= limits["continue_as_new_bytes"] or count >= limits["continue_as_new_events"]:
-            return k + 1
-    n, g = growth.calls, growth.increment
-    by_size = _first_over_one(g / 2, growth.base + growth.other + g * n - g / 2,
-                              growth.history_bytes - limits["continue_as_new_bytes"] + 0.5)
-    by_count = _first_over_one(0.0, growth.events_per_call,
-                               growth.events - limits["continue_as_new_events"] + 0.5)
-    first = min(by_size, by_count)
-    return None if math.isinf(first) else n + int(first)
+    return continue_as_new_many([growth], limits)[0]
+
+
+def continue_as_new_many(growths: list[Growth], limits: dict[str, int]) -> list[int | None]:
+    """:func:`continue_as_new_calls` of many runs at once."""
+    if not growths:
+        return []
+    runs = _Runs(growths)
+    n, g = runs.n, runs.increment
+    by_size = _first_over_one(g / 2, runs.base + runs.other + g * n - g / 2,
+                              runs.history_bytes - limits["continue_as_new_bytes"] + 0.5)
+    by_count = _first_over_one(np.zeros(len(n)), runs.events_per_call,
+                               runs.events - limits["continue_as_new_events"] + 0.5)
+    first = np.minimum(by_size, by_count).tolist()
+    out: list[int | None] = []
+    for growth, ahead in zip(growths, first, strict=True):
+        history, events, _ = growth._observed
+        seen = next((k + 1 for k, (size, count) in enumerate(zip(history, events, strict=True))
+                     if size >= limits["continue_as_new_bytes"]
+                     or count >= limits["continue_as_new_events"]), None)  # fmt: skip
+        out.append(seen if seen is not None else
+                   None if math.isinf(ahead) else growth.calls + int(ahead))  # fmt: skip
+    return out
