@@ -193,7 +193,11 @@ def _at(frame: pd.DataFrame, name: str, rows: np.ndarray) -> list[Any]:
         return [None] * len(rows)
     # Taken first, then converted: a whole column of times or strings as objects costs more
     # than the ledger.
-    values = frame[name].iloc[np.maximum(rows, 0)].to_numpy(dtype=object, copy=True)
+    column = frame[name]
+    if column.dtype == object:  # its own objects, picked by numpy (no Series of the rows made)
+        values = column.to_numpy()[np.maximum(rows, 0)]
+    else:
+        values = column.iloc[np.maximum(rows, 0)].to_numpy(dtype=object, copy=True)
     values[rows < 0] = None
     return values.tolist()
 
