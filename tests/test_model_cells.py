@@ -196,3 +196,25 @@ def _data_of(raw: bytes) -> bytes:
     data = _PAYLOADS.decode(raw).payloads[0].data
     assert isinstance(data, bytes)
     return data
+
+
+class _Events:
+    """A history whose raw events are given (what a LazyExtra reads its bytes from)."""
+
+    def __init__(self, raws: list[bytes]) -> None:
+        self.json_events = [msgspec.Raw(r) for r in raws]
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"eventId": "5", "userMetadata": {"summary": {"data": "eA=="}}, "x": {"big": [1, 2]}}',
+    b'{"userMetadata": {"a": 1}, "userMetadata": {"b": 2}}',  # repeated: the last, as a dict
+    b'{"userMetadata": null}', b'{"user_metadata": {"c": 3}}', b'{"UserMetadata": {"d": 4}}',
+    b'{"user_metadata": {"c": 3}, "userMetadata": {"e": 5}}', b'{"eventId": "1"}', b"{}",
+])  # fmt: skip
+def test_the_summary_field_read_alone_equals_the_top_levels(raw: bytes) -> None:
+    from toolkit.agents.model_shapes import get_field
+    from toolkit.histories.columns.lazy import LazyExtra
+
+    extra = LazyExtra(_Events([raw]), 0, None)
+    found = get_field(msgspec.json.decode(raw), "userMetadata", "user_metadata")
+    assert raw_summary_field(extra) == (True, found)

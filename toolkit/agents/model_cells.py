@@ -57,6 +57,15 @@ class _Payloads(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 _PAYLOADS = msgspec.json.Decoder(_Payloads)
 
 
+class _UserMetadata(msgspec.Struct, gc=False):
+    """An event's ``userMetadata`` as its raw JSON, the other fields skipped."""
+
+    userMetadata: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_USER_METADATA = msgspec.json.Decoder(_UserMetadata)
+
+
 _NOT_RAW = object()
 
 
@@ -237,5 +246,12 @@ def raw_summary_field(extra: Any) -> tuple[bool, Any]:
     JSON event, decoding that field alone; ``(False, None)`` when the cell is not of that kind."""
     if type(extra) is not LazyExtra:
         return False, None
-    found = get_field(_TOP_LEVEL.decode(extra.raw), "userMetadata", "user_metadata")
+    raw = extra.raw
+    try:  # the proto-JSON spelling, the one field kept: no object of the event's top level
+        spelt = _USER_METADATA.decode(raw).userMetadata
+    except msgspec.DecodeError:
+        spelt = msgspec.UNSET  # the general decode below reads (or refuses) it
+    if spelt is not msgspec.UNSET:  # get_field's first name, present: the value it returns
+        return True, msgspec.json.decode(spelt)
+    found = get_field(_TOP_LEVEL.decode(raw), "userMetadata", "user_metadata")
     return True, (None if found is None else msgspec.json.decode(found))
