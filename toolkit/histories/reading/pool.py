@@ -23,7 +23,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from functools import partial
 from itertools import chain, islice
 from multiprocessing import forkserver
 from multiprocessing.reduction import ForkingPickler
@@ -62,8 +63,14 @@ def run_chunks(
     """``function(chunk, *args)`` for each chunk, in order; in worker processes when
     ``workers`` asks for more than one and there is more than one chunk.
 
-    ``chunks`` is consumed lazily: at most ``workers + 1`` chunks are in flight, so memory is
-    bounded by the chunk size, not by the number of chunks.
+    ``chunks`` is consumed lazily: at most ``workers + 1`` chunks are in flight in the pool
+    (and :data:`_MOST_RUN_HERE` run here wait for their turn), so memory is bounded by the
+    chunk size, not by the number of chunks.
+
+    A thread starts the pool and keeps its workers fed: the first submission waits for the fork
+    server's imports (half a second or more), and a worker finishing a chunk gets the next one
+    at once, whatever this thread is doing. Meanwhile this process runs the first chunk itself,
+    and more while the workers do not exist yet; each chunk is run once, here or in a worker.
     """
     queued = iter(chunks)
     first = list(islice(queued, 2))
@@ -73,15 +80,156 @@ def run_chunks(
             yield function(chunk, *args)
         return
     queued = chain(first, queued)
+    here = next(queued)
     watch = (os.getpid(), _PARENT_POLL_SECONDS)
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         count, mp_context=_context(), initializer=_end_with_parent, initargs=watch
-    ) as pool:
-        pending = deque(pool.submit(function, chunk, *args) for chunk in islice(queued, count + 1))
-        while pending:
-            result = pending.popleft().result()
-            pending.extend(pool.submit(function, chunk, *args) for chunk in islice(queued, 1))
+    )
+    feeder = _Feeder(pool, function, queued, args, count + 1)
+    try:
+        yield function(here, *args)
+        waiting_here = 0  # chunks run here whose results wait for their turn
+        while True:
+            taken = feeder.next_slot(steal=waiting_here < _MOST_RUN_HERE)
+            if taken is None:
+                return
+            slot, chunk = taken
+            if chunk is not _END:  # the pool is still starting: this one is run here
+                slot.set_result(function(chunk, *args))  # its slot waits in its place
+                waiting_here += 1
+                continue
+            result = slot.result()
+            if feeder.taken(slot):
+                waiting_here -= 1
             yield result
+    finally:
+        feeder.close()
+
+
+#: At most this many chunks run here wait for their turn (each holds its result).
+_MOST_RUN_HERE = 2
+#: The end of an iterator, for ``next(iterator, _END)``.
+_END = object()
+
+
+class _Feeder:
+    """The chunks of :func:`run_chunks` after its first, in order, each a future: submitted to
+    the pool by a thread of its own (at most ``limit`` in flight), or, until the pool's first
+    submission returns (its workers exist), taken by the caller to run itself."""
+
+    def __init__(
+        self,
+        pool: ProcessPoolExecutor,
+        function: Callable[..., Any],
+        chunks: Iterator[Any],
+        args: tuple[Any, ...],
+        limit: int,
+    ) -> None:
+        self._pool, self._function, self._chunks, self._args = pool, function, chunks, args
+        self._limit = limit
+        self._changed = threading.Condition()
+        self._slots: deque[Future[Any]] = deque()  # pulled, not yet handed to the caller
+        self._here: set[int] = set()  # ids of the slots the caller runs
+        self._in_flight = 0  # slots of the pool not handed to the caller yet
+        self._ended = False  # every chunk pulled (or pulling one raised)
+        self._closed = False
+        self.started = threading.Event()  # the pool's first submission returned
+        self._thread = threading.Thread(target=self._feed, name="toolkit-pool-feed", daemon=True)
+        self._thread.start()
+
+    def _pull(self) -> tuple[Future[Any], Any] | None:
+        """The next chunk and its slot, appended in order (under the lock); None at the end."""
+        try:
+            chunk = next(self._chunks, _END)
+        except BaseException as exc:  # raised where the caller reaches it, in order
+            chunk, failed = _END, exc
+        else:
+            failed = None
+        if chunk is _END:
+            self._ended = True
+            if failed is None:
+                return None
+        slot: Future[Any] = Future()
+        if failed is not None:
+            slot.set_exception(failed)
+        self._slots.append(slot)
+        self._changed.notify_all()
+        return slot, chunk
+
+    def _feed(self) -> None:
+        while True:
+            with self._changed:
+                while self._in_flight >= self._limit and not self._closed:
+                    self._changed.wait()
+                if self._closed or self._ended:
+                    return
+                pulled = self._pull()
+                if pulled is None or pulled[1] is _END:
+                    return
+                slot, chunk = pulled
+                self._in_flight += 1
+            try:  # outside the lock: the first submission waits for the workers to start
+                future = self._pool.submit(self._function, chunk, *self._args)
+            except BaseException as exc:  # e.g. BrokenProcessPool: raised where it is reached
+                slot.set_exception(exc)
+                self.started.set()
+                return
+            self.started.set()
+            future.add_done_callback(partial(_settle, slot))
+
+    def next_slot(self, *, steal: bool) -> tuple[Future[Any], Any] | None:
+        """The next slot in order and ``_END``; or, with ``steal`` while the pool has not
+        started, the slot of the next chunk (left in its place) and the chunk, for the caller
+        to run and settle; None once every chunk was handed on."""
+        with self._changed:
+            if steal and not self.started.is_set() and not self._ended:
+                pulled = self._pull()
+                if pulled is not None and pulled[1] is not _END:
+                    self._here.add(id(pulled[0]))
+                    return pulled
+            while not self._slots and not self._ended:
+                self._changed.wait()
+            if not self._slots:
+                return None
+            return self._slots.popleft(), _END
+
+    def taken(self, slot: Future[Any]) -> bool:
+        """Count ``slot``'s result as handed on; whether the caller ran it."""
+        with self._changed:
+            if id(slot) in self._here:
+                self._here.discard(id(slot))
+                return True
+            self._in_flight -= 1
+            self._changed.notify_all()
+            return False
+
+    def close(self) -> None:
+        """Stop feeding and shut the pool down (its workers end): at once, or, while its first
+        submission still waits for the workers, from a thread of its own once it returns."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+        def stop() -> None:
+            self._thread.join()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+        if self.started.is_set():
+            stop()
+        else:
+            threading.Thread(target=stop, name="toolkit-pool-stop", daemon=True).start()
+
+
+def _settle(slot: Future[Any], future: Future[Any]) -> None:
+    """Give ``slot`` the outcome of the pool's ``future`` (cancelled: the pool shut down)."""
+    if future.cancelled():
+        slot.cancel()
+        return
+    failure = future.exception()
+    if failure is not None:
+        slot.set_exception(failure)
+    else:
+        slot.set_result(future.result())
 
 
 #: How often a worker looks whether the process that started its pool is still there.
