@@ -56,6 +56,7 @@ import pyarrow.parquet as pq
 
 from toolkit.datasets.layout import MANIFEST_DIR, TABLES
 from toolkit.errors import ToolkitError
+from toolkit.forking import fork_safe
 
 __all__ = [
     "HEARTBEAT",
@@ -235,7 +236,9 @@ class WriterLease:
         os.write(fd, orjson.dumps(facts))
         os.fsync(fd)
         os.replace(draft, self.path)
-        self._beat = threading.Thread(target=self._heartbeat, name="dataset-lease", daemon=True)
+        # It holds no lock a forked worker takes: a pool may still fork (toolkit.forking).
+        beat = threading.Thread(target=self._heartbeat, name="dataset-lease", daemon=True)
+        self._beat = fork_safe(beat)
         self._beat.start()
         return self
 

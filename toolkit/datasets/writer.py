@@ -46,7 +46,7 @@ from toolkit.gc_pause import paused_gc
 from toolkit.histories.columns.event_fields import shared_event_fields
 from toolkit.histories.events import frame_from_parts
 from toolkit.histories.reading.batch import ERROR_COLUMNS, error_row, find_history_files
-from toolkit.histories.reading.pool import run_chunks, start_early
+from toolkit.histories.reading.pool import progress_bar, run_chunks, start_early
 from toolkit.histories.reading.read import read_history_parts, read_many_parts
 
 __all__ = ["DatasetWrite", "EncodedBatch", "encode_files", "write_dataset"]
@@ -184,9 +184,7 @@ def write_dataset(
         manifest = Manifest(root)
         manifest.refresh()  # files already written are skipped without being read
         show = len(files) > 100 if progress is None else progress
-        from tqdm.auto import tqdm  # (a twentieth of a second; workers never show a bar)
-
-        with tqdm(total=len(files), disable=not show, desc="export", unit="file") as bar:
+        with progress_bar(total=len(files), disable=not show, desc="export", unit="file") as bar:
             chunks = _prepared(files, batch_files, manifest, report, bar)
             args = (namespace, read_options, True)  # tables come back as Parquet bytes
             for encoded in run_chunks(encode_files, chunks, args, workers):

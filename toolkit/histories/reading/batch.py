@@ -15,7 +15,7 @@ from toolkit.errors import HistoryFormatError, ToolkitError
 from toolkit.gc_pause import paused_gc
 from toolkit.histories.events import frame_from_parts
 from toolkit.histories.reading.growing import GrowingFrame
-from toolkit.histories.reading.pool import decode_chunks
+from toolkit.histories.reading.pool import decode_chunks, progress_bar
 from toolkit.histories.reading.read import check_read_options, read_many_parts
 from toolkit.histories.reading.sidecars import LAB_SIDECARS, sidecar_kind
 
@@ -223,9 +223,8 @@ def _batches(
 ) -> Iterator[HistoryBatch]:
     seen: set[tuple[Any, int, int]] = set()
     decoded = decode_chunks(chunks, errors == "raise", read_options, workers)
-    from tqdm.auto import tqdm  # (a twentieth of a second; pool workers never show a bar)
-
-    with tqdm(total=sum(map(len, chunks)), disable=not show, desc="histories", unit="file") as bar:
+    total = sum(map(len, chunks))
+    with progress_bar(total=total, disable=not show, desc="histories", unit="file") as bar:
         for chunk, (events, failures) in zip(chunks, decoded, strict=True):
             if dedupe and not events.empty:
                 events = _dedupe_runs(events, seen)

@@ -6,25 +6,32 @@ A worker decodes a whole chunk of files into one events frame and sends it back.
 twice over; between processes of this pool they travel as what they are (the raw JSON they will
 decode from), so the parent receives what an in-process read gives, at the cost of copying bytes.
 
-Processes come from the ``forkserver`` start method (no fork of a threaded Jupyter kernel),
-whose server imports the toolkit once for all its workers (:func:`start_early` has it do so
-while the caller is still busy); a pool pays off from a few hundred files on. A script run
-as a file without the ``if __name__ == "__main__":`` guard decodes in its own process instead
-(its workers would otherwise run the script again).
+Where this process runs no other Python thread (a script, ``python -c``, a plain REPL: on Linux),
+the workers are forked from it: they start in milliseconds with the toolkit already imported.
+Anywhere else (a Jupyter kernel runs threads of its own, and a fork copies none of them, nor
+releases the locks they hold) they come from the ``forkserver`` start method, whose server
+imports the toolkit once for all its workers (:func:`start_early` has it do so while the caller
+is still busy, and the caller runs chunks itself until the workers exist); a pool pays off from
+a few hundred files on. A script run as a file without the ``if __name__ == "__main__":``
+guard decodes in its own process instead (a fork server's workers would run the script again).
+Progress bars made by :func:`progress_bar` start no thread (tqdm's monitor), so they leave a
+pool free to fork.
 """
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import re
 import sys
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from functools import partial
+from functools import cache, partial
 from itertools import chain, islice
 from multiprocessing import forkserver
 from multiprocessing.reduction import ForkingPickler
@@ -33,10 +40,11 @@ from typing import Any
 
 import msgspec
 
+from toolkit.forking import may_fork
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
 from toolkit.histories.reading.dialects import RawHistory
 
-__all__ = ["decode_chunks", "resolve_workers", "run_chunks", "start_early"]
+__all__ = ["decode_chunks", "progress_bar", "resolve_workers", "run_chunks", "start_early"]
 
 #: What the worker processes' server imports once, before it forks any worker.
 _PRELOAD = ["toolkit.histories.reading.batch", "toolkit.datasets.writer", "toolkit.agents.budget"]
@@ -80,6 +88,9 @@ def run_chunks(
             yield function(chunk, *args)
         return
     queued = chain(first, queued)
+    if may_fork():
+        yield from _forked(function, queued, args, count)
+        return
     here = next(queued)
     watch = (os.getpid(), _PARENT_POLL_SECONDS)
     pool = ProcessPoolExecutor(
@@ -104,6 +115,50 @@ def run_chunks(
             yield result
     finally:
         feeder.close()
+
+
+def _forked(
+    function: Callable[..., Any], queued: Iterator[Any], args: tuple[Any, ...], count: int
+) -> Iterator[Any]:
+    """:func:`run_chunks` by workers forked from this process
+    (:func:`toolkit.forking.may_fork`)."""
+    watch = (os.getpid(), _PARENT_POLL_SECONDS)
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(
+        count, mp_context=context, initializer=_end_with_parent, initargs=watch
+    ) as pool:
+        # The first submission forks every worker (before the pool's own threads start). Frozen,
+        # the objects they inherit stay out of their collections, whose marks would copy pages.
+        gc.freeze()
+        try:
+            with warnings.catch_warnings():  # Python 3.12+ warns of any native thread: see may_fork
+                warnings.filterwarnings("ignore", _FORK_WARNING, DeprecationWarning)
+                pending = deque([pool.submit(function, next(queued), *args)])
+        finally:
+            gc.unfreeze()
+        pending.extend(pool.submit(function, chunk, *args) for chunk in islice(queued, count))
+        while pending:
+            result = pending.popleft().result()
+            pending.extend(pool.submit(function, chunk, *args) for chunk in islice(queued, 1))
+            yield result
+
+
+#: What Python 3.12+ says of a fork in a process with native threads (its libraries' pools).
+_FORK_WARNING = r".*use of fork\(\) may lead to deadlocks in the child"
+
+
+def progress_bar(**options: Any) -> Any:
+    """A ``tqdm.auto`` bar (``options`` as tqdm takes them) that starts no monitor thread, so
+    that a pool may still fork its workers (:func:`toolkit.forking.may_fork`). The monitor
+    only redraws bars that stall between many tiny updates; these move a batch at a time."""
+    from tqdm.auto import tqdm  # (a twentieth of a second; pool workers never show a bar)
+
+    return _without_monitor(tqdm)(**options)
+
+
+@cache
+def _without_monitor(bar: type) -> type:
+    return type(bar.__name__, (bar,), {"monitor_interval": 0})
 
 
 #: At most this many chunks run here wait for their turn (each holds its result).
@@ -267,7 +322,7 @@ def start_early(workers: int | None) -> None:
     """Start the server that forks the workers now, if a pool of ``workers`` may run here: it
     imports the toolkit (a second or two) while the caller still finds and hashes its files,
     instead of after. Unused, it only ends with the interpreter."""
-    if resolve_workers(workers) > 1 and _main_can_be_imported():
+    if resolve_workers(workers) > 1 and _main_can_be_imported() and not may_fork():
         _context()
         forkserver.ensure_running()
 
