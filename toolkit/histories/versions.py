@@ -231,8 +231,9 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
     takes to find every part (usually the first). ``sdk_of_build`` maps build ids to the SDK
     a task of that build stated, across runs; it is filled in as tasks are read."""
     parts: list[Any] = [None] * 5
-    for attributes in completed:
-        found = label_parts(attributes)
+    texts = _event_texts(completed)
+    for attributes, text in zip(completed, texts, strict=True):
+        found = label_parts(attributes, text)
         build, sdk_name = found[1], found[2]
         if build and sdk_name and build not in sdk_of_build:
             sdk_of_build[build] = f"{sdk_name} {found[3]}" if found[3] else str(sdk_name)
@@ -246,13 +247,27 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
     return _compose(dict(zip(_PART_NAMES, parts, strict=True)), sdk_of_build)
 
 
-def label_parts(attributes: Any) -> tuple[Any, Any, Any, Any, Any]:
+def _event_texts(completed: list[Any]) -> list[Any]:
+    """The raw JSON of each of a run's completed tasks, split off their document together
+    (:meth:`~toolkit.histories.reading.dialects.RawHistory.json_event_texts`: one scan of its
+    first events, not a lookup per task), or None each where they are not raw JSON of one
+    history."""
+    history = getattr(completed[0], "_history", None) if completed else None
+    if history is None or not hasattr(history, "json_event_texts") or not all(
+            type(a) is LazyAttributes and a._history is history for a in completed):  # fmt: skip
+        return [None] * len(completed)
+    return history.json_event_texts([a._index for a in completed])
+
+
+def label_parts(attributes: Any, text: Any = None) -> tuple[Any, Any, Any, Any, Any]:
     """``(deployment, build_id, sdk_name, sdk_version, binary_checksum)`` of a workflow
     task's attributes (None where it has none). A raw JSON completed task's are decoded off
-    its text, only the fields a label reads; anything else is read as a mapping."""
+    its text (``text``, where the caller has it), only the fields a label reads; anything else
+    is read as a mapping."""
     if type(attributes) is LazyAttributes and attributes._key == _LABEL_KEY:
         try:
-            found = _completed_task.decode(attributes.raw).workflowTaskCompletedEventAttributes
+            raw = attributes.raw if text is None else text
+            found = _completed_task.decode(raw).workflowTaskCompletedEventAttributes
         except msgspec.MsgspecError:
             found = False  # a shape only the generic decoding reads (or reports)
         if found is None:
