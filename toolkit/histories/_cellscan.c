@@ -14,6 +14,8 @@
  *   its data string's start, its end before any "=" padding, and its end (all -1 without data).
  *   A cell of another shape (or not a buffer) has -1 as its first encoding, None -2.
  *   encodings: the distinct encodings' base64 texts (bytes), in the order first met.
+ *   payload_spans(cells, groups, True) reads each cell's raw text as payload_cells._cell_raw
+ *   finds it (the lazy cells of an events frame, no list of their raws made first).
  *   groups (int64, one per cell): the run whose model input a cell is (-1: none), each run's
  *   inputs in order; shares, int64 [3][groups]: each run's resent() over its inputs' one
  *   json/plain text, found while each input is scanned (its bytes read from memory once), and
@@ -606,12 +608,40 @@ static int shares_add(Shares *g, Py_ssize_t group, Py_buffer *view, const Py_ssi
     return 0;
 }
 
+/* What a payload cell decodes from, as payload_cells._cell_raw finds it: its `_raw` (proto-JSON
+ * bytes), the cell itself where it looks its field up in parsed events (`_events`: a protobuf
+ * message, no buffer), None for anything else. A new reference, NULL on an error. */
+static PyObject *cell_raw(PyObject *cell) {
+    static PyObject *raw_name = NULL, *events_name = NULL;
+    if (raw_name == NULL && (raw_name = PyUnicode_InternFromString("_raw")) == NULL) return NULL;
+    if (events_name == NULL && (events_name = PyUnicode_InternFromString("_events")) == NULL)
+        return NULL;
+    PyObject *found[2] = {NULL, NULL};
+    PyObject *names[2] = {raw_name, events_name};
+    for (int k = 0; k < 2; k++) {
+        found[k] = PyObject_GetAttr(cell, names[k]);
+        if (found[k] == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+            PyErr_Clear();  /* getattr(cell, name, None) */
+        }
+        if (found[k] != NULL && found[k] != Py_None) break;
+        Py_CLEAR(found[k]);
+    }
+    if (found[0] != NULL) return found[0];
+    if (found[1] != NULL) {
+        Py_DECREF(found[1]);
+        return Py_NewRef(cell);
+    }
+    return Py_NewRef(Py_None);
+}
+
 /* payload_spans(cells[, groups]): with groups (int64, one per cell, -1 for a cell of none),
  * also the groups' re-sent shares (Shares), read as each input is scanned: its bytes are read
  * from memory once for both. */
 static PyObject *payload_spans(PyObject *self, PyObject *args) {
     PyObject *cells, *group_arg = Py_None;
-    if (!PyArg_ParseTuple(args, "O!|O", &PyList_Type, &cells, &group_arg)) return NULL;
+    int lazy = 0;
+    if (!PyArg_ParseTuple(args, "O!|Op", &PyList_Type, &cells, &group_arg, &lazy)) return NULL;
     Py_ssize_t count = PyList_GET_SIZE(cells);
     Py_buffer group_view = {0};
     Shares g = {0};
@@ -637,13 +667,21 @@ static PyObject *payload_spans(PyObject *self, PyObject *args) {
     if (spans == NULL || names == NULL) goto fail;
     int64_t *out = (int64_t *)PyByteArray_AS_STRING(spans);
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *cell = PyList_GET_ITEM(cells, i);
+        PyObject *cell = PyList_GET_ITEM(cells, i), *owned = NULL;
+        if (lazy && cell != Py_None) {  /* a cell: what it decodes from */
+            if ((owned = cell_raw(cell)) == NULL) goto fail;
+            cell = owned;
+        }
         Py_ssize_t found[10];
         int64_t row[8] = {cell == Py_None ? -2 : -1, -1, -1, -1, -1, -1, -1, -1};
         Py_ssize_t group = g.groups != NULL ? g.groups[i] : -1;
         if (cell != Py_None && PyObject_CheckBuffer(cell)) {
             Py_buffer view;
-            if (PyObject_GetBuffer(cell, &view, PyBUF_SIMPLE) < 0) goto fail;
+            if (PyObject_GetBuffer(cell, &view, PyBUF_SIMPLE) < 0) {
+                Py_XDECREF(owned);
+                goto fail;
+            }
+            Py_XDECREF(owned); /* the view holds the buffer's owner from here on */
             int shaped = one_cell((const unsigned char *)view.buf, view.len, found);
             if (shaped) {
                 for (int k = 0; k < 2; k++) {
@@ -664,8 +702,9 @@ static PyObject *payload_spans(PyObject *self, PyObject *args) {
             } else {
                 PyBuffer_Release(&view);
             }
-        } else if (group >= 0) {
-            shares_add(&g, group, NULL, NULL); /* an input that is no buffer: the pure path */
+        } else {
+            Py_XDECREF(owned);
+            if (group >= 0) shares_add(&g, group, NULL, NULL); /* no buffer: the pure path */
         }
         for (int k = 0; k < 8; k++) out[k * count + i] = row[k];
     }

@@ -174,8 +174,7 @@ def measure_payload_cells(cells: list[Any], groups: np.ndarray | None = None
     texts = PayloadTexts()
     rest: Any = range(len(cells))
     if _cellscan is not None and len(cells):
-        raws = [None if cell is None else _cell_raw(cell) for cell in cells]
-        rest = _spans_measured(raws, sizes, inexact, texts, groups).tolist()
+        rest = _spans_measured(cells, sizes, inexact, texts, groups).tolist()
     for index in rest:
         cell = cells[index]
         if cell is None:
@@ -204,7 +203,8 @@ class PayloadTexts:
         if index in self.made:
             return self.made[index]
         if index < len(self.start) and self.start[index] >= 0:
-            return memoryview(self.raws[index])[self.start[index] : self.end[index]], True
+            raw = _cell_raw(self.raws[index])  # a cell with a text: a lazy one
+            return memoryview(raw)[self.start[index] : self.end[index]], True
         return None
 
 
@@ -214,16 +214,19 @@ except ImportError:  # pragma: no cover - depends on the install
     _cellscan = None
 
 
-def _spans_measured(raws: list[Any], sizes: np.ndarray, inexact: np.ndarray, texts: PayloadTexts,
+def _spans_measured(cells: list[Any], sizes: np.ndarray, inexact: np.ndarray,
+                    texts: PayloadTexts,
                     groups: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
-    """Fill in the cells of the common shapes from their payloads' spans (read in C); the
-    positions of the others (empty cells aside): other shapes, metadata an exporter decoded."""
+    """Fill in the cells of the common shapes from their payloads' spans (read in C, each cell's
+    raw text found there as :func:`_cell_raw` finds it); the positions of the others (empty
+    cells aside): other shapes, metadata an exporter decoded."""
     if groups is None:
-        spans, names = _cellscan.payload_spans(raws)
+        spans, names = _cellscan.payload_spans(cells, None, True)
     else:
         spans, names, shares = _cellscan.payload_spans(
-            raws, np.ascontiguousarray(groups, dtype=np.int64))  # fmt: skip
+            cells, np.ascontiguousarray(groups, dtype=np.int64), True)  # fmt: skip
         texts.shares = np.frombuffer(shares, np.int64).reshape(3, -1)
+    raws = cells  # PayloadTexts finds a cell's raw text when its text is asked for
     first, start1, padded1, end1, second, start2, padded2, end2 = np.frombuffer(
         spans, np.int64).reshape(8, len(raws))  # fmt: skip
     shape = first
