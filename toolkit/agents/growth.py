@@ -92,6 +92,8 @@ class RunSizes:
         frame has no such column; read off the frame's list, without the run's slice."""
         if column not in self.columns:
             return default
+        if position == 0 or position == -1:  # a run's first or last event: read for all runs
+            return self.columns.edges(column, position)[self._run]
         start = self.start if position >= 0 else self.start + len(self)
         return self.columns.frame_list(column)[start + position]
 
@@ -201,7 +203,7 @@ def runs_of(
         new_run = (codes[1:] != codes[:-1]) | (history[1:] != history[:-1])
         bounds = [0, *(np.flatnonzero(new_run) + 1).tolist(), len(frame)]
     starts, ends = np.array(bounds[:-1]), np.array(bounds[1:])
-    lists = _FrameLists(frame, present)
+    lists = _FrameLists(frame, present, starts, ends)
     event_type = EventTypes(frame["event_type"].to_numpy(dtype=object))
     types = _scheduled_types(frame, event_type, starts, ends)
     source = lists["source"] if "source" in present else None
@@ -216,10 +218,25 @@ def runs_of(
 class _FrameLists(dict[str, list[Any]]):
     """The frame's columns as lists, each made when first asked for."""
 
-    def __init__(self, frame: pd.DataFrame, present: list[str]) -> None:
+    def __init__(self, frame: pd.DataFrame, present: list[str], starts: np.ndarray,
+                 ends: np.ndarray) -> None:  # fmt: skip
         super().__init__()
         self.frame, self.present = frame, present
         self.names = frozenset(present)
+        self.starts, self.ends = starts, ends
+        self._edges: dict[tuple[str, int], list[Any]] = {}
+
+    def edges(self, column: str, position: int) -> list[Any]:
+        """Each run's first (``position`` 0) or last (-1) value of ``column``, as the column's
+        list holds them."""
+        found = self._edges.get((column, position))
+        if found is None:
+            at = self.starts if position == 0 else self.ends - 1
+            made = dict.get(self, column)  # the whole column's list, where made already
+            found = ([made[i] for i in at.tolist()] if made is not None else
+                     self.frame[column].iloc[at].tolist())  # fmt: skip
+            self._edges[column, position] = found
+        return found
 
     def __missing__(self, column: str) -> list[Any]:
         if column not in self.names:
@@ -247,6 +264,10 @@ class _RunColumns(Mapping[str, list[Any]]):
     def frame_list(self, column: str) -> list[Any]:
         """The whole frame's ``column`` as a list."""
         return self._lists[column]
+
+    def edges(self, column: str, position: int) -> list[Any]:
+        """:meth:`_FrameLists.edges`: each run's first or last value of ``column``."""
+        return self._lists.edges(column, position)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._lists.present)
