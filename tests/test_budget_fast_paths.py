@@ -239,3 +239,36 @@ def test_budget_labels_read_off_the_first_tasks_equal_version_labels(corpus: Pat
         assert both["label"].tolist() == both["label_all"].tolist()
         compared += len(both)
     assert compared > 300
+
+
+@pytest.mark.parametrize("later", [
+    {"workerVersion": {"buildId": "b1"}},
+    {"workerVersion": {"buildId": "b1"}, "deploymentVersion": {"deploymentName": "d",
+                                                               "buildId": "b1"}},
+    {"workerVersion": {"buildId": "b2"}, "sdkMetadata": {"sdkName": "temporal-go"}},
+    {"binaryChecksum": "c1"},
+    {"sdkMetadata": {"sdkVersion": "1.2.3"}},
+    {"workerDeploymentVersion": "d.\\u0031"},
+])  # fmt: skip
+def test_run_labels_skipping_tasks_with_nothing_to_add_equal_reading_every_task(later) -> None:
+    """run_label leaves undecoded a later task whose text holds no field a label could still
+    take (a missing part, a build's SDK): the label and the builds' SDKs are those of reading
+    every task."""
+    from toolkit.histories import versions
+
+    first = {"workerVersion": {"buildId": "b1"}, "sdkMetadata": {"sdkName": "temporal-python"}}
+    events = [{"eventId": str(k + 1), "eventType": "EVENT_TYPE_WORKFLOW_TASK_COMPLETED",
+               "workflowTaskCompletedEventAttributes": {"scheduledEventId": "1", **fields}}
+              for k, fields in enumerate([first, {"workerVersion": {"buildId": "b1"}}, later])]
+    text = json.dumps({"events": events}).replace("\\\\u", "\\u").encode()
+    cells = list(tk.read_history(text)["attributes"])
+    skipped: dict[str, str] = {}
+    found = versions.run_label(cells, skipped)
+    original = versions._may_add
+    versions._may_add = lambda text, parts: True
+    try:
+        every: dict[str, str] = {}
+        assert versions.run_label(list(tk.read_history(text)["attributes"]), every) == found
+    finally:
+        versions._may_add = original
+    assert skipped == every

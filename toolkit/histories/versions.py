@@ -233,6 +233,8 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
     parts: list[Any] = [None] * 5
     texts = _event_texts(completed)
     for attributes, text in zip(completed, texts, strict=True):
+        if text is not None and not _may_add(text, parts):
+            continue  # a later task with nothing a label could still take from it
         found = label_parts(attributes, text)
         build, sdk_name = found[1], found[2]
         if build and sdk_name and build not in sdk_of_build:
@@ -245,6 +247,21 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
     if not completed:
         return "unknown", "none"
     return _compose(dict(zip(_PART_NAMES, parts, strict=True)), sdk_of_build)
+
+
+#: The text of each label part's fields in a task's JSON (any of them, where several).
+_PART_KEYS = (b"eployment", b"buildId", b"sdkName", b"sdkVersion", b"binaryChecksum")
+
+
+def _may_add(text: bytes, parts: list[Any]) -> bool:
+    """Whether a completed task's raw JSON may give a label something the tasks before it did
+    not: a part still missing, or a build's SDK (a task stating its SDK: ``sdkName``). A field
+    absent from the text (none written with escapes) gives nothing, so such a task is not
+    decoded."""
+    if b"\\" in text or b"sdkName" in text:
+        return True
+    return any(value is None and key in text for key, value in zip(_PART_KEYS, parts,
+                                                                   strict=True))  # fmt: skip
 
 
 def _event_texts(completed: list[Any]) -> list[Any]:
