@@ -324,3 +324,36 @@ def test_budgets_with_shares_read_while_scanning_equal_shares_read_per_run(corpu
         frame_sizes._run_shares = original
     pd.testing.assert_frame_equal(scanned, apart)
     assert sum(share is not None for share in found[0]) > 100
+
+
+@compiled
+def test_b64_decode_of_every_byte_at_every_position_equals_binascii() -> None:
+    """The decoder's vector blocks (32 digits at a time, where the CPU has AVX2) and its scalar
+    tail agree with binascii's strict decoding whatever byte stands anywhere in the text."""
+    rng = random.Random(7)
+    text = base64.b64encode(bytes(rng.randrange(256) for _ in range(150)))  # 200 digits
+    for position in range(len(text)):
+        for value in range(256):
+            damaged = text[:position] + bytes([value]) + text[position + 1 :]
+            try:
+                expected = binascii.a2b_base64(damaged, strict_mode=True)
+            except binascii.Error:
+                expected = None
+            assert payload_cells._cellscan.b64_decode(damaged) == expected, (position, value)
+
+
+@compiled
+def test_vector_and_scalar_base64_give_the_same_budgets() -> None:
+    """TOOLKIT_NO_AVX2 turns the vector decoder off: the budget (whose re-sent share decodes
+    the inputs' tails) is the same either way."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import sys, toolkit as tk; b = tk.history_budget(sys.argv[1]); "
+              "print(b[['run_id', 'resent_bytes', 'history_bytes']].to_json())")  # fmt: skip
+    plain = {k: v for k, v in os.environ.items() if k != "TOOLKIT_NO_AVX2"}
+    found = [subprocess.run([sys.executable, "-c", script, str(ROOT / "data" / "history_budget")],
+                            capture_output=True, text=True, check=True, env=env).stdout
+             for env in (plain, {**plain, "TOOLKIT_NO_AVX2": "1"})]  # fmt: skip
+    assert found[0] == found[1] and '"resent_bytes"' in found[0]

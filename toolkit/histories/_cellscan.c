@@ -36,7 +36,8 @@
  * last_spans(buf, end, count) -> (spans, done)
  *   The same for the last `count` elements, read backwards from the array's closing "]".
  *
- * b64_decode(text) -> bytes | None
+ * b64_decode(text) -> bytes | None  (32 digits at a time with AVX2 where the CPU has it;
+ *   TOOLKIT_NO_AVX2=1 in the environment keeps the scalar loop)
  *   The bytes of base64 text made of whole quanta of base64 digits, "=" padding at its end only;
  *   None for any other text (binascii.a2b_base64, which skips other characters, decodes it).
  */
@@ -45,6 +46,7 @@
 #define _GNU_SOURCE /* memrchr */
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -149,6 +151,55 @@ static void b64_table(void) {
     B64['='] = 64;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+static int use_avx2 = 0; /* set at import where the CPU has AVX2 */
+
+/* Whole blocks of 32 base64 digits decoded 24 bytes at a time with AVX2 (the digits validated
+ * and translated by nibble lookups, then packed by multiply-adds and shuffles); stops at the
+ * first block holding anything but the 64 digits, and leaves at least 12 digits after the last
+ * block (each store writes 32 bytes). Returns the digits decoded; the scalar loop goes on. */
+__attribute__((target("avx2"))) static Py_ssize_t b64_blocks_avx2(const unsigned char *s,
+                                                                  Py_ssize_t full,
+                                                                  unsigned char *out) {
+    const __m256i lut_lo = _mm256_setr_epi8(
+        0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B,
+        0x1A, 0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B,
+        0x1B, 0x1A);
+    const __m256i lut_hi = _mm256_setr_epi8(
+        0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
+        0x10, 0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
+        0x10, 0x10);
+    const __m256i lut_roll = _mm256_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0,
+                                              0, 0, 0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0,
+                                              0, 0, 0, 0);
+    const __m256i mask_2f = _mm256_set1_epi8(0x2f);
+    const __m256i pack_pairs = _mm256_set1_epi32(0x01400140);
+    const __m256i pack_quads = _mm256_set1_epi32(0x00011000);
+    const __m256i order = _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1,
+                                           2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7);
+    Py_ssize_t at = 0;
+    for (; at + 32 + 12 <= full; at += 32, out += 24) {
+        __m256i text = _mm256_loadu_si256((const __m256i *)(s + at));
+        __m256i hi_nibbles = _mm256_and_si256(_mm256_srli_epi32(text, 4), mask_2f);
+        __m256i lo_nibbles = _mm256_and_si256(text, mask_2f);
+        __m256i lo = _mm256_shuffle_epi8(lut_lo, lo_nibbles);
+        __m256i hi = _mm256_shuffle_epi8(lut_hi, hi_nibbles);
+        if (!_mm256_testz_si256(lo, hi)) break; /* not a digit: the scalar loop says so */
+        __m256i slash = _mm256_cmpeq_epi8(text, mask_2f);
+        __m256i roll = _mm256_shuffle_epi8(lut_roll, _mm256_add_epi8(slash, hi_nibbles));
+        __m256i values = _mm256_add_epi8(text, roll);
+        __m256i pairs = _mm256_maddubs_epi16(values, pack_pairs);
+        __m256i quads = _mm256_madd_epi16(pairs, pack_quads);
+        __m256i bytes = _mm256_shuffle_epi8(quads, order);
+        _mm256_storeu_si256((__m256i *)out, _mm256_permutevar8x32_epi32(bytes, lanes));
+    }
+    return at;
+}
+#endif
+
 /* Decodes base64 `s` (n bytes, a multiple of 4, digits with "=" padding at its end only) into
  * `out` (room for n / 4 * 3 bytes); the decoded length, or -1 for any other text. */
 static Py_ssize_t b64_into(const unsigned char *s, Py_ssize_t n, unsigned char *out) {
@@ -157,7 +208,14 @@ static Py_ssize_t b64_into(const unsigned char *s, Py_ssize_t n, unsigned char *
     if (n && s[n - 1] == '=') pad = (n >= 2 && s[n - 2] == '=') ? 2 : 1;
     Py_ssize_t full = pad ? n - 4 : n;
     unsigned char *o = out;
-    for (Py_ssize_t i = 0; i < full; i += 4, o += 3) {
+    Py_ssize_t start = 0;
+#ifdef HAVE_AVX2_PATH
+    if (use_avx2 && full >= 64) {
+        start = b64_blocks_avx2(s, full, out);
+        o += start / 4 * 3;
+    }
+#endif
+    for (Py_ssize_t i = start; i < full; i += 4, o += 3) {
         uint32_t v = B64_AT[0][s[i]] | B64_AT[1][s[i + 1]] | B64_AT[2][s[i + 2]]
                      | B64_AT[3][s[i + 3]];
         if (v & BAD) return -1;  /* not a digit (or "=" before the last quantum) */
@@ -746,5 +804,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cellscan", NULL, -1
 
 PyMODINIT_FUNC PyInit__cellscan(void) {
     b64_table();
+#ifdef HAVE_AVX2_PATH
+    __builtin_cpu_init();
+    use_avx2 = __builtin_cpu_supports("avx2") && getenv("TOOLKIT_NO_AVX2") == NULL;
+#endif
     return PyModule_Create(&module);
 }
