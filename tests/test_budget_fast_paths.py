@@ -272,3 +272,59 @@ def test_run_labels_skipping_tasks_with_nothing_to_add_equal_reading_every_task(
     finally:
         versions._may_add = original
     assert skipped == every
+
+
+def _totals_one_run_at_a_time(sizes, running):  # the loop the arrays replaced
+    import numpy as np
+
+    whole = np.concatenate([[0], np.cumsum(sizes.measured_sizes)])
+    out = np.full(len(sizes.starts), -1, np.int64)
+    for run in range(len(sizes.starts)):
+        last = int(sizes._last_point[run])
+        if last < 0:
+            out[run] = whole[sizes.ends[run]] - whole[sizes.starts[run]]
+            continue
+        start, base = int(sizes.points[last]), int(sizes.point_bytes[last])
+        if last >= 1 and sizes.run_of[sizes.points[last - 1]] == run:
+            p0, s0 = int(sizes.points[last - 1]), int(sizes.point_bytes[last - 1])
+            away = np.abs(s0 + running[p0 : start + 1] - running[p0] - base)
+            boundary = int(away.argmin())
+            if away[boundary] <= 32 and p0 + boundary < start:
+                start = p0 + boundary
+        out[run] = base + running[sizes.ends[run]] - running[start]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_run_totals_as_arrays_equal_the_loop_over_runs(seed: int) -> None:
+    """Each history's size from its last recorded checkpoint (moved back to where the one
+    before it agrees within a few bytes) is, for every run at once, what the loop over runs
+    gave: checkpoints none, one or many, sizes that agree, nearly agree, or do not."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from toolkit.agents.frame_sizes import _EventSizes
+
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 40, size=300)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    ends = starts + lengths
+    run_of = np.repeat(np.arange(len(lengths)), lengths)
+    event_sizes = rng.integers(50, 400, size=int(lengths.sum()))
+    running = np.concatenate([[0], np.cumsum(event_sizes)])
+    points, point_bytes, last = [], [], np.full(len(lengths), -1)
+    for run, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        for at in sorted(rng.choice(np.arange(start, end), size=min(rng.integers(0, 4),
+                                                                    end - start), replace=False)):
+            # the server's size there: the events before it, now and then a few bytes off
+            size = int(running[at] - running[start]) + int(rng.choice([0, 0, 5, -20, 300]))
+            points.append(int(at))
+            point_bytes.append(size)
+            last[run] = len(points) - 1
+    sizes = SimpleNamespace(
+        starts=starts, ends=ends, run_of=run_of, measured_sizes=event_sizes,
+        points=np.array(points, np.int64), point_bytes=np.array(point_bytes, np.int64),
+        _last_point=last, run_total=np.full(len(lengths), -1, np.int64))  # fmt: skip
+    _EventSizes._totals(sizes, running)  # type: ignore[arg-type]
+    assert sizes.run_total.tolist() == _totals_one_run_at_a_time(sizes, running).tolist()

@@ -460,21 +460,35 @@ class _EventSizes:
     def _totals(self, running: np.ndarray) -> None:
         """Each run's size: its last checkpoint plus the events after it, the checkpoint first
         checked against the one before it (a workflow task the server started in the same write
-        as the events before it records the size before them)."""
+        as the events before it records the size before them). Whole numbers throughout: every
+        run at once, as arrays."""
         whole = np.concatenate([[0], np.cumsum(self.measured_sizes)])
-        for run in range(len(self.starts)):
-            last = int(self._last_point[run])
-            if last < 0:
-                self.run_total[run] = whole[self.ends[run]] - whole[self.starts[run]]
-                continue
-            start, base = int(self.points[last]), int(self.point_bytes[last])
-            if last >= 1 and self.run_of[self.points[last - 1]] == run:
-                p0, s0 = int(self.points[last - 1]), int(self.point_bytes[last - 1])
-                away = np.abs(s0 + running[p0 : start + 1] - running[p0] - base)
-                boundary = int(away.argmin())
-                if away[boundary] <= _SLACK and p0 + boundary < start:
-                    start = p0 + boundary
-            self.run_total[run] = base + running[self.ends[run]] - running[start]
+        last = self._last_point
+        none = last < 0
+        self.run_total[none] = whole[self.ends[none]] - whole[self.starts[none]]
+        runs = np.flatnonzero(~none)
+        if not len(runs):
+            return
+        at = last[runs]
+        start, base = self.points[at].copy(), self.point_bytes[at]
+        before = np.maximum(at - 1, 0)
+        paired = (at >= 1) & (self.run_of[self.points[before]] == runs)
+        if paired.any():
+            p0, s0 = self.points[before][paired], self.point_bytes[before][paired]
+            stop, mine = start[paired], base[paired]
+            lengths = stop + 1 - p0  # each run's stretch p0..start, both included
+            where = _ranges(p0, lengths)
+            segment = np.repeat(np.arange(len(p0)), lengths)
+            away = np.abs(s0[segment] + running[where] - running[p0][segment] - mine[segment])
+            offsets = np.cumsum(lengths) - lengths
+            least = np.minimum.reduceat(away, offsets)
+            # The first position of each stretch as close as its closest (argmin's choice).
+            hits = np.flatnonzero(away == least[segment])
+            _, first = np.unique(segment[hits], return_index=True)
+            boundary = where[hits[first]] - p0
+            moved = (least <= _SLACK) & (p0 + boundary < stop)
+            start[np.flatnonzero(paired)[moved]] = (p0 + boundary)[moved]
+        self.run_total[runs] = base + running[self.ends[runs]] - running[start]
 
     def _kinds(self, positions: np.ndarray) -> np.ndarray:
         """A code per event for its kind (workflow type, event type and activity type), at
