@@ -415,7 +415,9 @@ class _EventSizes:
         start, stop, owner, phase = start[order], stop[order], owner[order], phase[order]
         lengths = np.maximum(stop - start, 0)
         looked = _ranges(start, lengths)
-        every = np.unique(looked)
+        seen_at = np.zeros(len(self.run_of), bool)  # np.unique's sorted positions, by a mask
+        seen_at[looked] = True
+        every = np.flatnonzero(seen_at)
         kinds = self._kinds(every)
         failure = self._failures()
         # A binary history's events are all protobuf messages: one look per run.

@@ -232,8 +232,8 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
     a task of that build stated, across runs; it is filled in as tasks are read."""
     parts: list[Any] = [None] * 5
     texts = _event_texts(completed)
-    for attributes, text in zip(completed, texts, strict=True):
-        if text is not None and not _may_add(text, parts):
+    for k, (attributes, text) in enumerate(zip(completed, texts, strict=True)):
+        if k and text is not None and not _may_add(text, parts):
             continue  # a later task with nothing a label could still take from it
         found = label_parts(attributes, text)
         build, sdk_name = found[1], found[2]
@@ -260,8 +260,10 @@ def _may_add(text: bytes, parts: list[Any]) -> bool:
     decoded."""
     if b"\\" in text or b"sdkName" in text:
         return True
-    return any(value is None and key in text for key, value in zip(_PART_KEYS, parts,
-                                                                   strict=True))  # fmt: skip
+    for key, value in zip(_PART_KEYS, parts, strict=True):  # noqa: SIM110 (a loop: faster)
+        if value is None and key in text:
+            return True
+    return False
 
 
 def _event_texts(completed: list[Any]) -> list[Any]:
