@@ -14,6 +14,7 @@ from toolkit.agents.forecast import (
     HORIZON,
     Forecast,
     Growth,
+    _seen_over,  # unchanged by the column-wise forecast: shared
 )
 
 
@@ -71,24 +72,6 @@ def _quadratic(growth: Growth, limits: dict[str, int], name: str, base: float, i
     if name == "payload_bytes":
         return 0.0, g, base + g * (n - 1) - limits[name]
     return _quadratics(growth, limits, base, increment, other)[name]
-
-
-def _seen_over(growth: Growth, limits: dict[str, int]) -> dict[str, int | None]:
-    """Per limit, the calls completed before the first call seen over it (None: none was)."""
-    history, events, inputs = growth._observed
-    # Sizes and counts are whole numbers: ``v + extra > limit`` is ``v > limit - extra``, and a
-    # series whose largest value is within the limit (most) is not looked through.
-    series = (("history_bytes", history, 0), ("history_events", events, COMPLETION_EVENTS),
-              ("payload_bytes", inputs, 0), ("task_completion_bytes", inputs, 512))  # fmt: skip
-    out: dict[str, int | None] = {}
-    for name, observed, extra in series:
-        if not growth.inputs_known and name in _INPUT_LIMITS:
-            out[name] = None
-            continue
-        limit = limits[name] - extra
-        out[name] = (None if not observed or max(observed) <= limit else
-                     next(k for k, v in enumerate(observed) if v > limit))  # fmt: skip
-    return out
 
 
 def forecast_limits(growth: Growth, limits: dict[str, int]) -> Forecast:
