@@ -116,6 +116,22 @@ def _is_text_column(values: np.ndarray) -> bool:
     return pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty")
 
 
+def _text_array(values: np.ndarray) -> pa.Array | None:
+    """``values`` as an Arrow string array when pyarrow's own inference finds only text (and
+    nulls: None, NaN, NA) in them; None for anything else, left to :func:`_is_text_column` and
+    the general conversion. One pass over the values, not pandas' inference and then
+    pyarrow's conversion: text columns are most of a dataset's columns."""
+    if len(values) and values[0] is not None and type(values[0]) is not str:
+        return None  # dicts, lists, lazy cells ...: no inferring a struct to throw away
+    try:
+        array = pa.array(values, from_pandas=True)
+    except Exception:  # whatever pyarrow refuses, the general path decides
+        return None
+    if array.type == pa.null():  # no value but nulls: pandas' "empty", all-null text
+        return array.cast(pa.string())
+    return array if array.type == pa.string() else None
+
+
 def _column(series: pd.Series, kind: str | None, memo: dict[int, Piece] | None = None) -> pa.Array:
     """One pandas column as an Arrow array of the documented type (``kind`` forces one)."""
     dtype = series.dtype
@@ -132,6 +148,9 @@ def _column(series: pd.Series, kind: str | None, memo: dict[int, Piece] | None =
         return pa.array(series.dt.total_seconds(), pa.float64(), from_pandas=True)
     if dtype is np.dtype(object):
         values = series.to_numpy(dtype=object)
+        text = _text_array(values)
+        if text is not None:
+            return text
         if _is_text_column(values):
             return pa.array(values, pa.string(), from_pandas=True)
         if kind in ("object", "str"):  # a text column with a stray value: that value as JSON
