@@ -336,7 +336,9 @@ def _masked(values: Any, dtype: str) -> Any:
     cells = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
     if cells.dtype != object or not set(map(type, cells)) <= {plain, *_MISSING_TYPES}:
         return None
-    missing = np.fromiter(map(_MISSING_TYPES.__contains__, map(type, cells)), bool, len(cells))
+    # Every cell an int or None / NA (checked above): pandas' C test of missing markers finds
+    # exactly those, without a Python call per cell.
+    missing = pd.isna(cells)
     present = cells.copy()
     present[missing] = 0 if plain is int else False
     try:
