@@ -328,3 +328,21 @@ def test_run_totals_as_arrays_equal_the_loop_over_runs(seed: int) -> None:
         _last_point=last, run_total=np.full(len(lengths), -1, np.int64))  # fmt: skip
     _EventSizes._totals(sizes, running)  # type: ignore[arg-type]
     assert sizes.run_total.tolist() == _totals_one_run_at_a_time(sizes, running).tolist()
+
+
+def test_budget_of_files_read_without_extra_cells_equals_the_budget_of_their_frame(corpus) -> None:
+    """A folder's budget reads its files without the events' extra cells (it never looks at
+    them; an event measured whole gets its cell made from its attributes): the rows are those
+    of the folder's events frame read in full, on data/ and the corpus (whose UI downloads hold
+    decoded payloads, measured off rebuilt events)."""
+    from toolkit.histories.columns.lazy import without_extra_cells
+
+    for folder in (ROOT / "data", corpus / "histories"):
+        read = tk.read_histories(folder, progress=False)[0]
+        with without_extra_cells():
+            bare = tk.read_histories(folder, progress=False)[0]
+        assert bare["extra"].isna().sum() > len(bare) // 2
+        pd.testing.assert_frame_equal(tk.history_budget(folder), tk.history_budget(read),
+                                      check_exact=True)  # fmt: skip
+        pd.testing.assert_frame_equal(tk.history_budget(bare), tk.history_budget(read),
+                                      check_exact=True)  # fmt: skip

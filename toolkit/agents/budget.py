@@ -45,6 +45,7 @@ from toolkit.agents.resent import resent_of_run
 from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
+from toolkit.histories.columns.lazy import without_extra_cells
 from toolkit.histories.enums import CLOSE_STATUS
 from toolkit.histories.server_limits import resolve_limits
 from toolkit.histories.size_errors import LIMIT_EVENT_TYPES, first_limit_hit
@@ -160,7 +161,7 @@ def history_budget(
     # Reading and measuring make hundreds of thousands of small objects, none in a cycle:
     # without the collector, which would rescan every live frame at each burst of them (with
     # one frame of 1,000 runs already loaded, more than the whole budget costs).
-    with paused_gc():
+    with paused_gc(), without_extra_cells():  # the budget reads no event's extra cell
         events, errors = as_events(events)
         rows = _rows(events, resolved, roles, fit, None)
     out = _budget_frame(rows)
@@ -323,7 +324,8 @@ def _budget_of_files(
     from toolkit.histories.reading.batch import decode_files
 
     files, samples, builds = chunk
-    events, failures = decode_files(files, False, {})
+    with without_extra_cells():
+        events, failures = decode_files(files, False, {})
     carried = _Carried.of(samples, builds)
     with paused_gc():
         rows = _rows(events_frame(events), resolve_limits(limits), roles, fit, carried)

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from temporalio.api.history.v1 import HistoryEvent
 
-from toolkit.histories.columns.lazy import LazyProto
+from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyProto
 from toolkit.histories.payload_cells import PayloadTexts, framed, measure_payload_cells
 from toolkit.histories.proto_size import NotCanonical, message_size
 from toolkit.histories.write import event_message
@@ -357,7 +357,8 @@ class _EventSizes:
         self.frame, self.event_type, self.run_of = frame, event_type, run_of
         self.samples = samples
         self.starts, self.ends, self.payloads = starts, ends, payloads
-        self.extra = (frame["extra"].to_numpy(dtype=object) if "extra" in frame.columns
+        self.has_extra = "extra" in frame.columns
+        self.extra = (frame["extra"].to_numpy(dtype=object) if self.has_extra
                       else np.full(len(frame), None, dtype=object))  # fmt: skip
         self.points, self.point_bytes, self.loaded = _checkpoints(frame, event_type, run_of,
                                                                   starts)  # fmt: skip
@@ -539,6 +540,9 @@ class _EventSizes:
         extra = self.extra[position]
         if isinstance(extra, LazyProto):
             return framed(extra.message.ByteSize()), True
+        made = extra is None and self.has_extra  # read without its extra cell: made here
+        if made:
+            extra = self._extra_of(position)
         raw = getattr(extra, "raw", None)
         if raw is not None:
             try:
@@ -547,7 +551,17 @@ class _EventSizes:
             except NotCanonical:
                 pass
         row = self.frame.iloc[position].to_dict()
+        if made:
+            row["extra"] = extra
         return framed(event_message(row).ByteSize()), False
+
+    def _extra_of(self, position: int) -> Any:
+        """The ``extra`` cell of a raw JSON event read without it (``without_extra_cells``):
+        made from its attributes cell, which holds the same event; None for any other."""
+        attributes = self.frame["attributes"].iat[position] if "attributes" in self.frame else None
+        if type(attributes) is LazyAttributes:
+            return LazyExtra(attributes._history, attributes._index, attributes._key)
+        return None
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
