@@ -39,6 +39,10 @@ FILES_SCHEMA = pa.schema(
 )  # fmt: skip
 
 
+#: How many times :meth:`Manifest.refresh` lists the batches again when one vanished meanwhile.
+_REFRESH_TRIES = 20
+
+
 @dataclass
 class Manifest:
     """What a dataset holds: run key -> (events, last event id), file hashes, batches read."""
@@ -49,18 +53,34 @@ class Manifest:
     batches: set[str] = field(default_factory=set)
 
     def refresh(self) -> None:
-        """Read the batches committed since the last look (all of them if one was dropped)."""
-        committed = committed_batches(self.root)
-        if self.batches - committed:  # a repair dropped a batch: start over
-            self.runs.clear()
-            self.files.clear()
-            self.batches.clear()
-        for batch in sorted(committed - self.batches):
-            folder = batches_dir(self.root) / batch
-            self.remember(pq.read_table(folder / "runs.parquet"))
-            files = pq.read_table(folder / "files.parquet", columns=["file_sha256"])
-            self.files.update(files.column(0).to_pylist())
-            self.batches.add(batch)
+        """Read the batches committed since the last look (all of them if one was dropped).
+
+        A compaction running meanwhile commits the batch that merges others, then removes
+        them: a batch listed here may be gone when its manifest is read. Then the batches are
+        listed again (the merged one holds its runs), a few times at most."""
+        for _ in range(_REFRESH_TRIES):
+            committed = committed_batches(self.root)
+            if self.batches - committed:  # a repair or a compaction dropped a batch: start over
+                self.runs.clear()
+                self.files.clear()
+                self.batches.clear()
+            try:
+                for batch in sorted(committed - self.batches):
+                    self._read_batch(batch)
+                return
+            except FileNotFoundError:
+                if batch in committed_batches(self.root):
+                    raise  # not removed by another writer: something else is wrong
+        raise ToolkitError(f"{self.root}: its batches kept changing while they were read "
+                           f"({_REFRESH_TRIES} tries); try again once the compaction is done")
+
+    def _read_batch(self, batch: str) -> None:
+        folder = batches_dir(self.root) / batch
+        runs = pq.read_table(folder / "runs.parquet")
+        files = pq.read_table(folder / "files.parquet", columns=["file_sha256"])
+        self.remember(runs)  # only once both are read: a batch is taken whole or not at all
+        self.files.update(files.column(0).to_pylist())
+        self.batches.add(batch)
 
     def remember(self, runs: pa.Table) -> None:
         """Add a runs manifest's ``run_key -> (events, last_event_id)``; the first batch naming a
