@@ -388,13 +388,13 @@ def _run_row(
 def _finished(runs: list[_Unfinished], limits: dict[str, int]) -> list[dict[str, Any]]:
     """The rows of ``runs``, their forecasts made together (:func:`forecast_many`)."""
     fitted = [run for run in runs if run.growth is not None]
-    forecasts = dict(zip(map(id, fitted), forecast_many([r.growth for r in fitted], limits),
-                         strict=True))  # fmt: skip
+    forecasts = iter(forecast_many([run.growth for run in fitted], limits))
     later = [run for run in fitted if run.row["continue_as_new_at"] is None]
     for run, at in zip(later, continue_as_new_many([r.growth for r in later], limits),
                        strict=True):  # fmt: skip
         run.row["continue_as_new_at"] = at
-    return [_finish(run, forecasts.get(id(run)), limits) for run in runs]
+    return [_finish(run, next(forecasts) if run.growth is not None else None, limits)
+            for run in runs]  # fmt: skip
 
 
 def _finish(run: _Unfinished, forecast: Forecast | None, limits: dict[str, int]) -> dict[str, Any]:

@@ -208,7 +208,6 @@ class _Runs:
             "other")  # fmt: skip
         self.events_per_call = column("events_per_call")
         self.history_bytes, self.events = column("history_bytes"), column("events")
-        self.known = np.array([g.inputs_known for g in growths], dtype=bool)
 
     def quadratic(self, name: str, limits: dict[str, int], base: np.ndarray,
                   increment: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
@@ -318,7 +317,7 @@ def _count_sds(runs: _Runs, growths: list[Growth], limits: dict[str, int],
     theta = [runs.base, runs.increment, runs.other]
     steps = [np.maximum(np.abs(v) * 1e-4, 1e-3) for v in theta]
     gradient = []
-    infinite = np.zeros(len(runs.n), dtype=bool)
+    infinite = np.zeros(len(at), dtype=bool)
     chosen = {name: np.array([n == name for n in names]) for name in set(names)}
     for i, step in enumerate(steps):
         ends = []
@@ -329,7 +328,7 @@ def _count_sds(runs: _Runs, growths: list[Growth], limits: dict[str, int],
                 value[mine] = runs.crossing(name, limits, *moved)[at[mine]]
             ends.append(value)
         high, low = ends
-        infinite[at] |= np.isinf(high) | np.isinf(low)
+        infinite |= np.isinf(high) | np.isinf(low)
         gradient.append((high - low) / (2 * step[at]))
     covariances = [g._cov or ((0.0, 0.0), (0.0, 0.0)) for g in (growths[k] for k in at.tolist())]
     vb = np.array([cov[0][0] for cov in covariances])
@@ -342,7 +341,7 @@ def _count_sds(runs: _Runs, growths: list[Growth], limits: dict[str, int],
     with np.errstate(all="ignore"):
         variance = gb * gb * vb + 2 * gb * gi * cbi + gi * gi * vi + go * go * vo
     sd = np.sqrt(np.maximum(variance, 0.0))
-    return np.where(infinite[at], 0.0, sd)
+    return np.where(infinite, 0.0, sd)
 
 
 def projected_history(growth: Growth, calls: np.ndarray) -> np.ndarray:

@@ -245,7 +245,7 @@ def _run_shares(shares: np.ndarray | None, call_run: np.ndarray,
     if shares is None:
         return None
     calls = np.bincount(call_run, minlength=runs)
-    read = np.zeros(runs, np.int64) - 1
+    read = np.full(runs, -1, np.int64)  # runs after the last model input's: none read
     read[: shares.shape[1]] = shares[2]
     whole = (read == calls) & (calls > 0)
     out: list[tuple[int, int] | None] = [None] * runs

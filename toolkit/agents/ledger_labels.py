@@ -29,7 +29,7 @@ import pandas as pd
 from toolkit.agents.activity_turns import ActivityTurns
 from toolkit.agents.turns import sidecar_fields, sidecar_label
 from toolkit.histories.columns.lazy import LazyAttributes
-from toolkit.histories.versions import _compose, label_parts
+from toolkit.histories.versions import PART_MARKS, _compose, escapes, event_texts, label_parts
 
 __all__ = ["run_labels"]
 
@@ -37,15 +37,6 @@ _TASK_EVENTS = ("WorkflowTaskStarted", "WorkflowTaskCompleted", "WorkflowTaskFai
 _PARTS = ("deployment", "build_id", "sdk_name", "sdk_version", "binary_checksum")
 #: What the raw JSON of an event spells when its attributes hold each part (the keys
 #: ``_deployment`` reads all contain "eployment"; the build id is ``...buildId`` wherever it is).
-_MARKS = (b"eployment", b"buildId", b"sdkName", b"sdkVersion", b"binaryChecksum")
-
-
-def _escapes(raw: bytes) -> bool:
-    """Whether JSON text escapes a character by its code (``\\u``); a backslash looked for
-    first, one byte (memchr) where the pair is searched for far slower, and rare."""
-    return b"\\" in raw and b"\\u" in raw
-
-
 class _Tasks:
     """The workflow-task events of a frame: their parts, each event decoded at most once."""
 
@@ -61,7 +52,7 @@ class _Tasks:
         if raw is False:
             cell = self.cells[index]
             raw = bytes(cell.raw) if type(cell) is LazyAttributes else None
-            if raw is not None and _escapes(raw):
+            if raw is not None and escapes(raw):
                 raw = None
             self.raws[index] = raw
         return raw  # type: ignore[return-value]
@@ -70,19 +61,16 @@ class _Tasks:
         """:meth:`raw` of each of ``rows``; those of one raw JSON history's events not looked at
         yet read together (:meth:`RawHistory.json_event_texts`), the same bytes."""
         fresh = [index for index in rows if self.raws[index] is False]
-        cells = [self.cells[index] for index in fresh]
-        history = cells[0]._history if cells and type(cells[0]) is LazyAttributes else None
-        read = getattr(history, "json_event_texts", None)
-        if read is not None and all(type(c) is LazyAttributes and c._history is history
-                                    for c in cells):  # fmt: skip
-            for index, text in zip(fresh, read([c._index for c in cells]), strict=True):
-                self.raws[index] = None if _escapes(text) else text
+        found = event_texts([self.cells[index] for index in fresh])
+        if found is not None:
+            for index, text in zip(fresh, found, strict=True):
+                self.raws[index] = None if escapes(text) else text
         return [self.raw(index) for index in rows]
 
     def may_hold(self, index: int, wanted: Sequence[int]) -> bool:
         """Whether event ``index`` can hold all the parts at positions ``wanted``."""
         raw = self.raw(index)
-        return raw is None or all(_MARKS[i] in raw for i in wanted)
+        return raw is None or all(PART_MARKS[i] in raw for i in wanted)
 
     def get(self, index: int) -> tuple[Any, ...]:
         """The parts of event ``index`` (as ``task_versions`` reads them)."""
@@ -99,14 +87,14 @@ def _run_parts(tasks: _Tasks, rows: Sequence[int]) -> dict[str, Any]:
     if all(text is not None for text in texts):
         # A part no event of the run spells is None without a look at each event.
         joined = b"\x00".join(texts)  # type: ignore[arg-type]
-        wanted = [i for i, mark in enumerate(_MARKS) if mark in joined]
+        wanted = [i for i, mark in enumerate(PART_MARKS) if mark in joined]
     else:
         wanted = list(range(len(_PARTS)))
     for index, text in zip(rows, texts, strict=True):
         missing = [i for i in wanted if parts[i] is None]
         if not missing:
             break
-        if text is not None and not any(_MARKS[i] in text for i in missing):
+        if text is not None and not any(PART_MARKS[i] in text for i in missing):
             continue
         found = tasks.get(index)
         for i in missing:

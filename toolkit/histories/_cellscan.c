@@ -328,17 +328,14 @@ static void resent_free(Resent *r) {
 static int resent_room(Resent *r, Py_ssize_t n) {
     Py_ssize_t need = n / 4 * 3 + 3;
     if (need <= r->room) return 0;
-    unsigned char *buffers[3] = {r->tail, r->before, r->kept};
+    unsigned char **buffers[3] = {&r->tail, &r->before, &r->kept};
     for (int k = 0; k < 3; k++) {
-        unsigned char *grown = PyMem_Realloc(buffers[k], need);
+        unsigned char *grown = PyMem_Realloc(*buffers[k], need);
         if (grown == NULL) {
             PyErr_NoMemory();
             return -1;
         }
-        buffers[k] = grown;
-        if (k == 0) r->tail = grown;
-        else if (k == 1) r->before = grown;
-        else r->kept = grown;
+        *buffers[k] = grown;
     }
     r->room = need;
     return 0;

@@ -193,7 +193,7 @@ class PayloadTexts:
 
     def __init__(self) -> None:
         self.made: dict[int, tuple[Any, bool] | None] = {}
-        self.raws: list[Any] = []
+        self.cells: list[Any] = []  # the cells measured (their raw texts found when asked)
         self.start = self.end = np.zeros(0, np.int64)
         #: Per group of :func:`measure_payload_cells`: re-sent bytes, total bytes, and the
         #: inputs read (-1: left to the pure path); None without groups or the C scan.
@@ -203,7 +203,7 @@ class PayloadTexts:
         if index in self.made:
             return self.made[index]
         if index < len(self.start) and self.start[index] >= 0:
-            raw = _cell_raw(self.raws[index])  # a cell with a text: a lazy one
+            raw = _cell_raw(self.cells[index])  # a cell with a text: a lazy one
             return memoryview(raw)[self.start[index] : self.end[index]], True
         return None
 
@@ -226,9 +226,8 @@ def _spans_measured(cells: list[Any], sizes: np.ndarray, inexact: np.ndarray,
         spans, names, shares = _cellscan.payload_spans(
             cells, np.ascontiguousarray(groups, dtype=np.int64), True)  # fmt: skip
         texts.shares = np.frombuffer(shares, np.int64).reshape(3, -1)
-    raws = cells  # PayloadTexts finds a cell's raw text when its text is asked for
     first, start1, padded1, end1, second, start2, padded2, end2 = np.frombuffer(
-        spans, np.int64).reshape(8, len(raws))  # fmt: skip
+        spans, np.int64).reshape(8, len(cells))  # fmt: skip
     shape = first
     first, second = np.maximum(first, -1), np.maximum(second, -1)  # -2: an empty cell
     encodings = [name.decode("ascii") for name in names]
@@ -239,8 +238,8 @@ def _spans_measured(cells: list[Any], sizes: np.ndarray, inexact: np.ndarray,
     plain = np.array([e == _JSON_B64 for e in encodings] + [False], bool)
     null = np.array([e == _NULL_B64 for e in encodings] + [False], bool)
     read = (first >= 0) & (metadata[first] >= 0) & ((second < 0) | (metadata[second] >= 0))
-    total = np.zeros(len(raws), np.int64)
-    stripped = np.zeros(len(raws), bool)
+    total = np.zeros(len(cells), np.int64)
+    stripped = np.zeros(len(cells), bool)
     for code, start, padded in ((first, start1, padded1), (second, start2, padded2)):
         data = np.where(start >= 0, (padded - start) * 3 // 4, 0)
         inner = metadata[code] + np.where(data > 0, _framed_sizes(data), 0)
@@ -252,7 +251,7 @@ def _spans_measured(cells: list[Any], sizes: np.ndarray, inexact: np.ndarray,
     empty2 = (second < 0) | (null[second] & ((start2 < 0) | (start2 == end2)))
     from_first = read & plain[first] & (start1 >= 0) & empty2
     from_second = read & (second >= 0) & plain[second] & (start2 >= 0) & empty1
-    texts.raws = raws
+    texts.cells = cells
     texts.start = np.where(from_first, start1, np.where(from_second, start2, -1))
     texts.end = np.where(from_first, end1, end2)
     return np.flatnonzero((shape != -2) & ~read)

@@ -231,7 +231,7 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
     takes to find every part (usually the first). ``sdk_of_build`` maps build ids to the SDK
     a task of that build stated, across runs; it is filled in as tasks are read."""
     parts: list[Any] = [None] * 5
-    texts = _event_texts(completed)
+    texts = event_texts(completed) or [None] * len(completed)
     for k, (attributes, text) in enumerate(zip(completed, texts, strict=True)):
         if k and text is not None and not _may_add(text, parts):
             continue  # a later task with nothing a label could still take from it
@@ -249,33 +249,40 @@ def run_label(completed: list[Any], sdk_of_build: dict[str, str]) -> tuple[str, 
     return _compose(dict(zip(_PART_NAMES, parts, strict=True)), sdk_of_build)
 
 
-#: The text of each label part's fields in a task's JSON (any of them, where several).
-_PART_KEYS = (b"eployment", b"buildId", b"sdkName", b"sdkVersion", b"binaryChecksum")
+#: The text of each label part's fields in a task's JSON (any of them, where several), in
+#: :data:`_PART_NAMES`' order: a field absent from a text that escapes no character by its code
+#: is absent from the task.
+PART_MARKS = (b"eployment", b"buildId", b"sdkName", b"sdkVersion", b"binaryChecksum")
+
+
+def escapes(raw: bytes) -> bool:
+    """Whether JSON text escapes a character by its code (``\\u``), and so could spell a key
+    without its letters; a backslash looked for first (one byte, memchr), the pair only then."""
+    return b"\\" in raw and b"\\u" in raw
 
 
 def _may_add(text: bytes, parts: list[Any]) -> bool:
     """Whether a completed task's raw JSON may give a label something the tasks before it did
-    not: a part still missing, or a build's SDK (a task stating its SDK: ``sdkName``). A field
-    absent from the text (none written with escapes) gives nothing, so such a task is not
-    decoded."""
-    if b"\\" in text or b"sdkName" in text:
+    not: a part still missing, or a build's SDK (a task stating its SDK: ``sdkName``)."""
+    if escapes(text) or PART_MARKS[2] in text:
         return True
-    for key, value in zip(_PART_KEYS, parts, strict=True):  # noqa: SIM110 (a loop: faster)
+    for key, value in zip(PART_MARKS, parts, strict=True):  # noqa: SIM110 (a loop: faster)
         if value is None and key in text:
             return True
     return False
 
 
-def _event_texts(completed: list[Any]) -> list[Any]:
-    """The raw JSON of each of a run's completed tasks, split off their document together
-    (:meth:`~toolkit.histories.reading.dialects.RawHistory.json_event_texts`: one scan of its
-    first events, not a lookup per task), or None each where they are not raw JSON of one
-    history."""
-    history = getattr(completed[0], "_history", None) if completed else None
-    if history is None or not hasattr(history, "json_event_texts") or not all(
-            type(a) is LazyAttributes and a._history is history for a in completed):  # fmt: skip
-        return [None] * len(completed)
-    return history.json_event_texts([a._index for a in completed])
+def event_texts(cells: list[Any]) -> list[bytes] | None:
+    """The raw JSON of each of ``cells`` (attributes cells of one raw JSON history), split off
+    their document together (:meth:`~toolkit.histories.reading.dialects.RawHistory.
+    json_event_texts`: one scan of its first events, not a lookup per event); None where they
+    are not all of that kind."""
+    history = getattr(cells[0], "_history", None) if cells else None
+    read = getattr(history, "json_event_texts", None)
+    if read is None or not all(type(c) is LazyAttributes and c._history is history
+                               for c in cells):  # fmt: skip
+        return None
+    return read([c._index for c in cells])
 
 
 def label_parts(attributes: Any, text: Any = None) -> tuple[Any, Any, Any, Any, Any]:
