@@ -29,6 +29,7 @@ from toolkit.agents.forecast import (
     Growth,
     continue_as_new_many,
     fit_growth,
+    fit_growth_many,
     fit_history_growth,
     forecast_many,
 )
@@ -185,7 +186,9 @@ def _rows(events: pd.DataFrame, limits: dict[str, int], roles: Any, fit: Any,
     before this frame found, for a folder measured chunk by chunk."""
     builds: dict[str, str] = {} if carried is None else carried.builds
     runs = runs_of(events, roles, samples=None if carried is None else carried.samples)
-    return _finished([_run_row(run, limits, fit, builds) for run in runs], limits)
+    unfinished = [_run_row(run, limits, fit, builds) for run in runs]
+    _fit_together(unfinished)
+    return _finished(unfinished, limits)
 
 
 class _Builds(dict[str, str]):
@@ -344,6 +347,8 @@ class _Unfinished:
     completed: int
     inexact_payloads: int
     has_calls: bool
+    #: A growth left to :func:`_fit_together`: the frame's sizes and the run's calls in them.
+    pending: tuple[Any, int, int] | None = None
 
 
 def _run_row(
@@ -379,10 +384,35 @@ def _run_row(
     row["resent_bytes"], row["resent_share"] = resent_of_run(run, calls)
     used = _fitted(calls, fit)
     row["fit_calls"] = len(used)
-    growth = _fit(used, calls, notes, run.inputs_inexact)
+    pending = None
+    if used is calls and calls and not run.inputs_inexact:
+        # Every call of the run, as the frame's arrays hold them: fitted with the other runs'.
+        growth, pending = None, (run._sizes, *run._sizes.calls_of_run(run._run))
+    else:
+        growth = _fit(used, calls, notes, run.inputs_inexact)
     row["continue_as_new_at"] = _continue_as_new_at(run, completed)
     row["continue_as_new_seen"] = row["continue_as_new_at"] is not None
-    return _Unfinished(row, growth, notes, hit, len(completed), run.inexact_payloads, bool(calls))
+    return _Unfinished(row, growth, notes, hit, len(completed), run.inexact_payloads, bool(calls),
+                       pending)  # fmt: skip
+
+
+def _fit_together(runs: list[_Unfinished]) -> None:
+    """The growths :func:`_run_row` left pending, fitted at once (:func:`fit_growth_many`, the
+    floats :func:`fit_growth` gives run by run), with :func:`_fit`'s note where too few."""
+    waiting = [run for run in runs if run.pending is not None]
+    if not waiting:
+        return
+    sizes = waiting[0].pending[0]  # type: ignore[index]
+    if any(run.pending[0] is not sizes for run in waiting):  # type: ignore[index]
+        raise ValueError("the runs were measured in different frames")
+    relative = sizes.call_position - sizes.starts[sizes.call_run]
+    growths = fit_growth_many(sizes.call_history_bytes, relative + 1, sizes.call_input,
+                              [run.pending[1] for run in waiting],  # type: ignore[index]
+                              [run.pending[2] for run in waiting])  # type: ignore[index]  # fmt: skip
+    for run, growth in zip(waiting, growths, strict=True):
+        run.growth, run.pending = growth, None
+        if growth is None:
+            run.notes.append(_too_few(run.row["fit_calls"], 2))
 
 
 def _finished(runs: list[_Unfinished], limits: dict[str, int]) -> list[dict[str, Any]]:
@@ -478,9 +508,13 @@ def _fit(used: list[Call], calls: list[Call], notes: list[str],
         growth = fit_growth(history, events, [c.input_bytes for c in used])
         needed = 2
     if growth is None:
-        notes.append(f"fitted on {len(used)} model call{'s' * (len(used) != 1)}: too few to "
-                     f"forecast (at least {needed} are needed)")  # fmt: skip
+        notes.append(_too_few(len(used), needed))
     return growth
+
+
+def _too_few(calls: int, needed: int) -> str:
+    return (f"fitted on {calls} model call{'s' * (calls != 1)}: too few to forecast (at least "
+            f"{needed} are needed)")  # fmt: skip
 
 
 def _forecast_fields(growth: Growth | None, forecast: Forecast | None, hit: Any,

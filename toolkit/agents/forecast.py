@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Forecast", "Growth", "continue_as_new_calls", "continue_as_new_many", "fit_growth",
+           "fit_growth_many",
            "fit_history_growth", "forecast_limits", "forecast_many", "projected_history"]
 
 #: Events the completion of a model call writes in one change: its activity started and
@@ -123,6 +124,84 @@ def fit_growth(
         events=int(events[-1]), input_bytes=int(inputs[-1]), input_sd=sd, other_sd=other_sd,
         _cov=cov, _observed=(tuple(history_bytes), tuple(events), tuple(inputs)),
     )  # fmt: skip
+
+
+#: The most calls a run may have to be fitted with the others in one set of arrays (padded to the
+#: longest); a longer run is fitted on its own, so one long run never pads the rest.
+_PADDED_CALLS = 512
+
+
+def fit_growth_many(history_bytes: np.ndarray, events: np.ndarray, inputs: np.ndarray,
+                    lows: list[int], highs: list[int]) -> list[Growth | None]:  # fmt: skip
+    """:func:`fit_growth` of many runs at once: run ``r``'s calls are ``lows[r]`` to ``highs[r]``
+    of the three int64 arrays. The same floats to the last bit: every sum is a running sum in
+    the scalar code's order (``np.cumsum`` after a 0.0, as ``sum()`` starts), every product
+    and quotient the same operation; only the other bytes' spread, whose squares the scalar
+    code takes with ``**`` (libm's ``pow``, not always ``x * x`` to the last bit), is summed in
+    Python."""
+    out: list[Growth | None] = [None] * len(lows)
+    sizes = np.asarray(highs, np.int64) - np.asarray(lows, np.int64)
+    padded = np.flatnonzero((sizes >= MIN_CALLS) & (sizes <= _PADDED_CALLS))
+    for run in np.flatnonzero(sizes > _PADDED_CALLS).tolist():
+        low, high = lows[run], highs[run]
+        out[run] = fit_growth(history_bytes[low:high].tolist(), events[low:high].tolist(),
+                              inputs[low:high].tolist())  # fmt: skip
+    if not len(padded):
+        return out
+    n = sizes[padded]
+    width = int(n.max())
+    column = np.arange(width)
+    inside = column < n[:, None]
+    at = np.asarray(lows, np.int64)[padded][:, None] + np.where(inside, column, 0)
+    y = np.where(inside, inputs[at], 0)
+    nf = n.astype(np.float64)
+    x_mean = (nf - 1) / 2
+    y_mean = y.sum(axis=1).astype(np.float64) / nf  # whole numbers: the sum is exact
+    dx = np.where(inside, column - x_mean[:, None], 0.0)
+    # Squares of halves and whole numbers are exact, and so is their sum, in any order.
+    sxx = (dx * dx).sum(axis=1)
+    increment = _running_sum(np.where(inside, dx * (y - y_mean[:, None]), 0.0)) / sxx
+    base = y_mean - increment * x_mean
+    residual = np.where(inside, y - (base[:, None] + increment[:, None] * column), 0.0)
+    dof = n - 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.where(dof > 0, np.sqrt(_running_sum(residual * residual) / dof), 0.0)
+        var_increment = sd * sd / sxx
+    cov_bi = -x_mean * var_increment
+    cov_00 = sd * sd / nf + x_mean * x_mean * var_increment
+    h = np.where(inside, history_bytes[at], 0)
+    other = np.where(inside[:, 1:], h[:, 1:] - h[:, :-1] - y[:, 1:], 0)
+    other_mean = other.sum(axis=1).astype(np.float64) / (nf - 1)
+    first_events = events[at[:, 0]]
+    last = at[np.arange(len(padded)), n - 1]
+    per_call = (events[last] - first_events).astype(np.float64) / (nf - 1)
+    columns = [padded.tolist(), n.tolist(), base.tolist(), increment.tolist(),
+               other_mean.tolist(), per_call.tolist(), sd.tolist(), cov_00.tolist(),
+               cov_bi.tolist(), var_increment.tolist(), dof.tolist()]
+    history_list, events_list, inputs_list = (a.tolist() for a in (history_bytes, events, inputs))
+    for run, count, b, inc, mean, step, spread, c00, cbi, vinc, free in zip(*columns, strict=True):
+        low, high = lows[run], highs[run]
+        others = [history_list[k] - history_list[k - 1] - inputs_list[k]
+                  for k in range(low + 1, high)]  # fmt: skip
+        other_sd = (math.sqrt(sum([(v - mean) ** 2 for v in others]) / (len(others) - 1))
+                    if len(others) > 1 else 0.0)  # fmt: skip
+        out[run] = Growth(
+            calls=count, base=b, increment=inc, other=mean, events_per_call=step,
+            history_bytes=history_list[high - 1], events=events_list[high - 1],
+            input_bytes=inputs_list[high - 1], input_sd=spread, other_sd=other_sd,
+            _cov=((c00, cbi), (cbi, vinc)) if free > 0 else None,
+            _observed=(tuple(history_list[low:high]), tuple(events_list[low:high]),
+                       tuple(inputs_list[low:high])),
+        )  # fmt: skip
+    return out
+
+
+def _running_sum(terms: np.ndarray) -> np.ndarray:
+    """Each row's sum added up left to right from 0.0, as Python's ``sum()`` of a list does
+    (numpy's own sum pairs the terms: other floats)."""
+    if not terms.shape[1]:
+        return np.zeros(len(terms))
+    return np.cumsum(np.concatenate([np.zeros((len(terms), 1)), terms], axis=1), axis=1)[:, -1]
 
 
 def fit_history_growth(history_bytes: list[int], events: list[int]) -> Growth | None:

@@ -364,6 +364,10 @@ class _EventSizes:
                                                                   starts)  # fmt: skip
         self.run_total = np.full(len(starts), -1, dtype=np.int64)
         self.run_exact = np.ones(len(starts), dtype=bool)
+        # The attributes cells as an array, for _extra_of (a pandas lookup per event measured
+        # costs more than the measuring)
+        self._attributes = (frame["attributes"].to_numpy(dtype=object)
+                            if "attributes" in frame.columns else None)  # fmt: skip
 
     def after_calls(self, calls: np.ndarray, call_run: np.ndarray, totals: bool) -> np.ndarray:
         """The history size right after each call's scheduling; with ``totals`` the runs'
@@ -558,7 +562,8 @@ class _EventSizes:
     def _extra_of(self, position: int) -> Any:
         """The ``extra`` cell of a raw JSON event read without it (``without_extra_cells``):
         made from its attributes cell, which holds the same event; None for any other."""
-        attributes = self.frame["attributes"].iat[position] if "attributes" in self.frame else None
+        cells = self._attributes
+        attributes = cells[position] if cells is not None else None
         if type(attributes) is LazyAttributes:
             return LazyExtra(attributes._history, attributes._index, attributes._key)
         return None

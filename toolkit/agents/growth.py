@@ -361,11 +361,13 @@ def user_turns(run: RunSizes) -> int:
     :func:`toolkit.agents.turns.agent_steps` counts turns."""
     if run.roles is None:
         return 0
+    messages = run.positions(*_MESSAGES)
+    if not messages:  # most runs: their start is the one turn, if a user's
+        return int(run.roles.start_is_user and bool(run.positions("WorkflowExecutionStarted")))
     c, roles, start = run.columns, run.roles, run.start
     turns, updates = 0, set()
     first_activity = next(iter(run.positions("ActivityTaskScheduled")), len(run))
     started = False
-    messages = run.positions(*_MESSAGES)
     kinds = c.frame_list("event_type")
     signals = c.frame_list("signal_name") if "signal_name" in c else None
     update_ids = c.frame_list("update_id") if "update_id" in c else None
