@@ -106,6 +106,10 @@ class FrameSizes:
     _call_bounds: tuple[list[int], list[int]] | None = None
     #: ``toolkit.agents.growth``'s records of every model call, made on first use.
     calls: list[Any] | None = None
+    #: Each run's roles, as measured (None: no calls looked for).
+    run_roles: list[Any] | None = None
+    #: ``toolkit.agents.growth.user_turns`` of every run, made on first use.
+    turns: list[int] | None = None
 
     # Lists read once per run, many times: made once for the frame.
     @functools.cached_property
@@ -234,7 +238,7 @@ def measure_frame(
                                              + res_inexact, starts) if n else
         np.zeros(0, np.int64),
         run_by_role=run_by_role, run_loaded=sizes.loaded, event_type=event_type,
-        run_resent=_run_shares(in_texts.texts.shares, call_run, len(starts)),
+        run_resent=_run_shares(in_texts.texts.shares, call_run, len(starts)), run_roles=roles,
     )  # fmt: skip
 
 

@@ -359,37 +359,62 @@ def _frame_calls(sizes: FrameSizes, columns: _RunColumns) -> list[Call]:
 def user_turns(run: RunSizes) -> int:
     """User messages the run received (its start, user signals, user updates counted once), as
     :func:`toolkit.agents.turns.agent_steps` counts turns."""
-    if run.roles is None:
-        return 0
-    messages = run.positions(*_MESSAGES)
-    if not messages:  # most runs: their start is the one turn, if a user's
-        return int(run.roles.start_is_user and bool(run.positions("WorkflowExecutionStarted")))
-    c, roles, start = run.columns, run.roles, run.start
-    turns, updates = 0, set()
-    first_activity = next(iter(run.positions("ActivityTaskScheduled")), len(run))
-    started = False
-    kinds = c.frame_list("event_type")
-    signals = c.frame_list("signal_name") if "signal_name" in c else None
-    update_ids = c.frame_list("update_id") if "update_id" in c else None
-    update_names = c.frame_list("update_name") if "update_name" in c else None
-    for p in run.positions("WorkflowExecutionStarted", *_MESSAGES):
-        kind = kinds[start + p]
-        if kind == "WorkflowExecutionStarted" and roles.start_is_user:
-            started = True
-        elif kind == "WorkflowExecutionSignaled" and roles.is_user_signal(
-                signals[start + p] if signals is not None else None):  # fmt: skip
-            turns += 1
-        elif kind in ("WorkflowExecutionUpdateAdmitted", "WorkflowExecutionUpdateAccepted"):
-            key = (update_ids[start + p] if update_ids is not None else None) or p
-            if key not in updates and roles.is_user_update(
-                    update_names[start + p] if update_names is not None else None):  # fmt: skip
-                updates.add(key)
-                turns += 1
+    sizes = run._sizes
+    if sizes.turns is None:
+        sizes.turns = _frame_turns(sizes, run.columns)
+    return sizes.turns[run._run]
+
+
+def _frame_turns(sizes: FrameSizes, columns: _RunColumns) -> list[int]:
+    """:func:`user_turns` of every run of the frame measured, at once: a run's start is a turn
+    (where its roles say so) unless a user message came before its first activity; each user
+    signal is one, each user update one however many of its events there are."""
+    starts, ends = sizes.starts, sizes.ends
+    runs, length = len(starts), ends - starts
+    roles = sizes.run_roles or [None] * runs
+    event_type = sizes.event_type
+    run_of = np.repeat(np.arange(runs), length)
+    turns = np.zeros(runs, np.int64)
+
+    def first(types: tuple[str, ...]) -> np.ndarray:  # each run's first of them (else its end)
+        at = np.flatnonzero(event_type.mask(*types))
+        low = np.searchsorted(at, starts)
+        found = np.append(at, 0)[low]
+        return np.where((low < len(at)) & (found < ends), found - starts, length)
+
+    signals = np.flatnonzero(event_type.mask("WorkflowExecutionSignaled"))
+    if len(signals):
+        names = (columns.frame_list("signal_name") if "signal_name" in columns
+                 else [None] * len(run_of))  # fmt: skip
+        users: dict[tuple[int, Any], bool] = {}  # a handful of names: each asked once
+        counted = []
+        for p in signals.tolist():
+            mine = roles[run_of[p]]
+            key = (id(mine), names[p])
+            if key not in users:
+                users[key] = mine is not None and mine.is_user_signal(names[p])
+            counted.append(users[key])
+        np.add.at(turns, run_of[signals[np.array(counted, bool)]], 1)
+    updates = np.flatnonzero(event_type.mask(*_MESSAGES[1:]))
+    if len(updates):
+        ids = columns.frame_list("update_id") if "update_id" in columns else None
+        update_names = columns.frame_list("update_name") if "update_name" in columns else None
+        seen: set[tuple[int, Any]] = set()
+        for p in updates.tolist():
+            run = int(run_of[p])
+            key = (ids[p] if ids is not None else None) or p  # no id: the event apart
+            mine = roles[run]
+            if (run, key) not in seen and mine is not None and mine.is_user_update(
+                    update_names[p] if update_names is not None else None):  # fmt: skip
+                seen.add((run, key))
+                turns[run] += 1
+    started = first(("WorkflowExecutionStarted",)) < length
+    start_is_user = np.array([r is not None and r.start_is_user for r in roles], bool)
     # A start followed by a user message before any activity is no turn of its own.
-    first_message = messages[0] if messages else len(run)
-    if started and not (turns and first_message < first_activity):
-        turns += 1
-    return turns
+    before = (turns > 0) & (first(_MESSAGES) < first(("ActivityTaskScheduled",)))
+    turns += started & start_is_user & ~before
+    turns[np.array([r is None for r in roles], bool)] = 0
+    return turns.tolist()
 
 
 _MESSAGES = ("WorkflowExecutionSignaled", "WorkflowExecutionUpdateAdmitted",
