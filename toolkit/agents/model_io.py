@@ -103,6 +103,7 @@ from toolkit.agents.model_cells import (
 from toolkit.agents.model_records import ModelCall, ToolRequest, ToolResult, Usage
 from toolkit.agents.model_shapes import (
     FRAMEWORKS,
+    LEDGER_READERS,
     READERS,
     Context,
     get_field,
@@ -118,6 +119,7 @@ __all__ = [
     "ToolRequest",
     "ToolResult",
     "Usage",
+    "ledger_fields_of_cells",
     "model_call_of_events",
     "payload_bytes",
     "read_model_call",
@@ -280,3 +282,75 @@ def _values_and_bytes(cell: Any, attributes: Any, name: str) -> tuple[Any, int |
     if read is not None:
         return read
     return cell, payload_bytes(get_field(attributes, name))
+
+
+# -- the ledger's fields ----------------------------------------------------------------------
+
+#: What the token ledger takes of a model call: ``(framework, agent, model, usage, notes,
+#: requested_tools, input_bytes, output_bytes)``, as the :class:`ModelCall` of the same cells
+#: holds them.
+LedgerCall = tuple[Any, Any, Any, Usage, tuple[str, ...], Any, Any, Any]
+
+
+def ledger_fields_of_cells(
+    input: Any,
+    extra: Any,
+    attributes: Any,
+    activity_type: Any,
+    closed_type: Any = None,
+    result: Any = None,
+    closed_attributes: Any = None,
+) -> LedgerCall:
+    """The ledger's fields of :func:`model_call_of_cells` of the same cells (no framework
+    forced), read by the ledger's readers (:data:`~toolkit.agents.model_shapes.LEDGER_READERS`:
+    no tool declarations or results walked, no record built) where the shape has one."""
+    output_bytes = None
+    if closed_type == "ActivityTaskCompleted":
+        result, output_bytes = _values_and_bytes(result, closed_attributes, "result")
+    else:
+        result = None
+    input, input_bytes = _values_and_bytes(input, attributes, "input")
+    return ledger_fields(input, result, activity_type, summary_of(extra), input_bytes,
+                         output_bytes)  # fmt: skip
+
+
+def ledger_fields(
+    input: Any,
+    result: Any,
+    activity_type: Any,
+    summary: Any,
+    input_bytes: int | None,
+    output_bytes: int | None,
+) -> LedgerCall:
+    """The ledger's fields of ``read_model_call(input, result, activity_type=...,
+    summary=..., input_bytes=..., output_bytes=...)`` (:data:`LedgerCall`), its steps taken
+    in the same order with the ledger's reader of the shape; a shape without one, or a reader
+    that raises (whose note the full reader writes), is read by :func:`read_model_call`."""
+    input = input.value if isinstance(input, LazyCell) else input
+    result = result.value if isinstance(result, LazyCell) else result
+    notes = [n for n in (_opaque_note(input, "the input"), _opaque_note(result, "the result")) if n]
+    inp = _first_mapping(input)
+    res = result[0] if isinstance(result, list) and len(result) == 1 else result
+    chosen = input_shape(inp) or response_shape(res)
+    reader = LEDGER_READERS.get(chosen)  # type: ignore[arg-type]
+    fields = None
+    if reader is not None:
+        try:
+            fields = reader(inp, res, Context(activity_type, summary))
+        except (TypeError, AttributeError, ValueError):
+            fields = None  # the full reader below notes it as it reads it
+    if fields is None:
+        call = read_model_call(input, result, activity_type=activity_type, summary=summary,
+                               input_bytes=input_bytes, output_bytes=output_bytes)  # fmt: skip
+        return (call.framework, call.agent, call.model, call.usage, call.notes,
+                call.requested_tools, input_bytes, output_bytes)  # fmt: skip
+    agent, model, usage, requested, declares = fields
+    if result is None:
+        if usage is None:
+            usage = Usage(note="no result (the call did not complete)")
+    elif requested is None:
+        notes.append(f"the result is no {chosen} model response")
+    if inp is not None and not declares and not notes:
+        notes.append(f"the input is no {chosen} model request")
+    return (chosen, agent, model, Usage() if usage is None else usage, tuple(notes), requested,
+            input_bytes, output_bytes)  # fmt: skip

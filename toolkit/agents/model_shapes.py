@@ -18,7 +18,8 @@ import orjson
 from toolkit.agents.model_records import ToolRequest, ToolResult, Usage
 from toolkit.agents.model_records import checked_usage as _usage
 
-__all__ = ["FRAMEWORKS", "READERS", "Context", "get_field", "input_shape", "response_shape"]
+__all__ = ["FRAMEWORKS", "LEDGER_READERS", "READERS", "Context", "LedgerFields", "get_field",
+           "input_shape", "response_shape"]
 
 _NORM = re.compile(r"[_\-]")
 
@@ -366,27 +367,29 @@ def _read_pydantic_ai(inp: Any, result: Any, context: Context) -> dict[str, Any]
             for p in parts if p.get("part_kind") in ("tool-call", "builtin-tool-call",
                                                       "native-tool-call")
         ]  # fmt: skip
-        usage = result.get("usage")
-        if isinstance(usage, Mapping):
-            details = usage.get("details") if isinstance(usage.get("details"), Mapping) else {}
-            tokens = {
-                "input_tokens": get_field(usage, "input_tokens", "request_tokens"),
-                "output_tokens": get_field(usage, "output_tokens", "response_tokens"),
-                "cached_input_tokens": usage.get("cache_read_tokens"),
-                "reasoning_tokens": usage.get("output_reasoning_tokens",
-                                              details.get("reasoning_tokens")),
-            }  # fmt: skip
-            pair = (tokens["input_tokens"], tokens["output_tokens"])
-            if all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
-                # pydantic-ai defines total_tokens as input + output and does not store it.
-                tokens["total_tokens"] = pair[0] + pair[1]
-            parsed = _usage(tokens)
-        else:
-            parsed = Usage(note="the result carries no usage")
-        out.update(requested=tuple(requested), output_items=len(parts), usage=parsed,
+        out.update(requested=tuple(requested), output_items=len(parts),
+                   usage=_pydantic_usage(result.get("usage")),
                    output_texts=sum(p.get("part_kind") == "text" for p in parts))  # fmt: skip
         out["model"] = _str(result.get("model_name")) or out.get("model")
     return out
+
+
+def _pydantic_usage(usage: Any) -> Usage:
+    """The :class:`Usage` of a pydantic-ai ``RequestUsage`` (its ``usage`` field)."""
+    if not isinstance(usage, Mapping):
+        return Usage(note="the result carries no usage")
+    details = usage.get("details") if isinstance(usage.get("details"), Mapping) else {}
+    tokens = {
+        "input_tokens": get_field(usage, "input_tokens", "request_tokens"),
+        "output_tokens": get_field(usage, "output_tokens", "response_tokens"),
+        "cached_input_tokens": usage.get("cache_read_tokens"),
+        "reasoning_tokens": usage.get("output_reasoning_tokens", details.get("reasoning_tokens")),
+    }
+    pair = (tokens["input_tokens"], tokens["output_tokens"])
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
+        # pydantic-ai defines total_tokens as input + output and does not store it.
+        tokens["total_tokens"] = pair[0] + pair[1]
+    return _usage(tokens)
 
 
 # -- the lab's Go plugin twin -----------------------------------------------------------------
@@ -424,6 +427,129 @@ def _read_gemini(inp: Any, result: Any, context: Context) -> dict[str, Any]:
                    usage=_genai_usage(get_field(result, "usage_metadata")))  # fmt: skip
         out["model"] = out.get("model") or _str(get_field(result, "model_version"))
     return out
+
+
+# -- the ledger's subset ----------------------------------------------------------------------
+#
+# The token ledger needs of a call only its agent, model, usage and requested tool names, and
+# whether the reader found a request (``declared_tools`` set) and a response (``requested``
+# set). The readers below compute these as the ones above do, on the same values, and leave out
+# what only the full record holds (declared tools, tool results, item and text counts, request
+# kinds): nothing left out can raise on decoded JSON (``str()`` of values, ``get``/``in`` on
+# mappings, ``==`` against strings), and what can raise is kept (an unhashable ``call_id`` in
+# an OpenAI item, a non-string activity type), so that a reader raises where the full one does.
+# They return ``(agent, model, usage, requested, declares)``: ``usage`` and ``requested`` None
+# where the full reader leaves the field unset.
+
+LedgerFields = tuple[Any, Any, Usage | None, list[str] | None, bool]
+
+
+def _ledger_openai_agents(inp: Any, result: Any, context: Context) -> LedgerFields:
+    agent = model = None
+    declares = isinstance(inp, Mapping)
+    if declares:
+        model = _str(inp.get("model_name"))
+        items = inp.get("input")
+        answered, names = [], {}
+        for item in _list(items):
+            kind = str(item.get("type", "")) if isinstance(item, Mapping) else ""
+            if kind == "function_call":
+                names[item.get("call_id")] = None  # as the full reader: raises where it does
+            elif kind.endswith("_call_output"):
+                answered.append(item)
+                names.get(item.get("call_id"))  # likewise (its ToolResult is not needed)
+        summary = context.summary
+        if isinstance(summary, str) and summary and summary != _last_message_text(items):
+            agent = summary
+        else:
+            last = [a for a in map(_handoff_answer, answered) if a]
+            if last:
+                agent = last[-1]
+    response = result
+    if isinstance(result, list):  # streaming: the events; the completed response is the answer
+        done = [e.get("response") for e in result if isinstance(e, Mapping)
+                and isinstance(e.get("response"), Mapping)]  # fmt: skip
+        response = done[-1] if done else None
+    usage = requested = None
+    if isinstance(response, Mapping):
+        requested = []
+        for item in _list(response.get("output")):  # _openai_output's names
+            if not isinstance(item, Mapping):
+                continue
+            kind = item.get("type")
+            if kind in ("function_call", "custom_tool_call") or kind == "mcp_call":
+                requested.append(str(item.get("name")))
+            elif isinstance(kind, str) and kind.endswith("_call"):
+                requested.append(kind.removesuffix("_call"))
+        usage = _openai_usage(response.get("usage"))
+        model = model or _str(response.get("model"))
+    return agent, model, usage, requested, declares
+
+
+def _ledger_python_adk(inp: Any, result: Any, context: Context) -> LedgerFields:
+    agent = model = None
+    request = get_field(inp, "llm_request") or inp  # as _genai_request
+    declares = isinstance(request, Mapping)
+    if declares:
+        config = get_field(request, "config")
+        model = _str(get_field(request, "model"))
+        instruction = get_field(config, "system_instruction")
+        identity = _ADK_IDENTITY.search(instruction) if isinstance(instruction, str) else None
+        label = _str(get_field(get_field(config, "labels"), "adk_agent_name"))
+        if label:
+            agent = label
+        elif identity:
+            agent = identity.group(1)
+        elif isinstance(context.summary, str) and context.summary:
+            agent = context.summary
+    usage = requested = None
+    responses = [r for r in _list(result) if isinstance(r, Mapping)]
+    if isinstance(result, Mapping):
+        responses = [result]
+    if result is not None and (responses or isinstance(result, list)):
+        final = [r for r in responses if not get_field(r, "partial")] or responses
+        requested = []
+        for response in final:  # _genai_requests' names
+            for part in _list(get_field(get_field(response, "content"), "parts")):
+                if isinstance(part, Mapping):
+                    call = get_field(part, "function_call")
+                    if isinstance(call, Mapping):
+                        requested.append(str(get_field(call, "name")))
+        found = [u for u in (get_field(r, "usage_metadata") for r in responses) if u is not None]
+        usage = _genai_usage(found[-1] if found else None)
+        if model is None:
+            model = next(filter(None, (_str(get_field(r, "model_version")) for r in final)), None)
+    return agent, model, usage, requested, declares
+
+
+def _ledger_pydantic_ai(inp: Any, result: Any, context: Context) -> LedgerFields:
+    agent = model = None
+    match = _PYDANTIC_AGENT.fullmatch(context.activity_type or "")
+    if match:
+        agent = match["agent"]
+    declares = False
+    if isinstance(inp, Mapping):
+        declares = isinstance(inp.get("model_request_parameters"), Mapping)
+        summary = context.summary
+        if isinstance(summary, str) and summary.startswith("request model: "):
+            model = summary.removeprefix("request model: ").removesuffix(" (stream)")
+    usage = requested = None
+    if isinstance(result, Mapping):
+        requested = [str(p.get("tool_name")) for p in _list(result.get("parts"))
+                     if isinstance(p, Mapping) and p.get("part_kind") in (
+                         "tool-call", "builtin-tool-call", "native-tool-call")]  # fmt: skip
+        usage = _pydantic_usage(result.get("usage"))
+        model = _str(result.get("model_name")) or model
+    return agent, model, usage, requested, declares
+
+
+#: The ledger's readers (:func:`toolkit.agents.model_io.ledger_fields`); a shape not named here
+#: is read by its full reader.
+LEDGER_READERS: dict[str, Callable[[Any, Any, Context], LedgerFields]] = {
+    "openai_agents": _ledger_openai_agents,
+    "python_adk": _ledger_python_adk,
+    "pydantic_ai": _ledger_pydantic_ai,
+}
 
 
 # -- dispatch ---------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ import pandas as pd
 
 from toolkit.agents.activity_turns import ActivityTurns, activity_turns
 from toolkit.agents.ledger_labels import run_labels
-from toolkit.agents.model_io import model_call_of_cells
+from toolkit.agents.model_io import ledger_fields_of_cells
 from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
@@ -92,7 +92,9 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
             steps[(code, turn)] = steps.get((code, turn), 0) + 1
             columns["step"].append(steps[(code, turn)])
         closed_types = _at(frame, "event_type", closing)
-        calls = [model_call_of_cells(*cells) for cells in zip(
+        # Per call: (framework, agent, model, usage, notes, requested_tools, input_bytes,
+        # output_bytes), as its ModelCall holds them.
+        calls = [ledger_fields_of_cells(*cells) for cells in zip(
             _at(frame, "input", scheduled), _at(frame, "extra", scheduled),
             _at(frame, "attributes", scheduled), _at(frame, "activity_type", scheduled),
             closed_types, _at(frame, "result", closing), _at(frame, "attributes", closing),
@@ -106,18 +108,18 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
             "label": [label_of[c] for c in codes],
             "turn": turns, "event_id": spans["event_id"].tolist(),
             "activity_type": _at(frame, "activity_type", scheduled),
-            "framework": [call.framework for call in calls],
-            "agent": [call.agent for call in calls], "model": [call.model for call in calls],
+            "framework": [call[0] for call in calls],
+            "agent": [call[1] for call in calls], "model": [call[2] for call in calls],
             **{name: [None] * len(picks) for name in ("scheduled", "started", "closed")},  # below
             "attempt": [None if a is None or pd.isna(a) else int(a)
                         for a in _at(frame, "attempt", starting)],
             "outcome": [None if kind is None else _CLOSED[kind] for kind in closed_types],
-            **{name: [getattr(call.usage, name) for call in calls] for name in TOKEN_FIELDS},
-            "usage_note": ["; ".join(filter(None, [call.usage.note, *call.notes])) or None
+            **{name: [getattr(call[3], name) for call in calls] for name in TOKEN_FIELDS},
+            "usage_note": ["; ".join(filter(None, [call[3].note, *call[4]])) or None
                            for call in calls],
-            "requested_tools": [call.requested_tools for call in calls],
-            "input_bytes": [call.input_bytes for call in calls],
-            "output_bytes": [call.output_bytes for call in calls],
+            "requested_tools": [call[5] for call in calls],
+            "input_bytes": [call[6] for call in calls],
+            "output_bytes": [call[7] for call in calls],
         })  # fmt: skip
     times = (_times_at(frame, {"scheduled": scheduled, "started": starting, "closed": closing})
              if len(picks) else {})  # fmt: skip
