@@ -7,10 +7,12 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test record record-flag-pairs record-history-budget lint bench clean
 
 # The environment is rebuilt whenever pyproject.toml or a C part changes (setup.py builds the reader
-# of binary histories, the payload-cell scanner, the proto-JSON scanner and the OTLP JSON writer
-# with the machine's C compiler; without one the package does the same in numpy and Python).
+# of binary histories, the payload-cell scanner, the proto-JSON scanner, the OTLP JSON writer and the
+# lazy cells' JSON text with the machine's C compiler; without one the package does the same in
+# numpy and Python).
 $(STAMP): pyproject.toml setup.py toolkit/histories/reading/_wirescan.c toolkit/histories/_cellscan.c \
-    toolkit/histories/reading/_jsonscan.c toolkit/traces/_otlpjson.c
+    toolkit/histories/reading/_jsonscan.c toolkit/traces/_otlpjson.c \
+    toolkit/histories/columns/_jsoncells.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[lab,notebooks,dev,spark,otel]"

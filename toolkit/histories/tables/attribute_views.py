@@ -30,6 +30,11 @@ __all__ = ["attribute_fields", "dig"]
 
 _REFUSED = (msgspec.ValidationError, msgspec.DecodeError)
 
+try:  # the compiled join of raw attributes (toolkit/histories/columns/_jsoncells.c: setup.py)
+    from toolkit.histories.columns._jsoncells import attribute_raws as _attribute_raws
+except ImportError:  # pragma: no cover - depends on the install
+    _attribute_raws = None
+
 
 def attribute_fields(cells: Sequence[Any], fields: Sequence[str]) -> dict[str, np.ndarray]:
     """Field -> its value in each cell's attributes (None where absent, null or unreadable).
@@ -83,22 +88,27 @@ def _shared_fields(cells: Sequence[Any], names: tuple[str, ...]) -> dict[str, np
     attributes' own bytes are decoded, so the key does not matter to the decoder); None
     where a cell is of another kind, its history has no fields, or the decoder refuses one
     (:func:`_fields` then reads them group by group, as it reads any cells)."""
-    raws: list[Any] = []
-    append = raws.append
-    history: Any = None
-    fields: Any = None
-    for cell in cells:
-        if type(cell) is not LazyAttributes:
-            return None
-        if cell._history is not history:
-            history = cell._history
-            fields = event_fields(history)
-            if fields is None:
+    # The cells' raw attributes joined in C where it is built (None: a cell it declines, which
+    # the loop below then finds, as it finds any).
+    joined = _attribute_raws(cells, LazyAttributes, event_fields) if _attribute_raws else None
+    if joined is None:
+        raws: list[Any] = []
+        append = raws.append
+        history: Any = None
+        fields: Any = None
+        for cell in cells:
+            if type(cell) is not LazyAttributes:
                 return None
-        key = cell._key
-        append(_EMPTY if key is None else fields[cell._index].get(key, _EMPTY))
+            if cell._history is not history:
+                history = cell._history
+                fields = event_fields(history)
+                if fields is None:
+                    return None
+            key = cell._key
+            append(_EMPTY if key is None else fields[cell._index].get(key, _EMPTY))
+        joined = b"[" + b",".join(raws) + b"]"
     try:
-        views = _attributes_decoder(names).decode(b"[" + b",".join(raws) + b"]")
+        views = _attributes_decoder(names).decode(joined)
     except _REFUSED:
         return None
     count = len(views)
