@@ -461,15 +461,20 @@ def _label(run: RunSizes, sdk_of_build: dict[str, str]) -> str:
 def _limit_hit(run: RunSizes) -> Any:
     """:func:`~toolkit.histories.size_errors.first_limit_hit` of the run, shown only the events
     that can say it."""
-    c = run.columns
-    at = run.positions(*LIMIT_EVENT_TYPES)
-    if not at:
-        return None
-    failures, causes = c.get("failure_message"), c.get("cause")
-    return first_limit_hit([c["event_type"][p] for p in at], [c["event_id"][p] for p in at],
-                           [c["attributes"][p] for p in at],
-                           [failures[p] if failures else None for p in at],
-                           [causes[p] if causes else None for p in at])  # fmt: skip
+    sizes = run._sizes
+    found = sizes.derived.get("limit_hit")
+    if found is None:  # every run's at once: the events' cells read off the frame together
+        at = np.flatnonzero(sizes.event_type.mask(*LIMIT_EVENT_TYPES))
+        low = np.searchsorted(at, sizes.starts).tolist()
+        high = np.searchsorted(at, sizes.ends).tolist()
+        c = run.columns
+        cells = [c.at(name, at) if name in c else [None] * len(at)
+                 for name in ("event_type", "event_id", "attributes", "failure_message", "cause")]
+        found = sizes.derived["limit_hit"] = [
+            first_limit_hit(*(column[a:b] for column in cells)) if b > a else None
+            for a, b in zip(low, high, strict=True)
+        ]  # fmt: skip
+    return found[run._run]
 
 
 def _fitted(calls: list[Call], fit: int | float | None) -> list[Call]:
@@ -546,17 +551,36 @@ def _forecast_fields(growth: Growth | None, forecast: Forecast | None, hit: Any,
 def _largest_payload(run: RunSizes, calls: list[Call]) -> tuple[int | None, str | None]:
     """The largest input or result of the run (the first, an input before a result, where
     several are as large), and what it is."""
-    input_size, input_at, result_size, result_at = run.largest_payloads()
-    size, p, column = ((result_size, result_at, "result") if result_size > input_size
-                       else (input_size, input_at, "input"))  # fmt: skip
+    size, column, event_id, activity_type, event_type = _largest_payloads(run)[run._run]
     if not size:
         return None, None
-    c = run.columns
     call = next((number for number, call in enumerate(calls, start=1)
-                 if call.event_id == c["event_id"][p]), None)  # fmt: skip
+                 if call.event_id == event_id), None)  # fmt: skip
     label = f"input of model call {call}" if call and column == "input" else (
-        f"{column} of {c['activity_type'][p] or c['event_type'][p]}")
-    return size, f"{label} (event {c['event_id'][p]})"
+        f"{column} of {activity_type or event_type}")
+    return size, f"{label} (event {event_id})"
+
+
+def _largest_payloads(run: RunSizes) -> list[tuple[int, str, Any, Any, Any]]:
+    """Per run of the frame, its largest input or result (an input before a result where both
+    are as large): its bytes, which it is, and its event's id, activity type and event type;
+    the events' cells read off the frame together, on first use."""
+    sizes = run._sizes
+    found = sizes.derived.get("largest")
+    if found is None:
+        input_size, input_at, result_size, result_at = sizes._largest
+        picks = [(r, ra, "result") if r > i else (i, ia, "input")
+                 for i, ia, r, ra in zip(input_size, input_at, result_size, result_at,
+                                         strict=True)]  # fmt: skip
+        at = sizes.starts + np.array([p for _, p, _ in picks], np.int64).reshape(-1)
+        c = run.columns
+        types = c.at("activity_type", at) if "activity_type" in c else [None] * len(at)
+        found = sizes.derived["largest"] = [
+            (size, column, event_id, activity_type, event_type)
+            for (size, _, column), event_id, activity_type, event_type in zip(
+                picks, c.at("event_id", at), types, c.at("event_type", at), strict=True)
+        ]  # fmt: skip
+    return found  # type: ignore[no-any-return]
 
 
 def _continue_as_new_at(run: RunSizes, completed: list[Call]) -> int | None:

@@ -110,6 +110,8 @@ class FrameSizes:
     run_roles: list[Any] | None = None
     #: ``toolkit.agents.growth.user_turns`` of every run, made on first use.
     turns: list[int] | None = None
+    #: What the budget reads for every run at once, made on first use (by name).
+    derived: dict[str, Any] = field(default_factory=dict)
 
     # Lists read once per run, many times: made once for the frame.
     @functools.cached_property
@@ -127,15 +129,11 @@ class FrameSizes:
         """Each call's input text (:class:`_FrameTexts`' entry), in call order."""
         return [self.input_texts[p] for p in self.call_position.tolist()]
 
-    def largest_of_run(self, run: int) -> tuple[int, int, int, int]:
-        """Run ``run``'s largest input and result cells: ``(input bytes, its position,
-        result bytes, its position)``, positions from the run's first event, the first
-        where several are as large."""
-        return tuple(values[run] for values in self._largest)  # type: ignore[return-value]
-
     @functools.cached_property
     def _largest(self) -> tuple[list[int], ...]:
-        """:meth:`largest_of_run` of every run, found at once."""
+        """Every run's largest input and result cells, found at once: ``(input bytes, its
+        position, result bytes, its position)`` as lists, positions from the run's first event,
+        the first where several are as large."""
         found: list[list[int]] = []
         n = len(self.input_bytes)
         owner = np.repeat(np.arange(len(self.starts)), self.ends - self.starts)

@@ -106,10 +106,6 @@ class RunSizes:
         """Where the run's events of ``types`` are (0-based, in order)."""
         return self._sizes.positions(self._run, types)
 
-    def largest_payloads(self) -> tuple[int, int, int, int]:
-        """:meth:`~toolkit.agents.frame_sizes.FrameSizes.largest_of_run` of this run."""
-        return self._sizes.largest_of_run(self._run)
-
     def input_texts(self, calls: list[Call]) -> list[tuple[Any, bool] | None]:
         """:meth:`payload_json` of each call's input; of the run's own calls (those
         :func:`calls_of` made), a slice of the frame's, looked up once for all."""
@@ -238,6 +234,15 @@ class _FrameLists(dict[str, list[Any]]):
             self._edges[column, position] = found
         return found
 
+    def at(self, column: str, positions: np.ndarray) -> list[Any]:
+        """``column``'s values at frame ``positions``, as its list holds them: off the list where
+        made already, else read at those positions alone (making a whole column a list touches
+        every cell, and after the payload scan few of them are still in the caches)."""
+        made = dict.get(self, column)
+        if made is not None:
+            return [made[i] for i in positions.tolist()]
+        return self.frame[column].iloc[positions].tolist()  # type: ignore[no-any-return]
+
     def __missing__(self, column: str) -> list[Any]:
         if column not in self.names:
             raise KeyError(column)
@@ -268,6 +273,10 @@ class _RunColumns(Mapping[str, list[Any]]):
     def edges(self, column: str, position: int) -> list[Any]:
         """:meth:`_FrameLists.edges`: each run's first or last value of ``column``."""
         return self._lists.edges(column, position)
+
+    def at(self, column: str, positions: np.ndarray) -> list[Any]:
+        """:meth:`_FrameLists.at`: ``column``'s values at frame ``positions``."""
+        return self._lists.at(column, positions)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._lists.present)
@@ -339,19 +348,19 @@ def _frame_calls(sizes: FrameSizes, columns: _RunColumns) -> list[Call]:
     """Every model call of the frame measured, in order (made once; each run takes its own)."""
     if sizes.calls is not None:
         return sizes.calls
-    types = columns.frame_list("activity_type") if "activity_type" in columns else None
-    ids = columns.frame_list("event_id")
     at = sizes.call_position
+    types = (columns.at("activity_type", at) if "activity_type" in columns
+             else [None] * len(at))  # fmt: skip
     # The calls' positions from their run's first event.
     relative = (at - sizes.starts[sizes.call_run]).tolist() if len(at) else []
     by_role = zip(*(sizes.call_by_role[key].tolist() for key in ROLE_KEYS), strict=True)
     sizes.calls = [
-        Call(position, ids[p], types[p] if types else None, size,
-             None if output < 0 else output, done, history, position + 1, roles)
-        for p, position, size, output, done, history, roles in zip(
-            at.tolist(), relative, sizes.call_input.tolist(), sizes.call_output.tolist(),
-            sizes.call_completed.tolist(), sizes.call_history_bytes.tolist(), by_role,
-            strict=True)
+        Call(position, event_id, activity_type, size, None if output < 0 else output, done,
+             history, position + 1, roles)
+        for event_id, activity_type, position, size, output, done, history, roles in zip(
+            columns.at("event_id", at), types, relative, sizes.call_input.tolist(),
+            sizes.call_output.tolist(), sizes.call_completed.tolist(),
+            sizes.call_history_bytes.tolist(), by_role, strict=True)
     ]  # fmt: skip
     return sizes.calls
 
@@ -384,28 +393,28 @@ def _frame_turns(sizes: FrameSizes, columns: _RunColumns) -> list[int]:
 
     signals = np.flatnonzero(event_type.mask("WorkflowExecutionSignaled"))
     if len(signals):
-        names = (columns.frame_list("signal_name") if "signal_name" in columns
-                 else [None] * len(run_of))  # fmt: skip
+        names = (columns.at("signal_name", signals) if "signal_name" in columns
+                 else [None] * len(signals))  # fmt: skip
         users: dict[tuple[int, Any], bool] = {}  # a handful of names: each asked once
         counted = []
-        for p in signals.tolist():
+        for p, name in zip(signals.tolist(), names, strict=True):
             mine = roles[run_of[p]]
-            key = (id(mine), names[p])
+            key = (id(mine), name)
             if key not in users:
-                users[key] = mine is not None and mine.is_user_signal(names[p])
+                users[key] = mine is not None and mine.is_user_signal(name)
             counted.append(users[key])
         np.add.at(turns, run_of[signals[np.array(counted, bool)]], 1)
     updates = np.flatnonzero(event_type.mask(*_MESSAGES[1:]))
     if len(updates):
-        ids = columns.frame_list("update_id") if "update_id" in columns else None
-        update_names = columns.frame_list("update_name") if "update_name" in columns else None
+        none = [None] * len(updates)
+        ids = columns.at("update_id", updates) if "update_id" in columns else none
+        update_names = columns.at("update_name", updates) if "update_name" in columns else none
         seen: set[tuple[int, Any]] = set()
-        for p in updates.tolist():
+        for p, update_id, name in zip(updates.tolist(), ids, update_names, strict=True):
             run = int(run_of[p])
-            key = (ids[p] if ids is not None else None) or p  # no id: the event apart
+            key = update_id or p  # no id: the event apart
             mine = roles[run]
-            if (run, key) not in seen and mine is not None and mine.is_user_update(
-                    update_names[p] if update_names is not None else None):  # fmt: skip
+            if (run, key) not in seen and mine is not None and mine.is_user_update(name):
                 seen.add((run, key))
                 turns[run] += 1
     started = first(("WorkflowExecutionStarted",)) < length
