@@ -14,13 +14,14 @@ def best(
     clock: Callable[[], float] = time.perf_counter,
     setup: Callable[[], Any] | None = None,
 ) -> tuple[float, Any]:
-    """The shortest of ``repeat`` runs of ``function`` (a collection before each) and the value
-    of the last one. ``clock=time.process_time`` counts this process's CPU time alone, which
-    other work on a shared machine disturbs far less than the wall clock (not for code whose
-    time is spent in other processes). With ``setup``, each run is ``function(setup())``,
-    ``setup`` untimed."""
+    """The shortest of ``repeat`` runs of ``function`` (a collection before each, the value of
+    the run before it dropped) and the value of the last one. ``clock=time.process_time``
+    counts this process's CPU time alone, which other work on a shared machine disturbs far
+    less than the wall clock (not for code whose time is spent in other processes). With
+    ``setup``, each run is ``function(setup())``, ``setup`` untimed."""
     times, result = [], None
     for _ in range(repeat):
+        result = None  # the last run's value freed first: each run starts from the same memory
         argument = setup() if setup is not None else None
         gc.collect()
         start = clock()
