@@ -26,6 +26,7 @@ five ``medium`` at best (the budget's ``confidence`` also weighs the spread).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -450,11 +451,28 @@ def continue_as_new_many(growths: list[Growth], limits: dict[str, int]) -> list[
                                runs.events - limits["continue_as_new_events"] + 0.5)
     first = np.minimum(by_size, by_count).tolist()
     out: list[int | None] = []
-    for growth, ahead in zip(growths, first, strict=True):
-        history, events, _ = growth._observed
-        seen = next((k + 1 for k, (size, count) in enumerate(zip(history, events, strict=True))
-                     if size >= limits["continue_as_new_bytes"]
-                     or count >= limits["continue_as_new_events"]), None)  # fmt: skip
+    for growth, ahead, seen in zip(growths, first, _first_seen_over(growths, limits), strict=True):
         out.append(seen if seen is not None else
                    None if math.isinf(ahead) else growth.calls + int(ahead))  # fmt: skip
     return out
+
+
+def _first_seen_over(growths: list[Growth], limits: dict[str, int]) -> list[int | None]:
+    """Per run, the first of its observed calls (1-based) at which the history was already at
+    the continue-as-new suggestion's size or event count; None where none was."""
+    lengths = np.array([len(growth._observed[0]) for growth in growths], np.int64)
+    if not lengths.sum():
+        return [None] * len(growths)
+    history = np.fromiter(itertools.chain.from_iterable(g._observed[0] for g in growths),
+                          np.int64, int(lengths.sum()))  # fmt: skip
+    events = np.fromiter(itertools.chain.from_iterable(g._observed[1] for g in growths),
+                         np.int64, int(lengths.sum()))  # fmt: skip
+    over = (history >= limits["continue_as_new_bytes"]) | (
+        events >= limits["continue_as_new_events"])  # fmt: skip
+    offsets = np.cumsum(lengths) - lengths
+    step = np.arange(len(over)) - np.repeat(offsets, lengths)  # each call's place in its run
+    none = np.iinfo(np.int64).max
+    found = np.full(len(growths), none, np.int64)
+    has = lengths > 0
+    found[has] = np.minimum.reduceat(np.where(over, step, none), offsets[has])
+    return [None if k == none else k + 1 for k in found.tolist()]
