@@ -1,7 +1,8 @@
 """The compiled JSON text of lazy cells (``toolkit/histories/columns/_jsoncells.c``) is the pure
 path's, byte for byte: on every payload cell and every event of data/ and the corpus, in whole
 columns and batches, and on payload data of every shape the C declines or rewrites (blanks,
-escapes, floats, big integers, duplicate keys, surrogates, damaged UTF-8 and base64).
+escapes, floats, big integers, duplicate keys, surrogates, damaged UTF-8 and base64). Its text
+columns are pyarrow's conversion of the same values.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any
 import msgspec
 import numpy as np
 import orjson
+import pyarrow as pa
 import pytest
 
 import toolkit as tk
-from toolkit.datasets import json_cells
+from toolkit.datasets import arrow, json_cells
 from toolkit.datasets.arrow import json_text
 from toolkit.histories.columns.event_fields import event_fields, shared_event_fields
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
@@ -36,12 +38,15 @@ _PLAIN = base64.b64encode(b"json/plain").decode()
 @pytest.fixture
 def pure() -> Iterator[None]:
     """Inside it, json_cells runs without its compiled parts."""
-    saved = json_cells._jsoncells, json_cells._c_extra_piece, attribute_views._attribute_raws
+    saved = (json_cells._jsoncells, json_cells._c_extra_piece, attribute_views._attribute_raws,
+             arrow._text_buffers)  # fmt: skip
     json_cells._jsoncells = json_cells._c_extra_piece = attribute_views._attribute_raws = None
+    arrow._text_buffers = None
     try:
         yield
     finally:
-        json_cells._jsoncells, json_cells._c_extra_piece, attribute_views._attribute_raws = saved
+        (json_cells._jsoncells, json_cells._c_extra_piece, attribute_views._attribute_raws,
+         arrow._text_buffers) = saved  # fmt: skip
 
 
 def _events(where: str, request: pytest.FixtureRequest) -> Any:
@@ -123,6 +128,7 @@ def _compiled_parts() -> None:
 
     json_cells._jsoncells, json_cells._c_extra_piece = _jsoncells, _jsoncells.extra_piece
     attribute_views._attribute_raws = _jsoncells.attribute_raws
+    arrow._text_buffers = _jsoncells.text_buffers
 
 
 def _cell(*datas: str, encoding: str = _PLAIN, blank: str = "") -> LazyPayloads:
@@ -280,3 +286,44 @@ def test_cells_the_c_loop_leaves_are_made_by_the_python_loop() -> None:
     assert bits == bytes([0b1101]) and data == b"abc"
     assert np.frombuffer(offsets, dtype=np.int32).tolist() == [0, 2, 2, 3, 3]
     assert _jsoncells.string_buffers([b"x"])[0] is None
+
+
+@pytest.mark.parametrize("where", ["lab", "corpus"])
+def test_text_columns_equal_pyarrows_conversion(
+    where: str, request: pytest.FixtureRequest, pure: None
+) -> None:
+    """Every table's columns as :func:`toolkit.to_arrow` converts them, with and without the
+    C text columns, and odd columns (nulls of every kind, other types, surrogates, none)."""
+    import pandas as pd
+
+    events = _events(where, request)
+    frames = [events, tk.activities(events), tk.workflow_tasks(events)]
+    odd = [[], [None], ["a", None, "é", "😀", ""], ["a", float("nan")], ["a", pd.NA],
+           ["\ud800"], [None, 1], [None, None, "x"], [np.str_("x")], ["x", b"y"]]  # fmt: skip
+    frames.append(pd.DataFrame({f"c{i}": pd.Series(v, dtype=object) for i, v in enumerate(odd)
+                                if len(v) == 1}))  # fmt: skip
+    columns = [np.array(v, dtype=object) for v in odd]
+
+    def converted() -> list[Any]:
+        out: list[Any] = []
+        calls = [(arrow.to_arrow, frame.drop(columns=["attributes", "extra"], errors="ignore"))
+                 for frame in frames]  # fmt: skip
+        for call, value in [*calls, *((arrow._text_array, values) for values in columns)]:
+            try:
+                out.append(call(value))  # type: ignore[operator]
+            except Exception as error:  # whatever the pure path raises
+                out.append(type(error))
+        return out
+
+    expected = converted()
+    _compiled_parts()
+    assert arrow._text_buffers is not None
+    found = converted()
+    assert len(found) == len(expected)
+    for one, other in zip(found, expected, strict=True):
+        if isinstance(other, pa.Table):
+            assert one.schema == other.schema and one.equals(other)
+        elif isinstance(other, pa.Array):
+            assert one.type == other.type and one.equals(other)
+        else:
+            assert one == other

@@ -42,6 +42,11 @@ from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra
 
 __all__ = ["ARROW_TYPES", "json_text", "schema_of", "to_arrow"]
 
+try:  # the compiled text column builder (toolkit/histories/columns/_jsoncells.c: setup.py)
+    from toolkit.histories.columns._jsoncells import text_buffers as _text_buffers
+except ImportError:  # pragma: no cover - depends on the install
+    _text_buffers = None
+
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 _FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -120,9 +125,16 @@ def _text_array(values: np.ndarray) -> pa.Array | None:
     """``values`` as an Arrow string array when pyarrow's own inference finds only text (and
     nulls: None, NaN, NA) in them; None for anything else, left to :func:`_is_text_column` and
     the general conversion. One pass over the values, not pandas' inference and then
-    pyarrow's conversion: text columns are most of a dataset's columns."""
+    pyarrow's conversion: text columns are most of a dataset's columns. A column of only str
+    and None is made in C where it is built (pyarrow infers, then converts: two passes)."""
     if len(values) and values[0] is not None and type(values[0]) is not str:
         return None  # dicts, lists, lazy cells ...: no inferring a struct to throw away
+    found = _text_buffers(values) if _text_buffers is not None else None
+    if found is not None:  # only str and None: their UTF-8 copied in C, in a third of the time
+        bits, offsets, data = found
+        buffers = [None if bits is None else pa.py_buffer(bits), pa.py_buffer(offsets),
+                   pa.py_buffer(data)]  # fmt: skip
+        return pa.Array.from_buffers(pa.string(), len(values), buffers)
     try:
         array = pa.array(values, from_pandas=True)
     except Exception:  # whatever pyarrow refuses, the general path decides

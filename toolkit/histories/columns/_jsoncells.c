@@ -16,6 +16,11 @@
  *   attribute_views._shared_fields' JSON array of the cells' raw attributes (`{}` where absent);
  *   None where a cell is of another kind or its history has no fields.
  *
+ * text_buffers(values) -> (validity | None, offsets, data) | None
+ *   string_buffers of a column of text: `values` (a sequence) holding only str (exactly) and
+ *   None, each str as its UTF-8; None for anything else (another type, a str that has no UTF-8:
+ *   a lone surrogate) or past 2 GiB of text, for pyarrow's conversion to decide as before.
+ *
  * string_buffers(pieces) -> (validity | None, offsets, data)
  *   The buffers of an Arrow string array of `pieces` (buffers, None for a null), as
  *   json_cells._string_array makes them: validity bits (None without nulls), int32 offsets;
@@ -717,7 +722,66 @@ done:
     return out;
 }
 
+static PyObject *text_buffers(PyObject *self, PyObject *arg) {
+    (void)self;
+    PyObject *seq = PySequence_Fast(arg, "values must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), nulls = 0, total = 0;
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *validity = NULL, *offsets = NULL, *data = NULL, *out = NULL;
+    /* First pass: the types and the size (a str's UTF-8 is made once, and kept by the str). */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = items[i];
+        if (value == Py_None) {
+            nulls++;
+            continue;
+        }
+        Py_ssize_t size;
+        if (!PyUnicode_CheckExact(value) || PyUnicode_AsUTF8AndSize(value, &size) == NULL) {
+            PyErr_Clear();
+            goto other;
+        }
+        total += size;
+    }
+    if (total >= ((Py_ssize_t)1 << 31)) goto other;
+    offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int32_t));
+    data = PyBytes_FromStringAndSize(NULL, total);
+    if (offsets == NULL || data == NULL) goto done;
+    if (nulls) {
+        validity = PyBytes_FromStringAndSize(NULL, (n + 7) / 8);
+        if (validity == NULL) goto done;
+        memset(PyBytes_AS_STRING(validity), 0, (size_t)((n + 7) / 8));
+    }
+    int32_t *at = (int32_t *)PyBytes_AS_STRING(offsets);
+    unsigned char *bits = validity ? (unsigned char *)PyBytes_AS_STRING(validity) : NULL;
+    char *o = PyBytes_AS_STRING(data);
+    Py_ssize_t w = 0;
+    at[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = items[i];
+        if (value != Py_None) {
+            Py_ssize_t size;
+            const char *text = PyUnicode_AsUTF8AndSize(value, &size); /* cached: cannot fail */
+            memcpy(o + w, text, (size_t)size), w += size;
+            if (bits) bits[i >> 3] |= (unsigned char)(1u << (i & 7));
+        }
+        at[i + 1] = (int32_t)w;
+    }
+    out = Py_BuildValue("(OOO)", validity ? validity : Py_None, offsets, data);
+    goto done;
+other:
+    out = Py_NewRef(Py_None);
+done:
+    Py_DECREF(seq);
+    Py_XDECREF(validity);
+    Py_XDECREF(offsets);
+    Py_XDECREF(data);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"text_buffers", text_buffers, METH_O,
+     "The validity, offsets and data buffers of an Arrow string array of str and None, or None."},
     {"lazy_pieces", lazy_pieces, METH_VARARGS,
      "The pieces of raw JSON events' attributes and extra cells, and the cells left over."},
     {"attribute_raws", attribute_raws, METH_VARARGS,
