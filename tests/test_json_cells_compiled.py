@@ -230,6 +230,8 @@ def test_extra_fields_of_every_shape_are_joined_as_msgspec_writes_them() -> None
         ({"a": raw(b"1"), "eventTyp": raw(b"2"), "eventTypes": raw(b"3")}, "eventId"),
         ({"\ud800": raw(b"1")}, None),
         ({"a": raw(b"1")}, "a"),
+        ({f"k{i}": raw(b'"%s"' % (b"x" * i)) for i in range(200)}, "k3"),  # past the stack buffer
+        ({"big": raw(b"[" + b"1," * 5_000 + b"1]"), "eventId": raw(b"1")}, None),
     ]  # fmt: skip
     for fields, key in cases:
         found = json_cells._c_extra_piece(fields, key)
@@ -274,8 +276,10 @@ def test_cells_the_c_loop_leaves_are_made_by_the_python_loop() -> None:
     from toolkit.histories.columns import _jsoncells
 
     with shared_event_fields():
-        pieces, left = _jsoncells.lazy_pieces(values, LazyAttributes, LazyExtra, event_fields)
-        assert left == [6, 9, 10, 11, 12]  # the extra cell of a name to escape, and the others
+        pieces, left = _jsoncells.lazy_pieces(
+            values, LazyAttributes, LazyExtra, event_fields, LazyPayloads, msgspec.Raw, None
+        )
+        assert left == [6, 9, 10, 12]  # the extra cell of a name to escape, and the others
         assert all(pieces[i] is None for i in left)
         found = json_cells.json_texts(values, json_text)
         expected = [None if p is None else bytes(p).decode() for p in
@@ -327,3 +331,19 @@ def test_text_columns_equal_pyarrows_conversion(
             assert one.type == other.type and one.equals(other)
         else:
             assert one == other
+
+
+def test_payload_cells_are_kept_in_the_memo_and_found_there() -> None:
+    from toolkit.histories.columns import _jsoncells
+
+    cell, other = _cell(_b64(b"[1]")), _cell(_b64(b"[1.5]"))  # the latter left to Python
+    memo: dict[int, Any] = {}
+    args = (LazyAttributes, LazyExtra, event_fields, LazyPayloads, msgspec.Raw)
+    pieces, left = _jsoncells.lazy_pieces([cell, other, cell], *args, memo)
+    assert pieces == [b"[[1]]", None, b"[[1]]"] and left == [1] and memo == {id(cell): b"[[1]]"}
+    memo = {id(cell): b"kept", id(other): None}
+    assert _jsoncells.lazy_pieces([cell, other], *args, memo) == ([b"kept", None], [])
+    values = np.array([cell, other, cell, None], dtype=object)
+    memo = {}
+    texts = json_cells.json_texts(values, json_text, memo)
+    assert texts == ["[[1]]", "[[1.5]]", "[[1]]", None] and set(memo) == {id(cell), id(other)}

@@ -119,10 +119,13 @@ def _pieces(
 ) -> list[Piece]:
     if _jsoncells is None:
         return _python_pieces(values, slow, memo)
-    # The attributes and extra cells of raw JSON events (and the null cells) in one C loop,
-    # as the loop below makes them; the cells it leaves (payloads, other kinds, events without
-    # fields) go through that loop, in their order (the memo filled as it would be).
-    pieces, left = _jsoncells.lazy_pieces(values, LazyAttributes, LazyExtra, event_fields)
+    # The attributes and extra cells of raw JSON events, default payload cells and null cells
+    # in one C loop, as the loop below makes them; the cells it leaves (other kinds, events
+    # without fields, payloads it declines) go through that loop, in their order (the memo
+    # filled as it would be: a cell's piece is the same whichever loop makes it).
+    pieces, left = _jsoncells.lazy_pieces(
+        values, LazyAttributes, LazyExtra, event_fields, LazyPayloads, msgspec.Raw, memo
+    )
     if left:
         rest = _python_pieces([values[i] for i in left], slow, memo)
         for at, piece in zip(left, rest, strict=True):

@@ -4,13 +4,16 @@
  * toolkit/histories/tables/attribute_views.py do the same in Python, and
  * tests/test_json_cells_compiled.py holds both to the same bytes).
  *
- * lazy_pieces(values, LazyAttributes, LazyExtra, event_fields) -> (pieces, left)
- *   json_cells._pieces of a column, for its null cells and raw JSON events' attributes and
- *   extra cells: each cell's piece (its raw attributes text, `{}` where absent or null; its
- *   extra_piece below), the history's fields found by event_fields(cell._history) once per run
- *   of cells of one history. `left`: the positions of the other cells (payloads, other kinds, a
- *   history without fields, an extra cell extra_piece declines), None in `pieces`, for the
- *   Python loop to fill.
+ * lazy_pieces(values, LazyAttributes, LazyExtra, event_fields, LazyPayloads, Raw, memo)
+ *   -> (pieces, left)
+ *   json_cells._pieces of a column, for its null cells, raw JSON events' attributes and extra
+ *   cells and default payload cells: each cell's piece (its raw attributes text, `{}` where
+ *   absent or null; its extra_piece below; a payload cell's plain_payloads below, kept in
+ *   `memo` (a dict or None) by the cell's id, or found there), the history's fields found by
+ *   event_fields(cell._history) once per run of cells of one history. `left`: the positions of
+ *   the other cells (other kinds, a history without fields, an extra cell extra_piece or a
+ *   payload cell plain_payloads declines, a payload cell with a codec), None in `pieces`, for
+ *   the Python loop to fill.
  *
  * attribute_raws(cells, LazyAttributes, event_fields) -> bytes | None
  *   attribute_views._shared_fields' JSON array of the cells' raw attributes (`{}` where absent);
@@ -53,6 +56,8 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+static PyObject *plain_payloads(PyObject *self, PyObject *arg);
 
 #define MAX_DEPTH 64
 #define MAX_KEYS 64
@@ -407,7 +412,8 @@ static int envelope(const char *name, Py_ssize_t size) {
          : size == 9 && (memcmp(name, "eventTime", 9) == 0 || memcmp(name, "eventType", 9) == 0);
 }
 
-/* extra_piece's text of `fields` (a dict), a new reference: bytes, None (declined) or NULL. */
+/* extra_piece's text of `fields` (a dict), a new reference: bytes, None (declined) or NULL.
+ * One pass, into a buffer on the stack (on the heap for an event with more to say). */
 static PyObject *extra_of(PyObject *fields, PyObject *key) {
     const char *skip = NULL;
     Py_ssize_t skip_size = -1;
@@ -417,67 +423,50 @@ static PyObject *extra_of(PyObject *fields, PyObject *key) {
             Py_RETURN_NONE;
         }
     }
-    /* Two passes over the few fields: the size, then the text. */
-    Py_ssize_t total = 2, kept = 0, pos;
-    PyObject *name, *value;
-    for (int pass = 0; pass < 2; pass++) {
-        PyObject *out = NULL;
-        char *o = NULL;
-        Py_ssize_t w = 0;
-        if (pass == 1) {
-            out = PyBytes_FromStringAndSize(NULL, total);
-            if (out == NULL) return NULL;
-            o = PyBytes_AS_STRING(out);
-            o[w++] = '{';
+    char small[1024], *o = small;
+    Py_ssize_t capacity = sizeof(small), w = 0, pos = 0;
+    PyObject *name, *value, *out = NULL;
+    o[w++] = '{';
+    while (PyDict_Next(fields, &pos, &name, &value)) {
+        Py_ssize_t size;
+        const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &size) : NULL;
+        if (text == NULL) goto declined;
+        if (envelope(text, size) || (skip && size == skip_size && !memcmp(text, skip, size)))
+            continue;
+        for (Py_ssize_t i = 0; i < size; i++) {
+            unsigned char c = (unsigned char)text[i];
+            if (c < 0x20 || c == '"' || c == '\\') goto declined; /* msgspec escapes it */
         }
-        pos = 0;
-        int first = 1;
-        while (PyDict_Next(fields, &pos, &name, &value)) {
-            Py_ssize_t size;
-            const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &size) : NULL;
-            if (text == NULL) {
-                PyErr_Clear();
-                Py_XDECREF(out);
-                Py_RETURN_NONE;
+        Py_buffer view;
+        if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0) goto declined;
+        Py_ssize_t need = w + size + 4 + view.len + 1; /* , "name" : value, then } */
+        if (need > capacity) {
+            Py_ssize_t grown = need > 2 * capacity ? need : 2 * capacity;
+            char *more = o == small ? PyMem_Malloc((size_t)grown) : PyMem_Realloc(o, (size_t)grown);
+            if (more == NULL) {
+                PyBuffer_Release(&view);
+                PyErr_NoMemory();
+                goto done;
             }
-            if (envelope(text, size) || (skip && size == skip_size && !memcmp(text, skip, size)))
-                continue;
-            Py_buffer view;
-            if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0) {
-                PyErr_Clear();
-                Py_XDECREF(out);
-                Py_RETURN_NONE;
-            }
-            if (pass == 0) {
-                for (Py_ssize_t i = 0; i < size; i++) {
-                    unsigned char c = (unsigned char)text[i];
-                    if (c < 0x20 || c == '"' || c == '\\') {
-                        PyBuffer_Release(&view);
-                        Py_RETURN_NONE;
-                    }
-                }
-                total += size + 3 + view.len + (kept ? 1 : 0);
-                kept++;
-            } else {
-                if (!first) o[w++] = ',';
-                o[w++] = '"';
-                memcpy(o + w, text, (size_t)size), w += size;
-                o[w++] = '"', o[w++] = ':';
-                memcpy(o + w, view.buf, (size_t)view.len), w += view.len;
-            }
-            first = 0;
-            PyBuffer_Release(&view);
+            if (o == small) memcpy(more, small, (size_t)w);
+            o = more, capacity = grown;
         }
-        if (pass == 1) {
-            o[w++] = '}';
-            if (w != total) { /* the dict changed between the passes: cannot be */
-                Py_DECREF(out);
-                Py_RETURN_NONE;
-            }
-            return out;
-        }
+        if (w > 1) o[w++] = ',';
+        o[w++] = '"';
+        memcpy(o + w, text, (size_t)size), w += size;
+        o[w++] = '"', o[w++] = ':';
+        memcpy(o + w, view.buf, (size_t)view.len), w += view.len;
+        PyBuffer_Release(&view);
     }
-    Py_RETURN_NONE; /* not reached */
+    o[w++] = '}';
+    out = PyBytes_FromStringAndSize(o, w);
+    goto done;
+declined:
+    PyErr_Clear();
+    out = Py_NewRef(Py_None);
+done:
+    if (o != small) PyMem_Free(o);
+    return out;
 }
 
 static PyObject *extra_piece(PyObject *self, PyObject *args) {
@@ -536,11 +525,45 @@ static PyObject *field_of(PyObject *event, PyObject *key, int *failed) {
     return Py_NewRef(raw);
 }
 
+static PyObject *CODEC, *RAW; /* a payload cell's slot names */
+
+/* A payload cell's piece as json_cells._pieces makes it, a new reference (found in `memo`, or
+ * plain_payloads' text, then kept there); NULL (an error set, or none: left to the Python path)
+ * where the cell has a codec, raw text of another kind, or is declined. */
+static PyObject *payload_piece(PyObject *cell, PyTypeObject *raw_type, PyObject *memo) {
+    PyObject *id = NULL, *piece = NULL;
+    if (memo != Py_None) {
+        id = PyLong_FromVoidPtr(cell);
+        if (id == NULL) return NULL;
+        piece = PyDict_GetItemWithError(memo, id);
+        if (piece != NULL || PyErr_Occurred()) {
+            Py_DECREF(id);
+            return Py_XNewRef(piece);
+        }
+    }
+    PyObject *codec = PyObject_GetAttr(cell, CODEC);
+    PyObject *raw = codec != NULL ? PyObject_GetAttr(cell, RAW) : NULL;
+    if (raw != NULL && codec == Py_None && (PyBytes_Check(raw) || Py_TYPE(raw) == raw_type)) {
+        piece = plain_payloads(NULL, raw);
+        if (piece == Py_None) Py_CLEAR(piece);
+        if (piece != NULL && id != NULL && PyDict_SetItem(memo, id, piece) < 0) Py_CLEAR(piece);
+    }
+    Py_XDECREF(codec);
+    Py_XDECREF(raw);
+    Py_XDECREF(id);
+    return piece;
+}
+
 static PyObject *lazy_pieces(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *values, *attributes_type, *extra_type, *fields_of;
-    if (!PyArg_ParseTuple(args, "OOOO", &values, &attributes_type, &extra_type, &fields_of))
+    PyObject *values, *attributes_type, *extra_type, *fields_of, *payloads_type, *raw_type, *memo;
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &values, &attributes_type, &extra_type, &fields_of,
+                          &payloads_type, &raw_type, &memo))
         return NULL;
+    if (memo != Py_None && !PyDict_Check(memo)) {
+        PyErr_SetString(PyExc_TypeError, "memo must be a dict or None");
+        return NULL;
+    }
     PyObject *seq = PySequence_Fast(values, "values must be a sequence");
     if (seq == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -585,6 +608,9 @@ static PyObject *lazy_pieces(PyObject *self, PyObject *args) {
                 if (piece == Py_None) Py_CLEAR(piece);
             }
             Py_XDECREF(key);
+        } else if (type == (PyTypeObject *)payloads_type) {
+            piece = payload_piece(value, (PyTypeObject *)raw_type, memo);
+            if (piece == NULL && PyErr_Occurred()) goto fail;
         }
         if (piece == NULL) { /* left to the Python path */
             PyObject *at = PyLong_FromSsize_t(i);
@@ -805,6 +831,8 @@ PyMODINIT_FUNC PyInit__jsoncells(void) {
     HISTORY = PyUnicode_InternFromString("_history");
     INDEX = PyUnicode_InternFromString("_index");
     KEY = PyUnicode_InternFromString("_key");
-    if (!EMPTY_OBJECT || !HISTORY || !INDEX || !KEY) return NULL;
+    CODEC = PyUnicode_InternFromString("_codec");
+    RAW = PyUnicode_InternFromString("_raw");
+    if (!EMPTY_OBJECT || !HISTORY || !INDEX || !KEY || !CODEC || !RAW) return NULL;
     return PyModule_Create(&module);
 }
