@@ -1,13 +1,15 @@
 """Build of the optional C parts (everything else is in pyproject.toml): the reader of the protobuf
-wire format, the payload-cell scanner of the history budget, the proto-JSON scanner and the
-writer of OTLP JSON spans, and the JSON text of lazy cells the dataset writer stores.
+wire format, the payload-cell scanner of the history budget, the proto-JSON scanner, the
+writer of OTLP JSON spans, the hasher of the spans' ids, and the JSON text of lazy cells the
+dataset writer stores.
 
 ``optional=True``: where no C compiler is present the install goes on without them;
 ``toolkit.histories.reading.wire`` then reads the wire format with numpy,
 ``toolkit.histories.payload_cells`` and ``toolkit.agents.budget`` measure cells and compare
 inputs in Python, proto-JSON documents are decoded with msgspec, and OTLP JSON documents are
-built as dicts and serialized with orjson, and ``toolkit.datasets.json_cells`` and
-``toolkit.histories.tables.attribute_views`` make cells' JSON text in Python (same results).
+built as dicts and serialized with orjson, span ids are hashed by ``hashlib``, and
+``toolkit.datasets.json_cells`` and ``toolkit.histories.tables.attribute_views`` make cells'
+JSON text in Python (same results).
 """
 
 from setuptools import Extension, setup
@@ -29,6 +31,12 @@ setup(
         Extension(
             "toolkit.traces._otlpjson",
             ["toolkit/traces/_otlpjson.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "toolkit.traces._spanids",
+            ["toolkit/traces/_spanids.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

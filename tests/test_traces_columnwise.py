@@ -52,9 +52,17 @@ def test_trace_spans_equal_the_rowwise_spans(recorded: pd.DataFrame) -> None:
         rowwise_trace_spans(recorded, model_attributes=attributes, content=True,
                             namespace="prod"),
     )  # fmt: skip
+    # assert_frame_equal compares the attributes as dicts; the OTLP bytes write them in order
+    assert _in_order(trace_spans(recorded, model_attributes=attributes)) == _in_order(expected)
     export = tk.to_otel(recorded)
     pd.testing.assert_frame_equal(export.spans, expected)
     pd.testing.assert_frame_equal(export.model_calls, rowwise_model_calls(recorded))
+
+
+def _in_order(spans: pd.DataFrame) -> list[list[tuple[str, object]]]:
+    """Each span's attributes and events as items in order (what dict equality leaves out)."""
+    return [[*attributes.items(), *(repr(event) for event in events)]
+            for attributes, events in zip(spans["attributes"], spans["events"], strict=True)]
 
 
 def test_turns_and_roles_of_each_source_equal_the_rowwise_ones(recorded: pd.DataFrame) -> None:

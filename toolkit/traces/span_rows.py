@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -37,8 +37,8 @@ _OPENINFERENCE = {"workflow": "CHAIN", "turn": "AGENT", "activity": "CHAIN", "mo
 #: Model-call attributes by (source, history, scheduled event id): GenAI and OpenInference keys.
 ModelAttributes = Mapping[tuple[Any, int, int], Mapping[str, Any]]
 
-#: The fields of an activity (:func:`toolkit.traces.activity_facts.activity_facts`), in the
-#: order of the tuples :meth:`RunSpans.activity` takes (``input``, ``result`` last, with content).
+#: The fields of an activity the spans read (:func:`toolkit.traces.activity_facts.activity_facts`;
+#: ``input`` and ``result`` with content).
 ACTIVITY_FIELDS = ("source", "history", "scheduled_event_id", "activity_id", "activity_type",
                    "task_queue", "scheduled_time", "started_time", "closed_time", "attempt",
                    "outcome", "queue_duration", "failure_message", "last_failure_message",
@@ -147,8 +147,8 @@ def _set_text(attributes: dict[str, Any], key: str, value: Any) -> None:
 
 
 class RunSpans:
-    """The spans of one history: :meth:`root`, then :meth:`turns`, then :meth:`activity` of
-    each of its activities in order.
+    """What the spans of one history share (its ids, the base of their attributes), and its
+    root span (:meth:`root`); :mod:`toolkit.traces.span_columns` makes its other spans.
 
     Times are nanoseconds since the epoch (UTC, ``Timestamp.value``) or None, in what it takes
     and in the rows' ``start`` and ``end``; the span events' are timestamps, as in the table.
@@ -156,7 +156,9 @@ class RunSpans:
 
     def __init__(self, head: Mapping[str, Any], source: Any, history: int,
                  namespace: str | None, first_time: int | None,
-                 last_time: int | None) -> None:  # fmt: skip
+                 last_time: int | None, hashed: bool = True) -> None:  # fmt: skip
+        """``hashed=False`` leaves :attr:`trace_id` and :attr:`root_id` None, for the caller
+        to hash those of many runs at once (:func:`span_ids`' texts)."""
         self.source, self.history = source, history
         self.namespace = namespace if namespace is not None else (_text(head["namespace"]) or "")
         self.run_id = _text(head["run_id"])
@@ -164,7 +166,8 @@ class RunSpans:
         self.workflow_type = _text(head["workflow_type"]) or "workflow"
         self.key = self.run_id or self.workflow_id or f"{source}#{history}"
         self.first_time, self.last_time = first_time, last_time
-        self.trace_id, self.root_id = span_ids(self.namespace, self.key, 1, "workflow")
+        self.trace_id, self.root_id = (span_ids(self.namespace, self.key, 1, "workflow")
+                                       if hashed else (None, None))  # fmt: skip
         self.pending_tools: list[str] = []  # requested by the last model call, not yet run
         self.turn_spans: dict[int, str] = {}
         self.base = {"temporalWorkflowID": self.workflow_id, "temporalRunID": self.run_id,
@@ -177,11 +180,6 @@ class RunSpans:
         self.fixed = {*self.base, "openinference.span.kind", "temporal.event_id"}
         # The span id's key up to the event id: f"{namespace}\x1f{run}\x1f"
         self.id_prefix = f"{self.namespace}\x1f{self.key}\x1f"
-
-    def _id(self, event_id: int, kind: str) -> str:
-        """:func:`_span_id` of this run's span (the same text hashed)."""
-        key = f"{self.id_prefix}{event_id}\x1f{kind}".encode()
-        return hashlib.blake2b(key, digest_size=8).hexdigest()
 
     def _attributes(self, role: str, event_id: int,
                     attributes: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
@@ -241,124 +239,3 @@ class RunSpans:
         return self._row(self.root_id, None, f"RunWorkflow:{self.workflow_type}", "SERVER",
                          "workflow", 1, None, None, None, status, message,
                          self._attributes("workflow", 1, attributes), span_events)  # fmt: skip
-
-    def turns(self, starts: list[tuple[int, str, bool, str | None]],
-              acts: Sequence[tuple[Any, ...]], turn_of: Mapping[int, tuple[int, str]],
-              models: ModelAttributes, times: Mapping[tuple[int, int], Any],
-              code: int) -> list[tuple[Any, ...]]:  # fmt: skip
-        """One ``invoke_agent`` span per turn that has activities or got no answer (``acts``:
-        tuples of :data:`ACTIVITY_FIELDS`; ``times``: the user messages' by (run code, event
-        id), in nanoseconds)."""
-        ends: dict[int, Any] = {}
-        agents: dict[int, str] = {}
-        for act in acts:
-            event_id = int(act[2])
-            turn = turn_of.get(event_id, (0, ""))[0]
-            # The latest of its scheduled, started and closed times (ints), where it has one.
-            latest = act[8]
-            for time in (act[6], act[7]):
-                if time is not None and (latest is None or time > latest):
-                    latest = time
-            if latest is not None:
-                before = ends.get(turn)
-                ends[turn] = latest if before is None or latest > before else before
-            if turn not in agents:
-                agent = models.get((self.source, self.history, event_id), {}).get(
-                    "gen_ai.agent.name")  # fmt: skip
-                if agent:
-                    agents[turn] = agent
-        rows = []
-        for number, (event_id, trigger, answered, failure) in enumerate(starts, 1):
-            if number not in ends and answered:
-                continue  # a control message (``finish``) that started no work is no turn
-            agent = agents.get(number) or self.workflow_type
-            span_id = self._id(event_id, "turn")
-            status, message = (
-                ("UNSET", None) if answered else ("ERROR", failure or "no workflow task answered")
-            )
-            attributes = {
-                "gen_ai.operation.name": "invoke_agent",
-                "gen_ai.agent.name": agent,
-                "temporal.turn": number,
-                "temporal.turn.trigger": trigger,
-            }
-            start = times.get((code, event_id))
-            rows.append(self._row(span_id, self.root_id, f"invoke_agent {agent}", "INTERNAL",
-                                  "turn", event_id, number, start, ends.get(number, start),
-                                  status, message, self._attributes("turn", event_id,
-                                                                    attributes)))  # fmt: skip
-            self.turn_spans[number] = span_id
-        return rows
-
-    def activity(self, act: tuple[Any, ...], turn_of: Mapping[int, tuple[int, str]],
-                 models: ModelAttributes, content: bool) -> list[tuple[Any, ...]]:  # fmt: skip
-        """The ``RunActivity`` span of one activity (a tuple of :data:`ACTIVITY_FIELDS`), and
-        its GenAI span if it has one (its times in nanoseconds: ``activity_facts(...,
-        nanos=True)``)."""
-        (_, _, event_id, activity_id, activity_type, task_queue, scheduled, started, closed,
-         attempt, outcome, queue, failure_message, last_failure) = act[:14]  # fmt: skip
-        event_id = int(event_id)
-        turn, role = turn_of.get(event_id, (0, "other"))
-        parent = self.turn_spans.get(turn, self.root_id)
-        status = _ACTIVITY_STATUS.get(outcome, "UNSET") if isinstance(outcome, str) else "UNSET"
-        message = _text(failure_message) if status == "ERROR" else None
-        start = started if started is not None else scheduled
-        end = closed if closed is not None else self.last_time
-        if type(attempt) is not int:  # activity_facts gives ints and None
-            attempt = int(attempt) if attempt is not None and not pd.isna(attempt) else None
-        span_events = []
-        if attempt and attempt > 1:
-            retried = "temporal.activity.retried"
-            span_events.append({"time": _stamp(start), "name": retried, "attributes": {
-                "temporal.activity.previous_attempts": attempt - 1,
-                **({"exception.message": last_failure} if _text(last_failure) else {})}})
-        # The activity's attributes are no base keys: the base, then each one that is set, as
-        # _attributes would set them.
-        attrs = self.base_set.copy()
-        attrs["openinference.span.kind"] = "CHAIN"
-        attrs["temporal.event_id"] = event_id  # an int: _set sets it as it is
-        _set_text(attrs, "temporalActivityID", activity_id)
-        _set_text(attrs, "temporal.activity.type", activity_type)
-        if attempt is not None:
-            attrs["temporal.activity.attempt"] = attempt
-        _set_text(attrs, "temporal.activity.outcome",
-                  outcome if isinstance(outcome, str) else "open")  # fmt: skip
-        _set_text(attrs, "temporal.activity.task_queue", task_queue)
-        attrs["temporal.activity.scheduled_time"] = (
-            "" if scheduled is None else _stamp_text(scheduled))
-        if queue is not None:  # nanoseconds
-            queue_ms = round(_seconds(queue) * 1000, 3)
-            if queue_ms == queue_ms:  # a float: _set sets it unless NaN (pd.isna: 1 us each)
-                attrs["temporal.activity.queue_ms"] = queue_ms
-        _set_text(attrs, "temporal.agent.role", role)
-        span_id = self._id(event_id, "activity")
-        rows = [self._row(span_id, parent, f"RunActivity:{activity_type}", "SERVER",
-                          "activity", event_id, turn, start, end, status, message, attrs,
-                          span_events)]  # fmt: skip
-        if role not in ("model", "tool_call"):
-            return rows
-        genai = dict(models.get((self.source, self.history, event_id), {}))
-        requested = genai.pop("_requested_tools", None)
-        if role == "model":
-            self.pending_tools = [str(name) for name in requested or []]
-            model = genai.get("gen_ai.request.model") or genai.get("gen_ai.response.model")
-            name, kind = (f"chat {model}" if model else "chat"), "CLIENT"
-            genai.setdefault("gen_ai.operation.name", "chat")
-        else:
-            # The answer's tool requests run in order; handoffs and hosted tools run no activity,
-            # so a name is taken only while requests remain (else the activity names the span).
-            requested_name = self.pending_tools.pop(0) if self.pending_tools else None
-            tool = requested_name or _text(activity_type)
-            genai.setdefault("gen_ai.tool.name", tool)
-            genai.setdefault("tool.name", tool)
-            name, kind = f"execute_tool {tool}", "INTERNAL"
-            genai.setdefault("gen_ai.operation.name", "execute_tool")
-        if content:
-            for key, value in (("input.value", act[14]), ("output.value", act[15])):
-                if value is not None:
-                    genai[key] = _content(value)
-                    genai[key.replace(".value", ".mime_type")] = "application/json"
-        rows.append(self._row(self._id(event_id, role), span_id, name, kind, role, event_id,
-                              turn, start, end, status, message,
-                              self._attributes(role, event_id, genai)))  # fmt: skip
-        return rows

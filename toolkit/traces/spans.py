@@ -59,6 +59,7 @@ from toolkit.agents.activity_turns import ActivityTurns, activity_turns, column_
 from toolkit.agents.roles import Roles
 from toolkit.gc_pause import paused_gc
 from toolkit.traces.activity_facts import activity_facts
+from toolkit.traces.span_columns import ROW_FIELDS, hashed, span_columns
 from toolkit.traces.span_rows import (  # noqa: F401 (the helpers' home was this module)
     _ACTIVITY_STATUS,
     _CLOSE_STATUS,
@@ -136,37 +137,65 @@ def spans_of(
     facts = _RunFacts(events, found)
     # A source with a run no framework is recognised in gets run and activity spans only.
     unrecognised = {_key(source) for source, _ in found.errors}
-    turn_of = facts.turn_of(unrecognised)
-    acts = facts.activities(content)
-    models = model_attributes or {}
-    rows: list[tuple[Any, ...]] = []
-    for code, (source, history) in enumerate(found.runs):
-        run = RunSpans(facts.head(code), source, int(history), namespace,
-                       facts.first_time[code], facts.last_time[code])  # fmt: skip
-        rows.append(run.root(facts.last(code), facts.failures.get(code, [])))
-        mine, acts_of = turn_of.get(code, {}), acts.get(code, [])
-        starts = [] if _key(source) in unrecognised else found.turns.get((source, history), [])
-        rows.extend(run.turns(starts, acts_of, mine, models, facts.times, code))
-        for act in acts_of:
-            rows.extend(run.activity(act, mine, models, content))
-    return _table(rows)
+    runs = [RunSpans(facts.head(code), source, int(history), namespace, facts.first_time[code],
+                     facts.last_time[code], hashed=False)
+            for code, (source, history) in enumerate(found.runs)]  # fmt: skip
+    # Every run's trace id and root span id in two passes (span_ids' texts).
+    for run, trace, root in zip(runs, hashed([f"{run.namespace}\x1f{run.key}" for run in runs], 16),
+                                hashed([f"{run.id_prefix}1\x1fworkflow" for run in runs]),
+                                strict=True):  # fmt: skip
+        run.trace_id, run.root_id = trace, root
+    roots = [run.root(facts.last(code), facts.failures.get(code, []))
+             for code, run in enumerate(runs)]  # fmt: skip
+    starts_of = [[] if _key(source) in unrecognised else found.turns.get((source, history), [])
+                 for source, history in found.runs]  # fmt: skip
+    acts = facts.activities(content, unrecognised)
+    turns, activities, genai, genai_of = span_columns(
+        runs, acts, starts_of, facts.times, model_attributes or {}, content)  # fmt: skip
+    # The roots as columns (ROW_FIELDS: the run's code, then the span's own fields).
+    root_columns = [list(range(len(runs))),
+                    *([row[i] for row in roots] for i in range(4, len(SPAN_COLUMNS)))]
+    # Each run's spans together, in the order of the run-by-run walk: its root, its turns,
+    # then each activity followed by its GenAI span.
+    big = 1 << 40
+    count = len(activities[0])
+    sub = np.concatenate([
+        np.zeros(len(roots), dtype=np.int64),
+        np.arange(1, len(turns[0]) + 1, dtype=np.int64),
+        big + 2 * np.arange(count, dtype=np.int64),
+        big + 1 + 2 * np.array(genai_of, dtype=np.int64),
+    ])  # fmt: skip
+    sections = (root_columns, turns, activities, genai)
+    codes = np.array([c for section in sections for c in section[0]], dtype=np.int64)
+    order = np.lexsort((sub, codes))
+    return _table(runs, codes[order], order,
+                  [[v for section in sections for v in section[i]]
+                   for i in range(1, len(ROW_FIELDS))])  # fmt: skip
 
 
-def _table(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
-    """The spans table of ``rows`` (tuples in :data:`SPAN_COLUMNS` order, times in nanoseconds
-    or None), each column made in its dtype at once."""
-    columns = zip(*rows, strict=True) if rows else ((),) * len(SPAN_COLUMNS)
+def _table(runs: list[RunSpans], codes: np.ndarray, order: np.ndarray,
+           columns: list[list[Any]]) -> pd.DataFrame:
+    """The spans table: each run's columns from its ``codes`` (in table order), the spans'
+    own ``columns`` (:data:`ROW_FIELDS` after ``code``, times in nanoseconds or None) taken
+    in ``order``, each column made in its dtype at once."""
     data: dict[str, Any] = {}
-    for name, values in zip(SPAN_COLUMNS, columns, strict=True):
-        if name in ("history", "event_id"):
-            data[name] = np.array(values, dtype=np.int64)
-        elif name == "turn":
-            data[name] = pd.array(values, dtype="Int64")
+    for name in ("source", "history", "run_id", "trace_id"):
+        values = np.empty(len(runs), dtype=object)
+        values[:] = [getattr(run, name) for run in runs]  # str or None: no nesting
+        taken = values[codes]
+        data[name] = (taken.astype(np.int64) if name == "history"
+                      else pd.Series(taken, dtype=object))  # fmt: skip
+    for name, values in zip(SPAN_COLUMNS[4:], columns, strict=True):
+        if name == "event_id":
+            data[name] = np.array(values, dtype=np.int64)[order]
+        elif name == "turn":  # None for the runs' spans
+            data[name] = pd.array([values[i] for i in order.tolist()], dtype="Int64")
         elif name in ("start", "end"):  # NaT where None
-            nanos = np.array([_NAT if v is None else v for v in values], dtype=np.int64)
+            nanos = np.array([_NAT if v is None else v for v in values], dtype=np.int64)[order]
             data[name] = pd.Series(nanos.view("M8[ns]")).dt.tz_localize("UTC")
         else:  # object, not pandas' string dtype: a missing parent stays None (NaN is no id)
-            data[name] = pd.Series(values, dtype=object)
+            data[name] = pd.Series(np.fromiter(values, dtype=object, count=len(values))[order],
+                                   dtype=object)  # fmt: skip
     return pd.DataFrame(data, columns=SPAN_COLUMNS)
 
 
@@ -232,19 +261,22 @@ class _RunFacts:
         failed = np.flatnonzero(np.isin(event_type, _TASK_FAILURES))
         wanted = [c for c in self._FAILURE if c in events.columns]
         self.failures: dict[int, list[dict[str, Any]]] = {}
-        # Those rows of those columns alone (not every column of the rows first).
-        at = [events.columns.get_loc(c) for c in wanted]
-        picked = (events.iloc[failed, at] if all(type(i) is int for i in at)
-                  else events.iloc[failed][wanted])  # fmt: skip
-        for code, record in zip(run[failed].tolist(), picked.to_dict("records"),
-                                strict=True):  # fmt: skip
-            self.failures.setdefault(code, []).append(record)
-        # The times of the turns' user messages, by (run, event id).
+        # Those rows of those columns alone, each column taken as objects (no records frame:
+        # root reads each value through str, int, _text and _time, which take them as
+        # to_dict gives them).
+        picked = [column_at(events, c, failed).tolist() for c in wanted]
+        for code, *values in zip(run[failed].tolist(), *picked, strict=True):
+            self.failures.setdefault(code, []).append(dict(zip(wanted, values, strict=True)))
+        # The times of the turns' user messages, by (run, event id), in nanoseconds.
         rows = np.array([r for m in found.positions["messages"].values() for r in m], dtype=int)
-        picked = [_nanos(t) for t in times.iloc[rows].tolist()] if len(rows) else []
+        if times.dtype == _UTC_NS:  # the loader's: _nanos of each without its timestamp
+            nanos = pd.DatetimeIndex(times).asi8[rows]
+            stamps = [None if t == _NAT else t for t in nanos.tolist()]
+        else:
+            stamps = [_nanos(t) for t in times.iloc[rows].tolist()] if len(rows) else []
         self.times = dict(zip(
             zip(run[rows].tolist(), events["event_id"].to_numpy()[rows].tolist(), strict=True),
-            picked, strict=True))  # fmt: skip
+            stamps, strict=True))  # fmt: skip
 
     def head(self, code: int) -> dict[str, Any]:
         """The run's first event: its namespace, run id, workflow id and type."""
@@ -254,33 +286,57 @@ class _RunFacts:
         """The run's last event: its type and failure message."""
         return {name: values[code] for name, values in self.lasts.items()}
 
-    def turn_of(self, unrecognised: set[Any]) -> dict[int, dict[int, tuple[int, str]]]:
-        """Per run (of a recognised source): scheduled event id -> (turn, role)."""
-        spans, out = self.found.spans, {}
-        for code, source, event_id, turn, role in zip(
-            self.found.positions["run"].tolist(), spans["source"].tolist(),
-            spans["event_id"].tolist(), spans["turn"].tolist(), spans["role"].tolist(),
-            strict=True,
-        ):  # fmt: skip
-            if _key(source) not in unrecognised:
-                out.setdefault(code, {})[int(event_id)] = (int(turn), str(role))
-        return out
-
-    def activities(self, content: bool) -> dict[int, list[tuple[Any, ...]]]:
-        """Per run: its activities (:func:`toolkit.activities` rows, tuples of
-        :data:`ACTIVITY_FIELDS`) by scheduled event id."""
+    def activities(self, content: bool, unrecognised: set[Any]) -> dict[str, list[Any]]:
+        """The activities of the runs (:func:`toolkit.activities`' rows, the columns of
+        :func:`activity_facts`), in run code order then in the table's; with their ``code``,
+        scheduled event ids as ints, and each one's ``turn`` and ``role`` (0 and ``other``
+        where :attr:`ActivityTurns.spans` has none or its source is ``unrecognised``)."""
         # Payloads stay undecoded cells unless their contents go into the spans.
         facts = activity_facts(self.events, payloads=content, nanos=True)
         code_of = {(_key(s), int(h)): code for code, (s, h) in enumerate(self.found.runs)}
-        out: dict[int, list[tuple[Any, ...]]] = {}
+        codes: list[int] = []
         # A run's activities come together: its code is looked up once for them, when the
         # source is the same object and the history the same int as the activity's before.
-        source, history, mine = _NO_RUN, None, None
-        for act in zip(*(facts[name] for name in ACTIVITY_FIELDS if name in facts), strict=True):
-            if act[0] is not source or type(act[1]) is not int or act[1] != history:
-                source, history = act[0], act[1]
-                code = code_of.get((_key(source), int(history)))
-                mine = None if code is None else out.setdefault(code, [])
-            if mine is not None:
-                mine.append(act)
-        return out
+        source, history, code = _NO_RUN, None, -1
+        for act_source, act_history in zip(facts["source"], facts["history"], strict=True):
+            if act_source is not source or type(act_history) is not int or act_history != history:
+                source, history = act_source, act_history
+                code = code_of.get((_key(source), int(history)), -1)
+            codes.append(code)
+        # Those of no run dropped, the others by run (stable: the table's order within one).
+        where = np.array(codes, dtype=np.int64)
+        order = np.argsort(where, kind="stable")
+        order = order[where[order] >= 0]
+        columns = {name: values for name, values in facts.items()
+                   if name in ACTIVITY_FIELDS}  # fmt: skip
+        if len(order) != len(codes) or bool((order != np.arange(len(order))).any()):
+            positions = order.tolist()
+            columns = {name: [values[i] for i in positions] for name, values in columns.items()}
+        columns["code"] = where[order].tolist()
+        columns["scheduled_event_id"] = [int(e) for e in columns["scheduled_event_id"]]
+        columns["turn"], columns["role"] = self._turns_roles(
+            columns["code"], columns["scheduled_event_id"], unrecognised)  # fmt: skip
+        return columns
+
+    def _turns_roles(self, codes: list[int], event_ids: list[int],
+                     unrecognised: set[Any]) -> tuple[list[int], list[str]]:  # fmt: skip
+        """Each activity's (turn, role) by its run code and scheduled event id, from the
+        activity turns of the recognised sources."""
+        spans, run = self.found.spans, self.found.positions["run"]
+        if not unrecognised and len(run) == len(codes):
+            # As the two tables are read: the same activities in the same order (keys unique:
+            # the activities table has one row per activity).
+            ids = spans["event_id"].to_numpy()
+            if bool((run == np.array(codes, dtype=np.int64)).all()) and bool(
+                    (ids == np.array(event_ids, dtype=np.int64)).all()):  # fmt: skip
+                return ([int(t) for t in spans["turn"].tolist()],
+                        [str(r) for r in spans["role"].tolist()])  # fmt: skip
+        found: dict[tuple[int, int], tuple[int, str]] = {}
+        for code, source, event_id, turn, role in zip(
+            run.tolist(), spans["source"].tolist(), spans["event_id"].tolist(),
+            spans["turn"].tolist(), spans["role"].tolist(), strict=True,
+        ):  # fmt: skip
+            if _key(source) not in unrecognised:
+                found[(code, int(event_id))] = (int(turn), str(role))
+        pairs = [found.get(key, (0, "other")) for key in zip(codes, event_ids, strict=True)]
+        return [turn for turn, _ in pairs], [role for _, role in pairs]

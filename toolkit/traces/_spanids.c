@@ -1,0 +1,155 @@
+/*
+ * The spans' ids hashed in C, all of a table's at once.
+ *
+ * The compiled twin of toolkit.traces.span_columns._hashed_python, which stays the reference
+ * (setup.py marks this optional; tests/test_span_ids.py holds both to the same texts):
+ *
+ * digests(keys, size) -> list[str] | None
+ *   hashlib.blake2b(key.encode(), digest_size=size).hexdigest() of each str of the list keys
+ *   (BLAKE2b as RFC 7693 defines it: no key, no salt, no personalisation; size 1 to 64), or
+ *   None where a key is no str or has no UTF-8 form (a lone surrogate): the caller then
+ *   takes the pure path, which hashes it or raises as it always did.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static const uint64_t IV[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
+    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
+};
+
+static const uint8_t SIGMA[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+};
+
+static inline uint64_t rotr(uint64_t x, int n) { return (x >> n) | (x << (64 - n)); }
+
+static inline uint64_t load64(const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, sizeof v);  /* the host's order is the hash's */
+    return v;
+#else
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];  /* little-endian, on any host */
+    return v;
+#endif
+}
+
+#define G(a, b, c, d, x, y)          \
+    do {                             \
+        v[a] = v[a] + v[b] + (x);    \
+        v[d] = rotr(v[d] ^ v[a], 32); \
+        v[c] = v[c] + v[d];          \
+        v[b] = rotr(v[b] ^ v[c], 24); \
+        v[a] = v[a] + v[b] + (y);    \
+        v[d] = rotr(v[d] ^ v[a], 16); \
+        v[c] = v[c] + v[d];          \
+        v[b] = rotr(v[b] ^ v[c], 63); \
+    } while (0)
+
+/* F: one 128-byte block into the state h; t: the bytes hashed so far, this block's included. */
+static void compress(uint64_t h[8], const unsigned char block[128], uint64_t t, int last) {
+    uint64_t v[16], m[16];
+    for (int i = 0; i < 16; i++) m[i] = load64(block + 8 * i);
+    for (int i = 0; i < 8; i++) {
+        v[i] = h[i];
+        v[i + 8] = IV[i];
+    }
+    v[12] ^= t;  /* the counter's high word stays 0: keys are far below 2^64 bytes */
+    if (last) v[14] = ~v[14];
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 12
+#endif
+    for (int r = 0; r < 12; r++) {
+        const uint8_t *s = SIGMA[r];
+        G(0, 4, 8, 12, m[s[0]], m[s[1]]);
+        G(1, 5, 9, 13, m[s[2]], m[s[3]]);
+        G(2, 6, 10, 14, m[s[4]], m[s[5]]);
+        G(3, 7, 11, 15, m[s[6]], m[s[7]]);
+        G(0, 5, 10, 15, m[s[8]], m[s[9]]);
+        G(1, 6, 11, 12, m[s[10]], m[s[11]]);
+        G(2, 7, 8, 13, m[s[12]], m[s[13]]);
+        G(3, 4, 9, 14, m[s[14]], m[s[15]]);
+    }
+    for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
+}
+
+/* BLAKE2b of data (no key) into out, size bytes. */
+static void blake2b(const unsigned char *data, Py_ssize_t length, int size, unsigned char *out) {
+    uint64_t h[8];
+    memcpy(h, IV, sizeof h);
+    h[0] ^= 0x01010000ULL ^ (uint64_t)size;
+    Py_ssize_t done = 0;
+    while (length - done > 128) {  /* every block but the last, which may be full too */
+        compress(h, data + done, (uint64_t)(done + 128), 0);
+        done += 128;
+    }
+    unsigned char block[128] = {0};
+    memcpy(block, data + done, (size_t)(length - done));
+    compress(h, block, (uint64_t)length, 1);
+    for (int i = 0; i < size; i++) out[i] = (unsigned char)(h[i / 8] >> (8 * (i % 8)));
+}
+
+static PyObject *digests(PyObject *self, PyObject *args) {
+    PyObject *keys;
+    int size;
+    if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &keys, &size)) return NULL;
+    if (size < 1 || size > 64) {
+        PyErr_SetString(PyExc_ValueError, "digests: size must be 1 to 64");
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(keys);
+    PyObject *out = PyList_New(count);
+    if (out == NULL) return NULL;
+    static const char hex[] = "0123456789abcdef";
+    unsigned char digest[64];
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *key = PyList_GET_ITEM(keys, i);
+        Py_ssize_t length;
+        const char *utf8 = PyUnicode_CheckExact(key) ? PyUnicode_AsUTF8AndSize(key, &length)
+                                                     : NULL;
+        if (utf8 == NULL) {  /* no str, or a lone surrogate: the pure path says what it is */
+            PyErr_Clear();
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        }
+        blake2b((const unsigned char *)utf8, length, size, digest);
+        PyObject *text = PyUnicode_New(2 * size, 127);
+        if (text == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_UCS1 *at = PyUnicode_1BYTE_DATA(text);
+        for (int b = 0; b < size; b++) {
+            at[2 * b] = (Py_UCS1)hex[digest[b] >> 4];
+            at[2 * b + 1] = (Py_UCS1)hex[digest[b] & 15];
+        }
+        PyList_SET_ITEM(out, i, text);
+    }
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"digests", digests, METH_VARARGS,
+     "hashlib.blake2b(key.encode(), digest_size=size).hexdigest() of each key; or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_spanids", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__spanids(void) { return PyModule_Create(&module); }

@@ -1,0 +1,335 @@
+"""The turn, activity and GenAI spans of every run of a frame at once, as columns.
+
+What each span is, :mod:`toolkit.traces.spans` states; this module makes them for all the
+activities of all the runs in a few passes over their columns (what a pass needs of a run is a
+list indexed by its code), the way a walk through each run's activities in order would (a
+model call names the tool calls after it in its run; a turn ends at its activities' latest
+time), with no Python call per span. The ids are hashed in one pass per kind of span at the end,
+from the texts :func:`toolkit.traces.span_rows.span_ids` hashes (in C where
+``toolkit.traces._spanids`` is built). ``tests/test_traces_columnwise.py`` holds the spans equal
+to the row-wise reference, attribute order included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from toolkit.traces.span_rows import (
+    _ACTIVITY_STATUS,
+    ModelAttributes,
+    RunSpans,
+    _content,
+    _seconds,
+    _set_text,
+    _stamp,
+    _stamp_text,
+    _text,
+)
+
+try:  # the ids hashed in C, all at once (setup.py builds it where a C compiler is)
+    from toolkit.traces import _spanids
+except ImportError:  # pragma: no cover - depends on the install
+    _spanids = None
+
+__all__ = ["ROW_FIELDS", "Sections", "hashed", "span_columns"]
+
+#: The spans' own columns, as :class:`SpanColumns` holds them (the run's columns, ``source``,
+#: ``history``, ``run_id`` and ``trace_id``, come from the run code).
+ROW_FIELDS = ("code", "span_id", "parent", "name", "kind", "role", "event_id", "turn", "start",
+              "end", "status", "message", "attributes", "events")  # fmt: skip
+
+#: What :func:`span_columns` gives: the turns', activities' and GenAI spans' columns, and the
+#: index of each GenAI span's activity.
+Sections = tuple[list[list[Any]], list[list[Any]], list[list[Any]], list[int]]
+
+
+def hashed(keys: list[str], size: int = 8) -> list[str]:
+    """The ids of ``keys`` (the texts :func:`toolkit.traces.span_rows.span_ids` hashes; 16
+    bytes for a trace id, else 8), by the compiled hasher where it is built."""
+    if _spanids is not None:
+        found = _spanids.digests(keys, size)
+        if found is not None:  # else a key only the pure path hashes (or refuses)
+            return found  # type: ignore[no-any-return]
+    return hashed_python(keys, size)
+
+
+def hashed_python(keys: list[str], size: int = 8) -> list[str]:
+    """:func:`hashed` by :mod:`hashlib` (the reference of the compiled one)."""
+    blake2b = hashlib.blake2b
+    return [blake2b(key.encode(), digest_size=size).hexdigest() for key in keys]
+
+
+def queue_milliseconds(queues: list[Any]) -> list[float | None]:
+    """``round(_seconds(q) * 1000, 3)`` of each queue time in nanoseconds (None stays None),
+    the whole column at once where numpy's arithmetic gives Python's result.
+
+    ``_seconds(q) * 1000`` is float arithmetic numpy does alike (the divmod's parts, a
+    division, a sum, a product): ``x``, and ``y`` the double of ``x * 1000``. ``round(x, 3)``
+    is the double nearest to ``n / 1000``, ``n`` the integer nearest to the exact ``x * 1000``
+    (half to even); ``rint(y) / 1000`` is the same double wherever ``y`` is too far from a half
+    for its own rounding error to cross it (and the division is correctly rounded). The rest,
+    near a half or large, are rounded by Python.
+    """
+    present = [q is not None for q in queues]
+    try:
+        nanos = np.array([q if q is not None else 0 for q in queues], dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):  # no int64s: each one by Python
+        return [None if q is None else round(_seconds(q) * 1000, 3) for q in queues]
+    whole, rest = np.divmod(nanos, 1_000_000_000)
+    scaled = (whole.astype(np.float64) + rest / 1e9) * 1000 * 1000  # milliseconds, then x 1000
+    # Beyond 2**31, or within 2**-22 of a half (its rounding error is at most 2**-23 there).
+    slack = np.abs(scaled - np.floor(scaled) - 0.5)
+    plain = (np.abs(scaled) < 2.0**31) & (slack > 2.0**-22)
+    out = (np.rint(scaled) / 1000).tolist()
+    for index in np.flatnonzero(~plain).tolist():
+        out[index] = round(_seconds(queues[index]) * 1000, 3)
+    return [ms if there else None for ms, there in zip(out, present, strict=True)]
+
+
+def span_columns(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
+                 starts_of: Sequence[Sequence[tuple[int, str, bool, str | None]]],
+                 times: Mapping[tuple[int, int], Any], models: ModelAttributes,
+                 content: bool) -> Sections:  # fmt: skip
+    """The turn spans, the activity spans and the GenAI spans of every run, as three sets of
+    columns (:data:`ROW_FIELDS` order; turns in run order, activities in run order then as
+    ``acts`` has them, GenAI spans as their activities), and the index of each GenAI span's
+    activity.
+
+    ``acts``: the columns of :func:`toolkit.traces.activity_facts.activity_facts` (nanoseconds)
+    of the activities of the runs in code order, with ``code`` (the run's), ``turn`` and
+    ``role``; ``starts_of``: each run's turns (:attr:`ActivityTurns.turns`, empty for a source
+    no framework is recognised in); ``times``: the user messages' times by (code, event id).
+    """
+    codes, turns = acts["code"], acts["turn"]
+    scheduled, started, closed = acts["scheduled_time"], acts["started_time"], acts["closed_time"]
+
+    # Each turn's end: the latest scheduled, started or closed time of its activities.
+    ends: dict[tuple[int, int], int] = {}
+    for code, turn, s, b, c in zip(codes, turns, scheduled, started, closed, strict=True):
+        latest = c
+        if s is not None and (latest is None or s > latest):
+            latest = s
+        if b is not None and (latest is None or b > latest):
+            latest = b
+        if latest is not None:
+            key = (code, turn)
+            before = ends.get(key)
+            if before is None or latest > before:
+                ends[key] = latest
+
+    # The turns that are spans (work started, or no answer), and their ids: the activities'
+    # parents.
+    kept: list[tuple[int, int, int, str, bool, str | None]] = []
+    turn_keys: list[str] = []
+    for code, starts in enumerate(starts_of):
+        prefix = runs[code].id_prefix
+        for number, (event_id, trigger, answered, failure) in enumerate(starts, 1):
+            if answered and (code, number) not in ends:
+                continue  # a control message (``finish``) that started no work is no turn
+            kept.append((code, number, event_id, trigger, answered, failure))
+            turn_keys.append(f"{prefix}{event_id}\x1fturn")
+    turn_ids = hashed(turn_keys)
+    turn_spans = {(code, number): span_id
+                  for (code, number, *_), span_id in zip(kept, turn_ids, strict=True)}  # fmt: skip
+
+    activities, genai, genai_of, agents = _activities(runs, acts, turn_spans, models, content)
+
+    out: list[list[Any]] = [[] for _ in ROW_FIELDS]
+    (o_code, o_id, o_parent, o_name, o_kind, o_role, o_event, o_turn, o_start, o_end,
+     o_status, o_message, o_attrs, o_events) = out  # fmt: skip
+    for (code, number, event_id, trigger, answered, failure), span_id in zip(
+            kept, turn_ids, strict=True):  # fmt: skip
+        run = runs[code]
+        agent = agents.get((code, number)) or run.workflow_type
+        start = times.get((code, event_id))
+        end = ends.get((code, number), start)
+        if start is None:
+            start = run.first_time
+        if end is None:
+            end = run.last_time if run.last_time is not None else start
+        if start is not None and end < start:
+            end = start
+        o_code.append(code)
+        o_id.append(span_id)
+        o_parent.append(run.root_id)
+        o_name.append(f"invoke_agent {agent}")
+        o_kind.append("INTERNAL")
+        o_role.append("turn")
+        o_event.append(event_id)
+        o_turn.append(number)
+        o_start.append(start)
+        o_end.append(end)
+        if answered:
+            o_status.append("UNSET")
+            o_message.append(None)
+        else:
+            o_status.append("ERROR")
+            o_message.append(failure or "no workflow task answered")
+        o_attrs.append(run._attributes("turn", event_id, {
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+            "temporal.turn": number, "temporal.turn.trigger": trigger}))  # fmt: skip
+        o_events.append([])
+    return out, activities, genai, genai_of
+
+
+def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
+                turn_spans: Mapping[tuple[int, int], str], models: ModelAttributes,
+                content: bool) -> tuple[list[list[Any]], list[list[Any]], list[int],
+                                        dict[tuple[int, int], Any]]:  # fmt: skip
+    """The activity spans' columns, the GenAI spans' and the index of each one's activity, and
+    each turn's agent: the first one a model call of its activities names."""
+    codes, event_ids, turns, roles = acts["code"], acts["scheduled_event_id"], acts["turn"], \
+        acts["role"]
+    count = len(codes)
+    base = [run.base_set for run in runs]
+    root = [run.root_id for run in runs]
+    last_time = [run.last_time for run in runs]
+    first_time = [run.first_time for run in runs]
+
+    # Column-wise first: what each activity span holds that depends on its activity alone.
+    outcomes = acts["outcome"]
+    status = [_ACTIVITY_STATUS.get(o, "UNSET") if isinstance(o, str) else "UNSET"
+              for o in outcomes]  # fmt: skip
+    message = [_text(m) if s == "ERROR" else None
+               for s, m in zip(status, acts["failure_message"], strict=True)]  # fmt: skip
+    raw_start = [b if b is not None else s
+                 for b, s in zip(acts["started_time"], acts["scheduled_time"], strict=True)]
+    raw_end = [c if c is not None else last_time[code]
+               for c, code in zip(acts["closed_time"], codes, strict=True)]  # fmt: skip
+    start, end = [], []
+    for code, s, e in zip(codes, raw_start, raw_end, strict=True):  # RunSpans._row's rules
+        if s is None:
+            s = first_time[code]
+        if e is None:
+            e = last_time[code] if last_time[code] is not None else s
+        if s is not None and e < s:
+            e = s
+        start.append(s)
+        end.append(e)
+    attempts = [a if type(a) is int or a is None else (None if pd.isna(a) else int(a))
+                for a in acts["attempt"]]  # fmt: skip
+    scheduled_text = ["" if s is None else _stamp_text(s) for s in acts["scheduled_time"]]
+    queue_ms = queue_milliseconds(acts["queue_duration"])
+    outcome_text = [o if isinstance(o, str) else "open" for o in outcomes]
+    parent = [turn_spans.get((code, turn), root[code])
+              for code, turn in zip(codes, turns, strict=True)]  # fmt: skip
+    activity_ids, types, queues = acts["activity_id"], acts["activity_type"], acts["task_queue"]
+    attrs = []
+    append = attrs.append
+    for code, event_id, aid, kind, attempt, outcome, queue, when, ms, role in zip(
+            codes, event_ids, activity_ids, types, attempts, outcome_text, queues,
+            scheduled_text, queue_ms, roles, strict=True):  # fmt: skip
+        if (type(aid) is str and type(kind) is str and type(queue) is str
+                and attempt is not None and ms is not None and ms == ms and type(role) is str):
+            # The common case, every field set: set key by key after the run's base (a copy
+            # keeps its table: no dict grown from empty, as a {**base, ...} display is).
+            found = base[code].copy()
+            found["openinference.span.kind"] = "CHAIN"
+            found["temporal.event_id"] = event_id
+            found["temporalActivityID"] = aid
+            found["temporal.activity.type"] = kind
+            found["temporal.activity.attempt"] = attempt
+            found["temporal.activity.outcome"] = outcome
+            found["temporal.activity.task_queue"] = queue
+            found["temporal.activity.scheduled_time"] = when
+            found["temporal.activity.queue_ms"] = ms
+            found["temporal.agent.role"] = role
+            append(found)
+        else:
+            append(_attributes(base[code], event_id, aid, kind, attempt, outcome, queue, when,
+                               ms, role))
+    names = [f"RunActivity:{kind}" for kind in types]
+    keys = [f"{runs[code].id_prefix}{event_id}\x1factivity"
+            for code, event_id in zip(codes, event_ids, strict=True)]  # fmt: skip
+    events: list[list[dict[str, Any]]] = [[] for _ in range(count)]
+    last_failures = acts["last_failure_message"]
+    for index, attempt in enumerate(attempts):
+        if attempt and attempt > 1:
+            last_failure = last_failures[index]
+            events[index] = [{"time": _stamp(raw_start[index]),
+                              "name": "temporal.activity.retried", "attributes": {
+                "temporal.activity.previous_attempts": attempt - 1,
+                **({"exception.message": last_failure} if _text(last_failure) else {})}}]
+
+    # The GenAI spans, in order: a model call names the tool calls that follow it in its run.
+    agents: dict[tuple[int, int], Any] = {}
+    genai: list[tuple[int, Any, ...]] = []  # (activity index, name, kind, role, attributes)
+    genai_keys: list[str] = []
+    pending: list[str] = []
+    pending_code = -1
+    inputs = acts.get("input") if content else None
+    results = acts.get("result") if content else None
+    for index, (code, event_id, turn, role) in enumerate(zip(codes, event_ids, turns, roles,
+                                                              strict=True)):  # fmt: skip
+        run = runs[code]
+        found = models.get((run.source, run.history, event_id))
+        if found is not None and (code, turn) not in agents:
+            agent = found.get("gen_ai.agent.name")
+            if agent:
+                agents[(code, turn)] = agent
+        if role != "model" and role != "tool_call":
+            continue
+        if code != pending_code:  # a new run: no tool requested yet
+            pending, pending_code = [], code
+        attributes = dict(found or {})
+        requested = attributes.pop("_requested_tools", None)
+        if role == "model":
+            pending = [str(name) for name in requested or []]
+            model = (attributes.get("gen_ai.request.model")
+                     or attributes.get("gen_ai.response.model"))  # fmt: skip
+            name, kind = (f"chat {model}" if model else "chat"), "CLIENT"
+            attributes.setdefault("gen_ai.operation.name", "chat")
+        else:
+            # The answer's tool requests run in order; handoffs and hosted tools run no
+            # activity, so a name is taken only while requests remain (else the activity's).
+            requested_name = pending.pop(0) if pending else None
+            tool = requested_name or _text(types[index])
+            attributes.setdefault("gen_ai.tool.name", tool)
+            attributes.setdefault("tool.name", tool)
+            name, kind = f"execute_tool {tool}", "INTERNAL"
+            attributes.setdefault("gen_ai.operation.name", "execute_tool")
+        if content:
+            for key, value in (("input.value", inputs[index]),  # type: ignore[index]
+                               ("output.value", results[index])):  # type: ignore[index]
+                if value is not None:
+                    attributes[key] = _content(value)
+                    attributes[key.replace(".value", ".mime_type")] = "application/json"
+        genai.append((index, name, kind, role, run._attributes(role, event_id, attributes)))
+        genai_keys.append(f"{run.id_prefix}{event_id}\x1f{role}")
+
+    span_ids = hashed(keys)
+    activities = [codes, span_ids, parent, names, ["SERVER"] * count, ["activity"] * count,
+                  event_ids, turns, start, end, status, message, attrs, events]
+    at = [index for index, *_ in genai]
+    gen = [[codes[i] for i in at], hashed(genai_keys), [span_ids[i] for i in at],
+           [item[1] for item in genai], [item[2] for item in genai],
+           [item[3] for item in genai], [event_ids[i] for i in at], [turns[i] for i in at],
+           [start[i] for i in at], [end[i] for i in at], [status[i] for i in at],
+           [message[i] for i in at], [item[4] for item in genai], [[] for _ in at]]
+    return activities, gen, at, agents
+
+
+def _attributes(base: dict[str, Any], event_id: int, activity_id: Any, kind: Any,
+                attempt: int | None, outcome: str, queue: Any, scheduled: str,
+                queue_ms: float | None, role: Any) -> dict[str, Any]:  # fmt: skip
+    """An activity span's attributes where a field is missing or of another type: each one set
+    only where it has a value (OTel attributes have no null), in the common case's order."""
+    attrs = base.copy()
+    attrs["openinference.span.kind"] = "CHAIN"
+    attrs["temporal.event_id"] = event_id
+    _set_text(attrs, "temporalActivityID", activity_id)
+    _set_text(attrs, "temporal.activity.type", kind)
+    if attempt is not None:
+        attrs["temporal.activity.attempt"] = attempt
+    _set_text(attrs, "temporal.activity.outcome", outcome)
+    _set_text(attrs, "temporal.activity.task_queue", queue)
+    attrs["temporal.activity.scheduled_time"] = scheduled
+    if queue_ms is not None and queue_ms == queue_ms:  # a float: set unless NaN
+        attrs["temporal.activity.queue_ms"] = queue_ms
+    _set_text(attrs, "temporal.agent.role", role)
+    return attrs
