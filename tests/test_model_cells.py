@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 import toolkit as tk
+from toolkit.agents import model_cells
 from toolkit.agents.activity_turns import activity_turns
 from toolkit.agents.model_cells import (
     _typed_values_and_bytes,
@@ -187,6 +188,42 @@ def test_typed_payloads_decode_base64_as_strict_binascii() -> None:
             accepted += 1
             assert strict(text) == found, repr(text)
     assert accepted > 10_000
+
+
+def _msgspec_route(raw: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``_typed_values_and_bytes(raw)`` without the compiled base64 (msgspec decodes it)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(model_cells, "_cellscan", None)
+        return _typed_values_and_bytes(raw)
+
+
+@pytest.mark.skipif(model_cells._cellscan is None, reason="the compiled scanner is not built")
+def test_compiled_base64_route_equals_msgspecs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Payloads whose base64 ``_cellscan.b64_decode`` decodes off the JSON text give the values
+    and size msgspec's decode of the same JSON gives: every payload cell of the lab and the
+    corpus, and data that is odd on purpose (escapes, padding, other values, other kinds)."""
+    raws = [cell._raw for folder in FOLDERS if folder.is_dir()
+            for cell in _payload_cells(tk.read_histories(folder, progress=False).events)]
+    plain, null = _b64("json/plain"), _b64("binary/null")
+    datas = ['"MTI="', '"MTIz"', '"MTI\\/"', '"e30\\u003d"', '"\\u004dTIz"', '""', '"YQ"',
+             '"MTIz\\n"', '"QR=="', "3", "null", '["MTIz"]', '"e30="', '"bm90IGpzb24="',
+             f'"{_b64("[1, 2.5, null]")}"', f'"{base64.b64encode(bytes(range(256))).decode()}"']
+    for data in datas:
+        for items in ([f'{{"metadata": {{"encoding": "{plain}"}}, "data": {data}}}'],
+                      [f'{{"metadata": {{"encoding": "{null}"}}}}',
+                       f'{{"data": {data}, "metadata": {{"encoding": "{plain}"}}}}'],
+                      [f'{{"metadata": {{"encoding": "{_b64("binary/plain")}"}}, '
+                       f'"data": {data}}}'],
+                      [f'{{"metadata": {{"encoding": "{plain}"}}, "data": "MTI="}}',
+                       f'{{"metadata": {{"encoding": "{plain}"}}, "data": {data}}}']):
+            raws.append(('{"payloads": [' + ", ".join(items) + "]}").encode())
+    assert len(raws) > 1000
+    compiled = 0
+    for raw in raws:
+        found = _typed_values_and_bytes(raw)
+        assert found == _msgspec_route(raw, monkeypatch), bytes(raw)[:200]
+        compiled += model_cells._compiled_values_and_bytes(raw) is not model_cells._DECLINED
+    assert compiled > 1000  # the compiled route taken for most
 
 
 def _data_of(raw: bytes) -> bytes:
