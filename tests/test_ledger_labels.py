@@ -79,14 +79,26 @@ def test_parts_found_anywhere_they_are(tmp_path: Path) -> None:
         for attributes in event.values():
             if isinstance(attributes, dict) and "workerVersion" in attributes:
                 attributes["workerVersion"]["buildId"] = "0123456789abcdef0123"
+    # Marks spelt with nothing behind them: an empty build id and SDK name on the first
+    # completed task (its text spells them, its parts are empty), the values on the third (the
+    # other tasks' build ids empty too).
+    empty = json.loads(json.dumps(original))
+    first, third = (t["workflowTaskCompletedEventAttributes"] for t in _tasks(empty)[0:3:2])
+    for task in _tasks(empty):
+        task["workflowTaskCompletedEventAttributes"]["workerVersion"] = {"buildId": ""}
+    third["workerVersion"] = {"buildId": "00ff00ff00ff00ff"}
+    third["sdkMetadata"] = {"sdkName": first["sdkMetadata"].get("sdkName"), "sdkVersion": "9"}
+    first["sdkMetadata"]["sdkName"] = ""
     for name, text in (("a_plain", TWO_TURNS.read_text()), ("b_later", json.dumps(later)),
                        ("c_escaped", escaped), ("d_bare", json.dumps(bare)),
-                       ("e_unnamed", json.dumps(unnamed))):  # fmt: skip
+                       ("e_unnamed", json.dumps(unnamed)),
+                       ("f_empty", json.dumps(empty))):  # fmt: skip
         (tmp_path / f"{name}.json").write_text(text)
     events, errors = tk.read_histories(tmp_path, progress=False, dedupe=False)
     assert errors.empty
     expected = _expected(events)
-    assert len(expected) == 5
+    assert len(expected) == 6
+    assert "00ff00ff" in expected[5]
     assert expected[1].startswith("deployment checkout:v7")
     assert expected[0] == expected[3]  # the build's SDK borrowed from the first run
     assert expected[2] == expected[0].replace(expected[0][-8:], "fedcba98")  # the escaped name
