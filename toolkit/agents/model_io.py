@@ -336,7 +336,7 @@ def ledger_fields(
     fields = None
     if reader is not None:
         try:
-            fields = reader(inp, res, Context(activity_type, summary))
+            fields = reader(inp, res, activity_type, summary)
         except (TypeError, AttributeError, ValueError):
             fields = None  # the full reader below notes it as it reads it
     if fields is None:

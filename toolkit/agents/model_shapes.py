@@ -438,13 +438,14 @@ def _read_gemini(inp: Any, result: Any, context: Context) -> dict[str, Any]:
 # kinds): nothing left out can raise on decoded JSON (``str()`` of values, ``get``/``in`` on
 # mappings, ``==`` against strings), and what can raise is kept (an unhashable ``call_id`` in
 # an OpenAI item, a non-string activity type), so that a reader raises where the full one does.
-# They return ``(agent, model, usage, requested, declares)``: ``usage`` and ``requested`` None
+# They take the request, the response, the activity type and the summary (a Context's fields)
+# and return ``(agent, model, usage, requested, declares)``: ``usage`` and ``requested`` None
 # where the full reader leaves the field unset.
 
 LedgerFields = tuple[Any, Any, Usage | None, list[str] | None, bool]
 
 
-def _ledger_openai_agents(inp: Any, result: Any, context: Context) -> LedgerFields:
+def _ledger_openai_agents(inp: Any, result: Any, activity_type: Any, summary: Any) -> LedgerFields:
     agent = model = None
     declares = isinstance(inp, Mapping)
     if declares:
@@ -458,7 +459,6 @@ def _ledger_openai_agents(inp: Any, result: Any, context: Context) -> LedgerFiel
             elif kind.endswith("_call_output"):
                 answered.append(item)
                 names.get(item.get("call_id"))  # likewise (its ToolResult is not needed)
-        summary = context.summary
         if isinstance(summary, str) and summary and summary != _last_message_text(items):
             agent = summary
         else:
@@ -486,7 +486,7 @@ def _ledger_openai_agents(inp: Any, result: Any, context: Context) -> LedgerFiel
     return agent, model, usage, requested, declares
 
 
-def _ledger_python_adk(inp: Any, result: Any, context: Context) -> LedgerFields:
+def _ledger_python_adk(inp: Any, result: Any, activity_type: Any, summary: Any) -> LedgerFields:
     agent = model = None
     request = get_field(inp, "llm_request") or inp  # as _genai_request
     declares = isinstance(request, Mapping)
@@ -500,8 +500,8 @@ def _ledger_python_adk(inp: Any, result: Any, context: Context) -> LedgerFields:
             agent = label
         elif identity:
             agent = identity.group(1)
-        elif isinstance(context.summary, str) and context.summary:
-            agent = context.summary
+        elif isinstance(summary, str) and summary:
+            agent = summary
     usage = requested = None
     responses = [r for r in _list(result) if isinstance(r, Mapping)]
     if isinstance(result, Mapping):
@@ -522,15 +522,14 @@ def _ledger_python_adk(inp: Any, result: Any, context: Context) -> LedgerFields:
     return agent, model, usage, requested, declares
 
 
-def _ledger_pydantic_ai(inp: Any, result: Any, context: Context) -> LedgerFields:
+def _ledger_pydantic_ai(inp: Any, result: Any, activity_type: Any, summary: Any) -> LedgerFields:
     agent = model = None
-    match = _PYDANTIC_AGENT.fullmatch(context.activity_type or "")
+    match = _PYDANTIC_AGENT.fullmatch(activity_type or "")
     if match:
         agent = match["agent"]
     declares = False
     if isinstance(inp, Mapping):
         declares = isinstance(inp.get("model_request_parameters"), Mapping)
-        summary = context.summary
         if isinstance(summary, str) and summary.startswith("request model: "):
             model = summary.removeprefix("request model: ").removesuffix(" (stream)")
     usage = requested = None
@@ -545,7 +544,7 @@ def _ledger_pydantic_ai(inp: Any, result: Any, context: Context) -> LedgerFields
 
 #: The ledger's readers (:func:`toolkit.agents.model_io.ledger_fields`); a shape not named here
 #: is read by its full reader.
-LEDGER_READERS: dict[str, Callable[[Any, Any, Context], LedgerFields]] = {
+LEDGER_READERS: dict[str, Callable[[Any, Any, Any, Any], LedgerFields]] = {
     "openai_agents": _ledger_openai_agents,
     "python_adk": _ledger_python_adk,
     "pydantic_ai": _ledger_pydantic_ai,

@@ -85,9 +85,9 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
         codes = found.positions["run"][picks].tolist()
         heads = _heads(frame, found)
         label_of = run_labels(frame, found, codes)
-        spans = found.spans.iloc[picks]
+        # The three span columns the ledger takes, each taken alone (not every column's rows).
+        turns = found.spans["turn"].iloc[picks].tolist()
         steps: dict[tuple[int, int], int] = {}
-        turns = spans["turn"].tolist()
         for code, turn in zip(codes, turns, strict=True):
             steps[(code, turn)] = steps.get((code, turn), 0) + 1
             columns["step"].append(steps[(code, turn)])
@@ -100,26 +100,27 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
             closed_types, _at(frame, "result", closing), _at(frame, "attributes", closing),
             strict=True,
         )]  # fmt: skip
+        frameworks, agents, models, usages, notes, requested, inputs, outputs = (
+            list(column) for column in zip(*calls, strict=True))  # fmt: skip
+        counts = zip(*((u.input_tokens, u.output_tokens, u.cached_input_tokens,
+                        u.reasoning_tokens, u.total_tokens) for u in usages), strict=True)
         columns.update({
             "source": [heads["source"][c] for c in codes],
-            "history": spans["history"].tolist(),
+            "history": found.spans["history"].iloc[picks].tolist(),
             "run_id": [heads["run_id"][c] for c in codes],
             "workflow_id": [heads["workflow_id"][c] for c in codes],
             "label": [label_of[c] for c in codes],
-            "turn": turns, "event_id": spans["event_id"].tolist(),
+            "turn": turns, "event_id": found.spans["event_id"].iloc[picks].tolist(),
             "activity_type": _at(frame, "activity_type", scheduled),
-            "framework": [call[0] for call in calls],
-            "agent": [call[1] for call in calls], "model": [call[2] for call in calls],
+            "framework": frameworks, "agent": agents, "model": models,
             **{name: [None] * len(picks) for name in ("scheduled", "started", "closed")},  # below
             "attempt": [None if a is None or pd.isna(a) else int(a)
                         for a in _at(frame, "attempt", starting)],
             "outcome": [None if kind is None else _CLOSED[kind] for kind in closed_types],
-            **{name: [getattr(call[3], name) for call in calls] for name in TOKEN_FIELDS},
-            "usage_note": ["; ".join(filter(None, [call[3].note, *call[4]])) or None
-                           for call in calls],
-            "requested_tools": [call[5] for call in calls],
-            "input_bytes": [call[6] for call in calls],
-            "output_bytes": [call[7] for call in calls],
+            **{name: list(values) for name, values in zip(TOKEN_FIELDS, counts, strict=True)},
+            "usage_note": ["; ".join(filter(None, [usage.note, *more])) or None
+                           for usage, more in zip(usages, notes, strict=True)],
+            "requested_tools": requested, "input_bytes": inputs, "output_bytes": outputs,
         })  # fmt: skip
     times = (_times_at(frame, {"scheduled": scheduled, "started": starting, "closed": closing})
              if len(picks) else {})  # fmt: skip
