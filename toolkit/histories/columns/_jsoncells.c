@@ -78,11 +78,13 @@ static Py_ssize_t expect(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, co
 }
 
 static signed char B64[256];
+static unsigned char PLAIN[256]; /* ASCII a string holds as it is: not '"', '\\' or control */
 
 static void init_b64(void) {
     const char *digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     memset(B64, -1, sizeof(B64));
     for (int i = 0; i < 64; i++) B64[(unsigned char)digits[i]] = (signed char)i;
+    for (int c = 0x20; c < 0x80; c++) PLAIN[c] = c != '"' && c != '\\';
 }
 
 /* Base64 of whole quanta, "=" padding (one or two) at its end only, into `out`; the bytes
@@ -188,14 +190,17 @@ static Py_ssize_t string(const unsigned char *s, Py_ssize_t n, Py_ssize_t *read,
     Py_ssize_t r = *read + 1;
     o[w++] = '"';
     for (;;) {
+        /* A run of plain ASCII in one step, moved only once something before it shrank. */
+        Py_ssize_t from = r;
+        while (r < n && PLAIN[s[r]]) r++;
+        if (r > from) {
+            if (o + w != s + from) memmove(o + w, s + from, (size_t)(r - from));
+            w += r - from;
+        }
         if (r >= n) return -1;
         unsigned char c = s[r];
         if (c == '"') break;
         if (c < 0x20) return -1;
-        if (c < 0x80 && c != '\\') {
-            o[w++] = c, r++;
-            continue;
-        }
         if (c >= 0x80) {
             int size = utf8_length(s + r, n - r);
             if (!size) return -1;
