@@ -33,7 +33,7 @@ from toolkit.agents.forecast import (
     fit_history_growth,
     forecast_many,
 )
-from toolkit.agents.frame_sizes import KindSamples
+from toolkit.agents.frame_sizes import FrameSizes, KindSamples
 from toolkit.agents.growth import (
     Call,
     RunSizes,
@@ -348,7 +348,7 @@ class _Unfinished:
     inexact_payloads: int
     has_calls: bool
     #: A growth left to :func:`_fit_together`: the frame's sizes and the run's calls in them.
-    pending: tuple[Any, int, int] | None = None
+    pending: tuple[FrameSizes, int, int] | None = None
 
 
 def _run_row(
@@ -399,17 +399,17 @@ def _run_row(
 def _fit_together(runs: list[_Unfinished]) -> None:
     """The growths :func:`_run_row` left pending, fitted at once (:func:`fit_growth_many`, the
     floats :func:`fit_growth` gives run by run), with :func:`_fit`'s note where too few."""
-    waiting = [run for run in runs if run.pending is not None]
+    waiting = [(run, run.pending) for run in runs if run.pending is not None]
     if not waiting:
         return
-    sizes = waiting[0].pending[0]  # type: ignore[index]
-    if any(run.pending[0] is not sizes for run in waiting):  # type: ignore[index]
+    sizes = waiting[0][1][0]
+    if any(frame is not sizes for _, (frame, _, _) in waiting):
         raise ValueError("the runs were measured in different frames")
     relative = sizes.call_position - sizes.starts[sizes.call_run]
     growths = fit_growth_many(sizes.call_history_bytes, relative + 1, sizes.call_input,
-                              [run.pending[1] for run in waiting],  # type: ignore[index]
-                              [run.pending[2] for run in waiting])  # type: ignore[index]  # fmt: skip
-    for run, growth in zip(waiting, growths, strict=True):
+                              [low for _, (_, low, _) in waiting],
+                              [high for _, (_, _, high) in waiting])  # fmt: skip
+    for (run, _), growth in zip(waiting, growths, strict=True):
         run.growth, run.pending = growth, None
         if growth is None:
             run.notes.append(_too_few(run.row["fit_calls"], 2))
