@@ -184,7 +184,9 @@ def _sidecar_labels(sources: Iterable[Any]) -> dict[Any, str | None]:
 def run_labels(frame: pd.DataFrame, found: ActivityTurns, codes: Sequence[int]) -> dict[int, str]:
     """The ledger's ``label`` of each run code in ``codes`` (runs as in ``found.runs``)."""
     event_type = frame["event_type"].to_numpy(dtype=object)
-    rows = np.flatnonzero(np.isin(event_type, _TASK_EVENTS))
+    # By pandas' hash table (each type hashed once), not numpy's compare of every event with
+    # each of the three names: the same rows.
+    rows = np.flatnonzero(frame["event_type"].isin(_TASK_EVENTS).to_numpy(dtype=bool))
     cells = (frame["attributes"].to_numpy(dtype=object)[rows] if "attributes" in frame.columns
              else np.full(len(rows), None, dtype=object))  # fmt: skip
     tasks = _Tasks(cells)
