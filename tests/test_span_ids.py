@@ -1,6 +1,7 @@
-"""The spans' ids hashed in C (``toolkit.traces._spanids``) equal hashlib's, and so do the
-spans made without it; the activities' queue times rounded column-wise equal Python's round
-(the spans' equality to the row-wise reference is in ``test_traces_columnwise``)."""
+"""The spans' ids hashed in C (``toolkit.traces._spanids``) equal hashlib's, its time texts
+``_stamp_text``'s, and the spans made without it are the same; the activities' queue times
+rounded column-wise equal Python's round (the spans' equality to the row-wise reference is in
+``test_traces_columnwise``)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pytest
 
 import toolkit as tk
 from toolkit.traces import span_columns
-from toolkit.traces.span_columns import hashed, hashed_python, queue_milliseconds
-from toolkit.traces.span_rows import _seconds, span_ids
+from toolkit.traces.span_columns import hashed, hashed_python, queue_milliseconds, stamp_texts
+from toolkit.traces.span_rows import _seconds, _stamp_text, span_ids
 from toolkit.traces.spans import trace_spans
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,3 +74,20 @@ def test_queue_times_are_pythons_rounding() -> None:
     assert [repr(ms) for ms in queue_milliseconds(queues)] == [repr(ms) for ms in expected]
     # beyond int64: each one by Python
     assert queue_milliseconds([10**30, None]) == [round(_seconds(10**30) * 1000, 3), None]
+
+
+@pytest.mark.skipif(span_columns._spanids is None, reason="the C writer is not built")
+def test_the_compiled_time_texts_are_stamp_texts() -> None:
+    draw = random.Random(7)
+    lowest, highest = pd.Timestamp.min.value, pd.Timestamp.max.value
+    times: list[int | None] = [None, lowest, highest, -(2**63), 2**63 - 1, 0, -1, 1, 999,
+                               1000, 999_999, 1_000_000, 10**9, -(10**9),
+                               951_782_400 * 10**9]  # fmt: skip
+    for scale in (1, 1000, 10**6, 10**9):  # every resolution the text has
+        times += [draw.randrange(lowest // scale, highest // scale) * scale for _ in range(3000)]
+    expected = ["" if t is None else _stamp_text(t) for t in times]
+    assert span_columns._spanids.stamp_texts(times) == expected == stamp_texts(times)
+    # beyond int64, or no int: the pure path's
+    assert span_columns._spanids.stamp_texts([2**64]) is None
+    assert span_columns._spanids.stamp_texts([1.5]) is None
+    assert stamp_texts([2**64]) == [_stamp_text(2**64)]

@@ -5,9 +5,10 @@ activities of all the runs in a few passes over their columns (what a pass needs
 list indexed by its code), the way a walk through each run's activities in order would (a
 model call names the tool calls after it in its run; a turn ends at its activities' latest
 time), with no Python call per span. The ids are hashed in one pass per kind of span at the end,
-from the texts :func:`toolkit.traces.span_rows.span_ids` hashes (in C where
-``toolkit.traces._spanids`` is built). ``tests/test_traces_columnwise.py`` holds the spans equal
-to the row-wise reference, attribute order included.
+from the texts :func:`toolkit.traces.span_rows.span_ids` hashes, in C where
+``toolkit.traces._spanids`` is built (which writes the scheduled times' texts too).
+``tests/test_traces_columnwise.py`` holds the spans equal to the row-wise reference, attribute
+order included.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ from toolkit.traces.span_rows import (
     _text,
 )
 
-try:  # the ids hashed in C, all at once (setup.py builds it where a C compiler is)
+try:  # ids and time texts written in C, all at once (setup.py builds it where a C compiler is)
     from toolkit.traces import _spanids
 except ImportError:  # pragma: no cover - depends on the install
     _spanids = None
 
-__all__ = ["ROW_FIELDS", "Sections", "hashed", "span_columns"]
+__all__ = ["ROW_FIELDS", "Sections", "hashed", "queue_milliseconds", "span_columns", "stamp_texts"]
 
 #: The spans' own columns, as :class:`SpanColumns` holds them (the run's columns, ``source``,
 #: ``history``, ``run_id`` and ``trace_id``, come from the run code).
@@ -62,6 +63,16 @@ def hashed_python(keys: list[str], size: int = 8) -> list[str]:
     """:func:`hashed` by :mod:`hashlib` (the reference of the compiled one)."""
     blake2b = hashlib.blake2b
     return [blake2b(key.encode(), digest_size=size).hexdigest() for key in keys]
+
+
+def stamp_texts(times: list[Any]) -> list[str]:
+    """``_stamp_text`` of each time in nanoseconds ("" for None), written in C where
+    ``toolkit.traces._spanids`` is built."""
+    if _spanids is not None:
+        found = _spanids.stamp_texts(times)
+        if found is not None:  # else a time only the pure path writes (or refuses)
+            return found  # type: ignore[no-any-return]
+    return ["" if t is None else _stamp_text(t) for t in times]
 
 
 def queue_milliseconds(queues: list[Any]) -> list[float | None]:
@@ -213,7 +224,7 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
         end.append(e)
     attempts = [a if type(a) is int or a is None else (None if pd.isna(a) else int(a))
                 for a in acts["attempt"]]  # fmt: skip
-    scheduled_text = ["" if s is None else _stamp_text(s) for s in acts["scheduled_time"]]
+    scheduled_text = stamp_texts(acts["scheduled_time"])
     queue_ms = queue_milliseconds(acts["queue_duration"])
     outcome_text = [o if isinstance(o, str) else "open" for o in outcomes]
     parent = [turn_spans.get((code, turn), root[code])
