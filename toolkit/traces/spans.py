@@ -50,6 +50,7 @@ column              dtype                        meaning
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -166,18 +167,18 @@ def spans_of(
         big + 1 + 2 * np.array(genai_of, dtype=np.int64),
     ])  # fmt: skip
     sections = (root_columns, turns, activities, genai)
-    codes = np.array([c for section in sections for c in section[0]], dtype=np.int64)
+    codes = np.fromiter(chain.from_iterable(section[0] for section in sections), dtype=np.int64)
     order = np.lexsort((sub, codes))
     return _table(runs, codes[order], order,
-                  [[v for section in sections for v in section[i]]
+                  [list(chain.from_iterable(section[i] for section in sections))
                    for i in range(1, len(ROW_FIELDS))])  # fmt: skip
 
 
 def _table(runs: list[RunSpans], codes: np.ndarray, order: np.ndarray,
            columns: list[list[Any]]) -> pd.DataFrame:
     """The spans table: each run's columns from its ``codes`` (in table order), the spans'
-    own ``columns`` (:data:`ROW_FIELDS` after ``code``, times in nanoseconds or None) taken
-    in ``order``, each column made in its dtype at once."""
+    own ``columns`` (:data:`ROW_FIELDS` after ``code``, the runs' spans first, times in
+    nanoseconds or None) taken in ``order``, each column made in its dtype at once."""
     data: dict[str, Any] = {}
     for name in ("source", "history", "run_id", "trace_id"):
         values = np.empty(len(runs), dtype=object)
@@ -188,8 +189,10 @@ def _table(runs: list[RunSpans], codes: np.ndarray, order: np.ndarray,
     for name, values in zip(SPAN_COLUMNS[4:], columns, strict=True):
         if name == "event_id":
             data[name] = np.array(values, dtype=np.int64)[order]
-        elif name == "turn":  # None for the runs' spans
-            data[name] = pd.array([values[i] for i in order.tolist()], dtype="Int64")
+        elif name == "turn":  # None for the runs' spans (the first ones), ints after them
+            ints = np.zeros(len(values), dtype=np.int64)
+            ints[len(runs):] = values[len(runs):]
+            data[name] = pd.arrays.IntegerArray(ints[order], order < len(runs))
         elif name in ("start", "end"):  # NaT where None
             nanos = np.array([_NAT if v is None else v for v in values], dtype=np.int64)[order]
             data[name] = pd.Series(nanos.view("M8[ns]")).dt.tz_localize("UTC")
