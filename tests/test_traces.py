@@ -82,6 +82,24 @@ def test_ids_are_derived_so_exports_are_identical(lab_events, tmp_path: Path) ->
     assert set(other.spans["trace_id"]).isdisjoint(first.spans["trace_id"])
 
 
+def test_files_read_without_extra_cells_export_what_the_frame_read_in_full_does(
+    tmp_path: Path,
+) -> None:
+    # to_otel reads files without the events' extra cells and makes the model calls' own from
+    # their attributes (their summaries): the same spans and ledger as a frame read in full.
+    folders = sorted(p for p in DATA.iterdir() if p.is_dir() and p.name != "venvs")
+    for folder in folders:
+        events = tk.read_histories(folder, progress=False).events
+        if events.empty:
+            continue
+        from_files = tk.to_otel(folder, path=tmp_path / "files.json")
+        from_frame = tk.to_otel(events, path=tmp_path / "frame.json")
+        assert (tmp_path / "files.json").read_bytes() == (tmp_path / "frame.json").read_bytes()
+        pd.testing.assert_frame_equal(from_files.model_calls, from_frame.model_calls,
+                                      check_exact=True)  # fmt: skip
+        pd.testing.assert_frame_equal(from_files.spans, from_frame.spans, check_exact=True)
+
+
 def test_otlp_json_file_is_an_export_request(tmp_path: Path) -> None:
     out = tk.to_otel(LAB[0], path=tmp_path / "traces.json", project="lab")
     document = orjson.loads((tmp_path / "traces.json").read_bytes())

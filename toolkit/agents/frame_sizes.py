@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from temporalio.api.history.v1 import HistoryEvent
 
-from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyProto
+from toolkit.histories.columns.lazy import LazyProto, extra_of_attributes
 from toolkit.histories.payload_cells import PayloadTexts, framed, measure_payload_cells
 from toolkit.histories.proto_size import NotCanonical, message_size
 from toolkit.histories.write import event_message
@@ -565,10 +565,7 @@ class _EventSizes:
         """The ``extra`` cell of a raw JSON event read without it (``without_extra_cells``):
         made from its attributes cell, which holds the same event; None for any other."""
         cells = self._attributes
-        attributes = cells[position] if cells is not None else None
-        if type(attributes) is LazyAttributes:
-            return LazyExtra(attributes._history, attributes._index, attributes._key)
-        return None
+        return extra_of_attributes(cells[position]) if cells is not None else None
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -57,6 +57,7 @@ from toolkit.agents.model_io import ledger_fields_of_cells
 from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
+from toolkit.histories.columns.lazy import extra_of_attributes
 from toolkit.replay.commands import events_frame
 
 __all__ = ["MODEL_CALL_COLUMNS", "TOKEN_FIELDS", "genai_attributes", "model_calls",
@@ -94,9 +95,14 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
         closed_types = _at(frame, "event_type", closing)
         # Per call: (framework, agent, model, usage, notes, requested_tools, input_bytes,
         # output_bytes), as its ModelCall holds them.
+        attributes = _at(frame, "attributes", scheduled)
+        # A frame read without its extra cells (to_otel's) has each made from its attributes.
+        extras = [extra if extra is not None else extra_of_attributes(cell)
+                  for extra, cell in zip(_at(frame, "extra", scheduled), attributes,
+                                         strict=True)]  # fmt: skip
         calls = [ledger_fields_of_cells(*cells) for cells in zip(
-            _at(frame, "input", scheduled), _at(frame, "extra", scheduled),
-            _at(frame, "attributes", scheduled), _at(frame, "activity_type", scheduled),
+            _at(frame, "input", scheduled), extras,
+            attributes, _at(frame, "activity_type", scheduled),
             closed_types, _at(frame, "result", closing), _at(frame, "attributes", closing),
             strict=True,
         )]  # fmt: skip

@@ -20,6 +20,7 @@ from toolkit.agents.activity_turns import activity_turns
 from toolkit.agents.roles import Roles
 from toolkit.agents.tokens import genai_attributes, model_calls_of
 from toolkit.gc_pause import paused_gc
+from toolkit.histories.columns.lazy import without_extra_cells
 from toolkit.replay.commands import events_frame
 from toolkit.traces.otlp import otlp_json, send
 from toolkit.traces.spans import spans_of, with_run_columns
@@ -133,7 +134,8 @@ def to_otel(
         from toolkit.histories.reading.batch import read_histories
 
         options = {"codec": codec} if codec is not None else {}
-        events, errors = read_histories(histories, **options)
+        with without_extra_cells():  # only the model calls' summaries are read off them (made)
+            events, errors = read_histories(histories, **options)
     events = events_frame(events)
     frame = with_run_columns(events)
     with paused_gc():  # many small dicts, no cycles: as the loader, without the collector

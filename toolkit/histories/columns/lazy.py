@@ -33,6 +33,7 @@ __all__ = [
     "LazyExtra",
     "LazyPayloads",
     "LazyProto",
+    "extra_of_attributes",
     "lazy_json_cells",
     "lazy_proto_cells",
     "without_extra_cells",
@@ -159,6 +160,15 @@ def without_extra_cells() -> Iterator[None]:
         yield
     finally:
         _NO_EXTRA.reset(token)
+
+
+def extra_of_attributes(cell: Any) -> LazyExtra | None:
+    """The ``extra`` cell of a raw JSON event read without it (:func:`without_extra_cells`),
+    made from its ``attributes`` cell, which holds the same event's text; None for a cell of
+    any other kind."""
+    if type(cell) is LazyAttributes:
+        return LazyExtra(cell._history, cell._index, cell._key)
+    return None
 
 
 def lazy_json_cells(history: Any, keys: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
