@@ -147,6 +147,17 @@ def _typed_values_and_bytes(raw: Any) -> tuple[list[Any], int] | None:
         items = _PAYLOADS.decode(raw).payloads
     except msgspec.DecodeError:
         return None
+    return _plain_values(items, bytes)  # type: ignore[return-value]  # msgspec decoded the data
+
+
+_DECLINED = object()
+
+
+def _plain_values(items: Any, data_of: Any) -> tuple[list[Any], int] | object | None:
+    """The values and data bytes of decoded ``json/plain`` and ``binary/null`` payloads, each
+    data made bytes by ``data_of`` (``_DECLINED`` from it: the same back); None for a payload
+    of another kind. As the dict route reads a {metadata, data} payload whose strict base64
+    decodes to data: its JSON, else its text."""
     out: list[Any] = []
     size = 0
     for item in items:
@@ -158,16 +169,15 @@ def _typed_values_and_bytes(raw: Any) -> tuple[list[Any], int] | None:
             continue
         if item.metadata != _JSON_PLAIN:
             return None
-        # The dict route's: a {metadata, data} payload whose strict base64 decodes to data.
+        decoded = data_of(data)
+        if decoded is _DECLINED:
+            return _DECLINED
         try:
-            out.append(orjson.loads(data))
+            out.append(orjson.loads(decoded))
         except orjson.JSONDecodeError:
-            out.append(data.decode("utf-8", errors="replace"))
-        size += len(data)
+            out.append(decoded.decode("utf-8", errors="replace"))
+        size += len(decoded)
     return out, size
-
-
-_DECLINED = object()
 
 
 def _compiled_values_and_bytes(raw: Any) -> tuple[list[Any], int] | object | None:
@@ -181,29 +191,18 @@ def _compiled_values_and_bytes(raw: Any) -> tuple[list[Any], int] | object | Non
         items = _RAW_PAYLOADS.decode(raw).payloads
     except msgspec.DecodeError:
         return _DECLINED
-    out: list[Any] = []
-    size = 0
-    for item in items:
-        data = item.data
-        if data is msgspec.UNSET:
-            if item.metadata != _NULL:
-                return None
-            out.append(None)  # binary/null: no data, 0 bytes
-            continue
-        if item.metadata != _JSON_PLAIN:
-            return None
-        text = memoryview(data)
-        if len(text) < 2 or text[0] != 34 or text[-1] != 34:  # no JSON string: msgspec says
-            return _DECLINED
-        decoded = _cellscan.b64_decode(text[1:-1])
-        if decoded is None:  # an escape or no base64: msgspec reads it (or refuses it)
-            return _DECLINED
-        try:
-            out.append(orjson.loads(decoded))
-        except orjson.JSONDecodeError:
-            out.append(decoded.decode("utf-8", errors="replace"))
-        size += len(decoded)
-    return out, size
+    return _plain_values(items, _compiled_data)
+
+
+def _compiled_data(data: Any) -> Any:
+    """A payload's raw JSON ``data`` string decoded from base64 in C; ``_DECLINED`` where it is
+    no JSON string of base64 digits alone (an escape, another value), which msgspec reads (or
+    refuses)."""
+    text = memoryview(data)
+    if len(text) < 2 or text[0] != 34 or text[-1] != 34:  # no JSON string: msgspec says
+        return _DECLINED
+    decoded = _cellscan.b64_decode(text[1:-1])
+    return _DECLINED if decoded is None else decoded
 
 
 def payload_values(payloads: Any) -> Any:

@@ -258,12 +258,8 @@ def model_call_of_cells(
     """:func:`model_call_of_events` from the events frame's cells themselves: the scheduled
     event's ``input``, ``extra``, ``attributes`` and ``activity_type``, and the closing event's
     type, ``result`` and ``attributes`` (None: no closing event)."""
-    output_bytes = None
-    if closed_type == "ActivityTaskCompleted":
-        result, output_bytes = _values_and_bytes(result, closed_attributes, "result")
-    else:
-        result = None
-    input, input_bytes = _values_and_bytes(input, attributes, "input")
+    input, input_bytes, result, output_bytes = _call_payloads(
+        input, attributes, closed_type, result, closed_attributes)  # fmt: skip
     return read_model_call(
         input,
         result,
@@ -273,6 +269,19 @@ def model_call_of_cells(
         input_bytes=input_bytes,
         output_bytes=output_bytes,
     )
+
+
+def _call_payloads(input: Any, attributes: Any, closed_type: Any, result: Any,
+                   closed_attributes: Any) -> tuple[Any, int | None, Any, int | None]:  # fmt: skip
+    """A model call's input and its bytes, and its result and its bytes (None unless the call
+    completed), off the scheduled and closing events' cells."""
+    output_bytes = None
+    if closed_type == "ActivityTaskCompleted":
+        result, output_bytes = _values_and_bytes(result, closed_attributes, "result")
+    else:
+        result = None
+    input, input_bytes = _values_and_bytes(input, attributes, "input")
+    return input, input_bytes, result, output_bytes
 
 
 def _values_and_bytes(cell: Any, attributes: Any, name: str) -> tuple[Any, int | None]:
@@ -304,12 +313,8 @@ def ledger_fields_of_cells(
     """The ledger's fields of :func:`model_call_of_cells` of the same cells (no framework
     forced), read by the ledger's readers (:data:`~toolkit.agents.model_shapes.LEDGER_READERS`:
     no tool declarations or results walked, no record built) where the shape has one."""
-    output_bytes = None
-    if closed_type == "ActivityTaskCompleted":
-        result, output_bytes = _values_and_bytes(result, closed_attributes, "result")
-    else:
-        result = None
-    input, input_bytes = _values_and_bytes(input, attributes, "input")
+    input, input_bytes, result, output_bytes = _call_payloads(
+        input, attributes, closed_type, result, closed_attributes)  # fmt: skip
     return ledger_fields(input, result, activity_type, summary_of(extra), input_bytes,
                          output_bytes)  # fmt: skip
 

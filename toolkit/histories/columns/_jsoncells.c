@@ -699,30 +699,14 @@ done:
     return out;
 }
 
-static PyObject *string_buffers(PyObject *self, PyObject *arg) {
-    (void)self;
-    PyObject *seq = PySequence_Fast(arg, "pieces must be a sequence");
-    if (seq == NULL) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), nulls = 0, total = 0, got = 0;
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    PyObject *validity = NULL, *offsets = NULL, *data = NULL, *out = NULL;
-    Py_buffer *views = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Py_buffer));
-    if (views == NULL) goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (items[i] == Py_None) {
-            nulls++;
-            continue;
-        }
-        if (PyObject_GetBuffer(items[i], &views[i], PyBUF_SIMPLE) < 0) goto done;
-        got = i + 1;
-        total += views[i].len;
-    }
-    if (total >= ((Py_ssize_t)1 << 31)) {
-        PyErr_SetString(PyExc_OverflowError, "more text than one array's 32-bit offsets address");
-        goto done;
-    }
-    offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int32_t));
-    data = PyBytes_FromStringAndSize(NULL, total);
+/* The (validity, offsets, data) buffers of an Arrow string array of `n` values, `texts[i]` and
+ * `sizes[i]` the UTF-8 of value i (NULL for a null); `nulls` of them null, `total` bytes in all.
+ * A new reference, NULL on an error. */
+static PyObject *arrow_buffers(Py_ssize_t n, Py_ssize_t nulls, Py_ssize_t total,
+                               const char **texts, const Py_ssize_t *sizes) {
+    PyObject *validity = NULL, *out = NULL;
+    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int32_t));
+    PyObject *data = PyBytes_FromStringAndSize(NULL, total);
     if (offsets == NULL || data == NULL) goto done;
     if (nulls) {
         validity = PyBytes_FromStringAndSize(NULL, (n + 7) / 8);
@@ -735,21 +719,66 @@ static PyObject *string_buffers(PyObject *self, PyObject *arg) {
     Py_ssize_t w = 0;
     at[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (items[i] != Py_None) {
-            memcpy(o + w, views[i].buf, (size_t)views[i].len), w += views[i].len;
+        if (texts[i] != NULL) {
+            memcpy(o + w, texts[i], (size_t)sizes[i]), w += sizes[i];
             if (bits) bits[i >> 3] |= (unsigned char)(1u << (i & 7));
         }
         at[i + 1] = (int32_t)w;
     }
     out = Py_BuildValue("(OOO)", validity ? validity : Py_None, offsets, data);
 done:
-    for (Py_ssize_t i = 0; i < got; i++)
-        if (items[i] != Py_None) PyBuffer_Release(&views[i]);
-    PyMem_Free(views);
-    Py_DECREF(seq);
     Py_XDECREF(validity);
     Py_XDECREF(offsets);
     Py_XDECREF(data);
+    return out;
+}
+
+/* Room for the text pointers and sizes of `n` values; 0 (MemoryError set) on a failure. */
+static int text_room(Py_ssize_t n, const char ***texts, Py_ssize_t **sizes) {
+    *texts = PyMem_Calloc(n ? (size_t)n : 1, sizeof(char *));
+    *sizes = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Py_ssize_t));
+    if (*texts == NULL || *sizes == NULL) {
+        PyMem_Free((void *)*texts);
+        PyMem_Free(*sizes);
+        PyErr_NoMemory();
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *string_buffers(PyObject *self, PyObject *arg) {
+    (void)self;
+    PyObject *seq = PySequence_Fast(arg, "pieces must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), nulls = 0, total = 0, got = 0;
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *out = NULL;
+    const char **texts = NULL;
+    Py_ssize_t *sizes = NULL;
+    Py_buffer *views = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Py_buffer));
+    if (views == NULL || !text_room(n, &texts, &sizes)) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (items[i] == Py_None) {
+            nulls++;
+            continue;
+        }
+        if (PyObject_GetBuffer(items[i], &views[i], PyBUF_SIMPLE) < 0) goto done;
+        got = i + 1;
+        texts[i] = views[i].buf, sizes[i] = views[i].len;
+        total += views[i].len;
+    }
+    if (total >= ((Py_ssize_t)1 << 31)) {
+        PyErr_SetString(PyExc_OverflowError, "more text than one array's 32-bit offsets address");
+        goto done;
+    }
+    out = arrow_buffers(n, nulls, total, texts, sizes);
+done:
+    for (Py_ssize_t i = 0; i < got; i++)
+        if (items[i] != Py_None) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free((void *)texts);
+    PyMem_Free(sizes);
+    Py_DECREF(seq);
     return out;
 }
 
@@ -759,54 +788,31 @@ static PyObject *text_buffers(PyObject *self, PyObject *arg) {
     if (seq == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), nulls = 0, total = 0;
     PyObject **items = PySequence_Fast_ITEMS(seq);
-    PyObject *validity = NULL, *offsets = NULL, *data = NULL, *out = NULL;
-    /* First pass: the types and the size (a str's UTF-8 is made once, and kept by the str). */
+    PyObject *out = NULL;
+    const char **texts = NULL;
+    Py_ssize_t *sizes = NULL;
+    if (!text_room(n, &texts, &sizes)) goto done;
+    /* The types and the sizes (a str's UTF-8 is made once, and kept by the str). */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *value = items[i];
         if (value == Py_None) {
             nulls++;
             continue;
         }
-        Py_ssize_t size;
-        if (!PyUnicode_CheckExact(value) || PyUnicode_AsUTF8AndSize(value, &size) == NULL) {
+        if (!PyUnicode_CheckExact(value)
+            || (texts[i] = PyUnicode_AsUTF8AndSize(value, &sizes[i])) == NULL) {
             PyErr_Clear();
-            goto other;
+            out = Py_NewRef(Py_None); /* another type (or no UTF-8): pyarrow converts it */
+            goto done;
         }
-        total += size;
+        total += sizes[i];
     }
-    if (total >= ((Py_ssize_t)1 << 31)) goto other;
-    offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int32_t));
-    data = PyBytes_FromStringAndSize(NULL, total);
-    if (offsets == NULL || data == NULL) goto done;
-    if (nulls) {
-        validity = PyBytes_FromStringAndSize(NULL, (n + 7) / 8);
-        if (validity == NULL) goto done;
-        memset(PyBytes_AS_STRING(validity), 0, (size_t)((n + 7) / 8));
-    }
-    int32_t *at = (int32_t *)PyBytes_AS_STRING(offsets);
-    unsigned char *bits = validity ? (unsigned char *)PyBytes_AS_STRING(validity) : NULL;
-    char *o = PyBytes_AS_STRING(data);
-    Py_ssize_t w = 0;
-    at[0] = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *value = items[i];
-        if (value != Py_None) {
-            Py_ssize_t size;
-            const char *text = PyUnicode_AsUTF8AndSize(value, &size); /* cached: cannot fail */
-            memcpy(o + w, text, (size_t)size), w += size;
-            if (bits) bits[i >> 3] |= (unsigned char)(1u << (i & 7));
-        }
-        at[i + 1] = (int32_t)w;
-    }
-    out = Py_BuildValue("(OOO)", validity ? validity : Py_None, offsets, data);
-    goto done;
-other:
-    out = Py_NewRef(Py_None);
+    out = total >= ((Py_ssize_t)1 << 31) ? Py_NewRef(Py_None)
+                                          : arrow_buffers(n, nulls, total, texts, sizes);
 done:
+    PyMem_Free((void *)texts);
+    PyMem_Free(sizes);
     Py_DECREF(seq);
-    Py_XDECREF(validity);
-    Py_XDECREF(offsets);
-    Py_XDECREF(data);
     return out;
 }
 
