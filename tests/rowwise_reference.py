@@ -20,7 +20,7 @@ from toolkit.errors import ToolkitError
 from toolkit.histories.tables import activities
 from toolkit.histories.versions import version_labels
 from toolkit.replay.commands import events_frame, iter_histories
-from toolkit.traces.spans import (
+from toolkit.traces.span_rows import (
     _ACTIVITY_STATUS,
     _CLOSE_STATUS,
     _OPENINFERENCE,

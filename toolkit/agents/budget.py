@@ -464,15 +464,13 @@ def _limit_hit(run: RunSizes) -> Any:
     sizes = run._sizes
     found = sizes.derived.get("limit_hit")
     if found is None:  # every run's at once: the events' cells read off the frame together
-        at = np.flatnonzero(sizes.event_type.mask(*LIMIT_EVENT_TYPES))
-        low = np.searchsorted(at, sizes.starts).tolist()
-        high = np.searchsorted(at, sizes.ends).tolist()
+        at, low, high = sizes.type_rows(LIMIT_EVENT_TYPES)
         c = run.columns
         cells = [c.at(name, at) if name in c else [None] * len(at)
                  for name in ("event_type", "event_id", "attributes", "failure_message", "cause")]
         found = sizes.derived["limit_hit"] = [
             first_limit_hit(*(column[a:b] for column in cells)) if b > a else None
-            for a, b in zip(low, high, strict=True)
+            for a, b in zip(low.tolist(), high.tolist(), strict=True)
         ]  # fmt: skip
     return found[run._run]
 

@@ -158,13 +158,17 @@ class FrameSizes:
         found for the whole frame once per ``types``, so no run's events are looked through."""
         found = self._found.get(types)
         if found is None:
-            at = np.flatnonzero(self.event_type.mask(*types))
-            low = np.searchsorted(at, self.starts)
-            high = np.searchsorted(at, self.ends)
+            at, low, high = self.type_rows(types)
             owner = np.repeat(np.arange(len(self.starts)), high - low)
             found = self._found[types] = ((at - self.starts[owner]).tolist(), low.tolist(),
                                           high.tolist())  # fmt: skip
         return found[0][found[1][run] : found[2][run]]
+
+    def type_rows(self, types: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The frame positions of the events of ``types``, in order, and where each run's are
+        among them (run ``r``'s: ``at[low[r]:high[r]]``)."""
+        at = np.flatnonzero(self.event_type.mask(*types))
+        return at, np.searchsorted(at, self.starts), np.searchsorted(at, self.ends)
 
 
 class EventTypes:

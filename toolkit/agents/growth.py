@@ -224,14 +224,11 @@ class _FrameLists(dict[str, list[Any]]):
 
     def edges(self, column: str, position: int) -> list[Any]:
         """Each run's first (``position`` 0) or last (-1) value of ``column``, as the column's
-        list holds them."""
+        list holds them (:meth:`at` the runs' first or last events, once per column)."""
         found = self._edges.get((column, position))
         if found is None:
-            at = self.starts if position == 0 else self.ends - 1
-            made = dict.get(self, column)  # the whole column's list, where made already
-            found = ([made[i] for i in at.tolist()] if made is not None else
-                     self.frame[column].iloc[at].tolist())  # fmt: skip
-            self._edges[column, position] = found
+            found = self._edges[column, position] = self.at(
+                column, self.starts if position == 0 else self.ends - 1)  # fmt: skip
         return found
 
     def at(self, column: str, positions: np.ndarray) -> list[Any]:
@@ -386,10 +383,8 @@ def _frame_turns(sizes: FrameSizes, columns: _RunColumns) -> list[int]:
     turns = np.zeros(runs, np.int64)
 
     def first(types: tuple[str, ...]) -> np.ndarray:  # each run's first of them (else its end)
-        at = np.flatnonzero(event_type.mask(*types))
-        low = np.searchsorted(at, starts)
-        found = np.append(at, 0)[low]
-        return np.where((low < len(at)) & (found < ends), found - starts, length)
+        at, low, high = sizes.type_rows(types)
+        return np.where(high > low, np.append(at, 0)[low] - starts, length)
 
     signals = np.flatnonzero(event_type.mask("WorkflowExecutionSignaled"))
     if len(signals):

@@ -61,20 +61,13 @@ from toolkit.agents.roles import Roles
 from toolkit.gc_pause import paused_gc
 from toolkit.traces.activity_facts import activity_facts
 from toolkit.traces.span_columns import ROW_FIELDS, hashed, span_columns
-from toolkit.traces.span_rows import (  # noqa: F401 (the helpers' home was this module)
-    _ACTIVITY_STATUS,
-    _CLOSE_STATUS,
-    _OPENINFERENCE,
+from toolkit.traces.span_rows import (
     _TASK_FAILURES,
     ACTIVITY_FIELDS,
     SPAN_COLUMNS,
     ModelAttributes,
     RunSpans,
-    _content,
     _nanos,
-    _set,
-    _text,
-    _time,
     span_ids,
 )
 

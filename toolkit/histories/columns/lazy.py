@@ -154,7 +154,7 @@ def without_extra_cells() -> Iterator[None]:
     """Inside the block, raw JSON histories are read with None for their ``extra`` cells (a
     reader that needs only the attributes, such as the history budget: ~5% of a read). An
     event's every other field is still in its ``attributes`` cell's raw text, from which
-    ``LazyExtra(cell._history, cell._index, cell._key)`` makes the cell when wanted."""
+    :func:`extra_of_attributes` makes the cell when wanted."""
     token = _NO_EXTRA.set(True)
     try:
         yield
