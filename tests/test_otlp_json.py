@@ -128,6 +128,25 @@ def test_strings_of_every_code_point_are_written_as_orjson_writes_them() -> None
     assert _written(spans, RESOURCE) == _pure(spans, RESOURCE)
 
 
+@compiled
+def test_strings_repeated_across_spans_are_written_as_orjson_writes_them() -> None:
+    # The writer copies a str object's writing from where it last wrote it (as a bare string,
+    # an attribute's key, a string value): the same objects in every role, with characters to
+    # escape, over enough spans and distinct objects that its slots are shared and overwritten.
+    rng = random.Random(7)
+    pool = [f"text {i} \" \\ \n \x01 é 😀 " * rng.randint(0, 3) + str(i) for i in range(20000)]
+    rows = []
+    for _ in range(600):
+        picked = rng.sample(pool, 12)
+        attributes = {picked[i]: picked[(i + 3) % 12] for i in range(8)}
+        attributes[picked[8]] = [picked[9], picked[0]]
+        rows.append({"attributes": attributes, "name": picked[1], "trace_id": picked[2],
+                     "span_id": picked[3], "status_message": picked[10],
+                     "parent_span_id": picked[11]})
+    spans = _spans(rows)
+    assert _written(spans, RESOURCE) == _pure(spans, RESOURCE)
+
+
 class _Text(str):
     pass
 

@@ -35,8 +35,8 @@ typedef struct {
 /* Return codes of the writers: 0 written, 1 outside the handled kinds, -1 a Python error. */
 #define UNHANDLED 1
 
-static int reserve(Buffer *out, Py_ssize_t more) {
-    if (out->size + more <= out->capacity) return 0;
+/* Room for ``more`` bytes past the end, the buffer doubled as often as it takes. */
+static int grow(Buffer *out, Py_ssize_t more) {
     Py_ssize_t capacity = out->capacity;
     while (capacity < out->size + more) capacity *= 2;
     if (_PyBytes_Resize(&out->bytes, capacity) < 0) return -1;
@@ -45,7 +45,13 @@ static int reserve(Buffer *out, Py_ssize_t more) {
     return 0;
 }
 
-static int put(Buffer *out, const char *text, Py_ssize_t size) {
+/* Inline, as put below: a document makes ~80 of them a span, most for a literal of a few bytes
+ * that the compiler then copies in one or two moves (no call of memcpy, no call of a put). */
+static inline int reserve(Buffer *out, Py_ssize_t more) {
+    return out->size + more <= out->capacity ? 0 : grow(out, more);
+}
+
+static inline int put(Buffer *out, const char *text, Py_ssize_t size) {
     if (reserve(out, size) < 0) return -1;
     memcpy(out->data + out->size, text, (size_t)size);
     out->size += size;
@@ -57,10 +63,68 @@ static int put(Buffer *out, const char *text, Py_ssize_t size) {
 /* Bytes a JSON string escapes: the control characters, '"' and '\\' (filled at import). */
 static unsigned char ESCAPED[256];
 
+/* Whether any of the 8 bytes of ``word`` is one JSON escapes (below 0x20, '"' or '\\'): the
+ * classic "has a zero byte" tests, exact as a yes or no (a borrow only ever follows a byte that
+ * already answers yes). Eight bytes a step, not one: strings are most of a document's bytes. */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+static inline int word_escapes(unsigned long long word) {
+    unsigned long long quote = word ^ (ONES * '"'), slash = word ^ (ONES * '\\');
+    return (((word - ONES * 0x20) & ~word) | ((quote - ONES) & ~quote)
+            | ((slash - ONES) & ~slash)) & HIGHS ? 1 : 0;
+}
+
+/* Where each str was written before, in this document (its bytes are copied from there, not
+ * escaped again): a span's keys, and the values its run shares with its other spans (workflow
+ * and run ids, types), are the same objects span after span. Three kinds of writing are kept:
+ * the quoted str alone, an attribute's opening with it as the key (``{"key":"...","value":``)
+ * and its AnyValue (``{"stringValue":"..."}``). Direct-mapped by address and kind; an entry is
+ * only trusted for its own object, which the caller's columns keep alive for the whole call,
+ * and a clash only costs the writing anew. */
+#define SEEN_SLOTS 8192
+enum { QUOTED, KEY_OPENING, STRING_VALUE };
+typedef struct {
+    PyObject *text;
+    Py_ssize_t at, size;
+    int kind;
+} Seen;
+
+typedef struct {
+    Buffer out;
+    Seen seen[SEEN_SLOTS];
+} Writer;
+
+static inline Seen *seen_slot(Writer *writer, PyObject *text, int kind) {
+    return &writer->seen[(((size_t)text >> 4) ^ ((size_t)kind << 11)) & (SEEN_SLOTS - 1)];
+}
+
+/* The writing of ``text`` of that kind copied from its last place: 1 done, 0 none kept. */
+static inline int copy_seen(Writer *writer, PyObject *text, int kind) {
+    Seen *seen = seen_slot(writer, text, kind);
+    if (seen->text != text || seen->kind != kind) return 0;
+    Buffer *out = &writer->out;
+    if (reserve(out, seen->size) < 0) return -1;
+    memcpy(out->data + out->size, out->data + seen->at, (size_t)seen->size);
+    out->size += seen->size;
+    return 1;
+}
+
+/* Keep where the writing of ``text`` of that kind, from ``begin`` to the end, is. */
+static inline void remember(Writer *writer, PyObject *text, int kind, Py_ssize_t begin) {
+    Seen *seen = seen_slot(writer, text, kind);
+    seen->text = text;
+    seen->kind = kind;
+    seen->at = begin;
+    seen->size = writer->out.size - begin;
+}
+
 /* A str as orjson writes it: UTF-8 unescaped but for '"', '\\' and the control characters
  * (\b \t \n \f \r by name, the others as \u00xx). */
-static int put_str(Buffer *out, PyObject *text) {
+static int put_str(Writer *writer, PyObject *text) {
+    Buffer *out = &writer->out;
     if (!PyUnicode_CheckExact(text)) return UNHANDLED;
+    int copied = copy_seen(writer, text, QUOTED);
+    if (copied) return copied < 0 ? -1 : 0;
     Py_ssize_t size;
     const char *utf8 = PyUnicode_AsUTF8AndSize(text, &size);
     if (utf8 == NULL) {  /* a lone surrogate: orjson refuses it, in the pure path */
@@ -68,12 +132,19 @@ static int put_str(Buffer *out, PyObject *text) {
         return UNHANDLED;
     }
     if (reserve(out, 2 + 6 * size) < 0) return -1;
+    Py_ssize_t begin = out->size;
     char *at = out->data + out->size;
     *at++ = '"';
     static const char hex[] = "0123456789abcdef";
     Py_ssize_t i = 0;
     while (i < size) {
         Py_ssize_t run = i;  /* the characters written as they are, copied at once */
+        unsigned long long word;
+        while (run + 8 <= size) {
+            memcpy(&word, utf8 + run, 8);
+            if (word_escapes(word)) break;
+            run += 8;
+        }
         while (run < size && !ESCAPED[(unsigned char)utf8[run]]) run++;
         memcpy(at, utf8 + i, (size_t)(run - i));
         at += run - i;
@@ -99,8 +170,15 @@ static int put_str(Buffer *out, PyObject *text) {
     }
     *at++ = '"';
     out->size = at - out->data;
+    remember(writer, text, QUOTED, begin);
     return 0;
 }
+
+/* "00" to "99", each pair of digits at twice its value. */
+static const char PAIRS[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
 
 /* An int's decimal digits, as str() writes them. */
 static int put_int(Buffer *out, PyObject *value) {
@@ -112,10 +190,18 @@ static int put_int(Buffer *out, PyObject *value) {
         char *end = digits + sizeof digits, *at = end;
         unsigned long long rest = number < 0 ? 0ULL - (unsigned long long)number
                                              : (unsigned long long)number;
-        do {
-            *--at = (char)('0' + rest % 10);
-            rest /= 10;
-        } while (rest);
+        while (rest >= 100) {  /* two digits a step (a time has nineteen) */
+            unsigned pair = (unsigned)(rest % 100);
+            rest /= 100;
+            at -= 2;
+            memcpy(at, PAIRS + 2 * pair, 2);
+        }
+        if (rest >= 10) {
+            at -= 2;
+            memcpy(at, PAIRS + 2 * rest, 2);
+        } else {
+            *--at = (char)('0' + rest);
+        }
         if (number < 0) *--at = '-';
         return put(out, at, end - at);
     }
@@ -129,12 +215,17 @@ static int put_int(Buffer *out, PyObject *value) {
 }
 
 /* An OTLP AnyValue of an attribute value (otlp._value). */
-static int put_value(Buffer *out, PyObject *value, PyObject *dumps, int depth) {
+static int put_value(Writer *writer, PyObject *value, PyObject *dumps, int depth) {
+    Buffer *out = &writer->out;
     int done;
     if (PyUnicode_CheckExact(value)) {
+        if ((done = copy_seen(writer, value, STRING_VALUE)) != 0) return done < 0 ? -1 : 0;
+        Py_ssize_t begin = out->size;
         if (PUT(out, "{\"stringValue\":") < 0) return -1;
-        if ((done = put_str(out, value)) != 0) return done;
-        return PUT(out, "}");
+        if ((done = put_str(writer, value)) != 0) return done;
+        if (PUT(out, "}") < 0) return -1;
+        remember(writer, value, STRING_VALUE, begin);
+        return 0;
     }
     if (value == Py_True) return PUT(out, "{\"boolValue\":true}");
     if (value == Py_False) return PUT(out, "{\"boolValue\":false}");
@@ -163,7 +254,7 @@ static int put_value(Buffer *out, PyObject *value, PyObject *dumps, int depth) {
         done = 0;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items) && done == 0; i++) {
             if (i && PUT(out, ",") < 0) done = -1;
-            else done = put_value(out, PySequence_Fast_GET_ITEM(items, i), dumps, depth + 1);
+            else done = put_value(writer, PySequence_Fast_GET_ITEM(items, i), dumps, depth + 1);
         }
         Py_DECREF(items);
         if (done != 0) return done;
@@ -173,7 +264,8 @@ static int put_value(Buffer *out, PyObject *value, PyObject *dumps, int depth) {
 }
 
 /* A span's "attributes" array (otlp._Entries: one {"key", "value"} per item, in order). */
-static int put_attributes(Buffer *out, PyObject *attributes, PyObject *dumps) {
+static int put_attributes(Writer *writer, PyObject *attributes, PyObject *dumps) {
+    Buffer *out = &writer->out;
     if (!PyDict_CheckExact(attributes)) return UNHANDLED;
     if (PUT(out, "[") < 0) return -1;
     PyObject *key, *value;
@@ -182,10 +274,15 @@ static int put_attributes(Buffer *out, PyObject *attributes, PyObject *dumps) {
     while (PyDict_Next(attributes, &at, &key, &value)) {
         if (!first && PUT(out, ",") < 0) return -1;
         first = 0;
-        if (PUT(out, "{\"key\":") < 0) return -1;
-        if ((done = put_str(out, key)) != 0) return done;
-        if (PUT(out, ",\"value\":") < 0) return -1;
-        if ((done = put_value(out, value, dumps, 0)) != 0) return done;
+        if ((done = copy_seen(writer, key, KEY_OPENING)) < 0) return -1;
+        if (!done) {
+            Py_ssize_t begin = out->size;
+            if (PUT(out, "{\"key\":") < 0) return -1;
+            if ((done = put_str(writer, key)) != 0) return done;
+            if (PUT(out, ",\"value\":") < 0) return -1;
+            remember(writer, key, KEY_OPENING, begin);
+        }
+        if ((done = put_value(writer, value, dumps, 0)) != 0) return done;
         if (PUT(out, "}") < 0) return -1;
     }
     return PUT(out, "]");
@@ -209,15 +306,16 @@ static int put_nanos(Buffer *out, PyObject *nanos) {
 enum { TRACE, SPAN, PARENT, NAME, KIND, START, END, ATTRIBUTES, STATUS, MESSAGE, EVENTS, COLUMNS };
 
 /* One span object, as otlp._document builds it (the keys in that order). */
-static int put_span(Buffer *out, PyObject **row, PyObject *kinds, PyObject *statuses,
+static int put_span(Writer *writer, PyObject **row, PyObject *kinds, PyObject *statuses,
                     PyObject *dumps) {
+    Buffer *out = &writer->out;
     int done, truth;
     if (PUT(out, "{\"traceId\":") < 0) return -1;
-    if ((done = put_str(out, row[TRACE])) != 0) return done;
+    if ((done = put_str(writer, row[TRACE])) != 0) return done;
     if (PUT(out, ",\"spanId\":") < 0) return -1;
-    if ((done = put_str(out, row[SPAN])) != 0) return done;
+    if ((done = put_str(writer, row[SPAN])) != 0) return done;
     if (PUT(out, ",\"name\":") < 0) return -1;
-    if ((done = put_str(out, row[NAME])) != 0) return done;
+    if ((done = put_str(writer, row[NAME])) != 0) return done;
     if (PUT(out, ",\"kind\":") < 0) return -1;
     if ((done = put_number(out, kinds, row[KIND])) != 0) return done;
     if (PUT(out, ",\"startTimeUnixNano\":") < 0) return -1;
@@ -225,7 +323,7 @@ static int put_span(Buffer *out, PyObject **row, PyObject *kinds, PyObject *stat
     if (PUT(out, ",\"endTimeUnixNano\":") < 0) return -1;
     if ((done = put_nanos(out, row[END])) != 0) return done;
     if (PUT(out, ",\"attributes\":") < 0) return -1;
-    if ((done = put_attributes(out, row[ATTRIBUTES], dumps)) != 0) return done;
+    if ((done = put_attributes(writer, row[ATTRIBUTES], dumps)) != 0) return done;
     if (PUT(out, ",\"status\":{\"code\":") < 0) return -1;
     if ((done = put_number(out, statuses, row[STATUS])) != 0) return done;
     if ((truth = PyObject_IsTrue(row[MESSAGE])) < 0) {  /* pd.NA: the pure path raises */
@@ -234,7 +332,7 @@ static int put_span(Buffer *out, PyObject **row, PyObject *kinds, PyObject *stat
     }
     if (truth) {
         if (PUT(out, ",\"message\":") < 0) return -1;
-        if ((done = put_str(out, row[MESSAGE])) != 0) return done;
+        if ((done = put_str(writer, row[MESSAGE])) != 0) return done;
     }
     if (PUT(out, "}") < 0) return -1;
     if ((truth = PyObject_IsTrue(row[PARENT])) < 0) {
@@ -243,7 +341,7 @@ static int put_span(Buffer *out, PyObject **row, PyObject *kinds, PyObject *stat
     }
     if (truth) {
         if (PUT(out, ",\"parentSpanId\":") < 0) return -1;
-        if ((done = put_str(out, row[PARENT])) != 0) return done;
+        if ((done = put_str(writer, row[PARENT])) != 0) return done;
     }
     PyObject *events = row[EVENTS];
     if (events != Py_None) {
@@ -275,20 +373,28 @@ static PyObject *spans(PyObject *self, PyObject *args) {
             return NULL;
         }
     }
-    Buffer out = {NULL, NULL, 0, 0};
-    out.capacity = head_size + tail_size + 1024 * (count + 1);  /* a span: ~1.3 kB */
-    if ((out.bytes = PyBytes_FromStringAndSize(NULL, out.capacity)) == NULL) return NULL;
-    out.data = PyBytes_AS_STRING(out.bytes);
-    int done = put(&out, head, head_size);
+    Writer *writer = PyMem_Calloc(1, sizeof(Writer));  /* ~100 kB of slots: not the stack */
+    if (writer == NULL) return PyErr_NoMemory();
+    Buffer *out = &writer->out;
+    out->capacity = head_size + tail_size + 1024 * (count + 1);  /* a span: ~1.3 kB */
+    if ((out->bytes = PyBytes_FromStringAndSize(NULL, out->capacity)) == NULL) {
+        PyMem_Free(writer);
+        return NULL;
+    }
+    out->data = PyBytes_AS_STRING(out->bytes);
+    int done = put(out, head, head_size);
     for (Py_ssize_t i = 0; i < count && done == 0; i++) {
         PyObject *row[COLUMNS];
         for (int c = 0; c < COLUMNS; c++) row[c] = PyList_GET_ITEM(columns[c], i);
-        if (i && PUT(&out, ",") < 0) done = -1;
-        else done = put_span(&out, row, kinds, statuses, dumps);
+        if (i && PUT(out, ",") < 0) done = -1;
+        else done = put_span(writer, row, kinds, statuses, dumps);
     }
-    if (done == 0) done = put(&out, tail, tail_size);
-    if (done == 0 && _PyBytes_Resize(&out.bytes, out.size) == 0) return out.bytes;
-    Py_XDECREF(out.bytes);  /* NULL where the resize failed */
+    if (done == 0) done = put(out, tail, tail_size);
+    PyObject *bytes = out->bytes;
+    Py_ssize_t size = out->size;
+    PyMem_Free(writer);
+    if (done == 0 && _PyBytes_Resize(&bytes, size) == 0) return bytes;
+    Py_XDECREF(bytes);  /* NULL where the resize failed */
     return done == UNHANDLED ? Py_NewRef(Py_None) : NULL;
 }
 
