@@ -216,3 +216,39 @@ def test_an_event_that_cannot_be_written_is_refused_as_before() -> None:
         _pure(spans, RESOURCE)
     with pytest.raises(KeyError):
         otlp_json(spans, RESOURCE)
+
+
+def _many_spans() -> pd.DataFrame:
+    """The lab's spans over and over: a document of several of the file writer's chunks (of a
+    megabyte), the same objects (keys, a run's values) in every one."""
+    spans = tk.to_otel(ROOT / "data", content=True).spans
+    copies = -(-(7 << 19) // len(otlp_json(spans, RESOURCE)))  # past 3.5 MB
+    return pd.concat([spans] * copies, ignore_index=True)
+
+
+def test_the_file_is_the_document(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spans = _many_spans()
+    expected = _pure(spans, RESOURCE)
+    assert len(expected) > 3 * (1 << 20)  # several chunks: copies across them are not taken
+    otlp.write_otlp_json(spans, RESOURCE, tmp_path / "a.json")
+    assert (tmp_path / "a.json").read_bytes() == expected
+    (tmp_path / "b.json").write_bytes(b"x" * (len(expected) + 4096))  # a longer file before
+    monkeypatch.setattr(otlp, "_otlpjson", None)
+    otlp.write_otlp_json(spans, RESOURCE, tmp_path / "b.json")
+    assert (tmp_path / "b.json").read_bytes() == expected
+
+
+@compiled
+def test_a_value_left_to_the_pure_path_after_chunks_rewrites_the_file(tmp_path: Path) -> None:
+    spans = _many_spans()
+    spans.at[len(spans) - 1, "attributes"] = {"subclass": _Text("x")}
+    path = tmp_path / "traces.json"
+    otlp.write_otlp_json(spans, RESOURCE, path)
+    assert path.read_bytes() == _pure(spans, RESOURCE)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full to fill")
+def test_a_file_that_cannot_be_written_is_an_error_naming_it() -> None:
+    spans = _many_spans()
+    with pytest.raises(OSError, match="/dev/full"):
+        otlp.write_otlp_json(spans, RESOURCE, "/dev/full")

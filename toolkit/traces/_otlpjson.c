@@ -6,7 +6,7 @@
  * tests/test_otlp_json.py holds both to the same bytes):
  *
  * spans(head, tail, trace, span, parent, name, kind, start, end, attributes, status, message,
- *       events, kinds, statuses, dumps) -> bytes | None
+ *       events, kinds, statuses, dumps[, fd]) -> bytes | int | None
  *   head and tail: the document's bytes before and after its spans. The others but the last
  *   three lists, one item per span: the ids, name, kind and
  *   status as the table has them, start and end as int nanoseconds, attributes dicts, status
@@ -17,12 +17,16 @@
  *   writes of otlp_document's, or None where a value is of a kind only the pure path reads (a str, int,
  *   float, list or dict subclass, a key no str, a kind or status no dict names, a str with a
  *   lone surrogate, ...): the caller then takes the pure path, which writes it or raises as it
- *   always did.
+ *   always did. Given a file descriptor ``fd``, the same bytes are written to it a chunk of
+ *   about a megabyte at a time (never the whole document in memory) and their count returned;
+ *   None there means that some were written, and the caller writes the file anew.
  */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The document, written into a bytes object grown as it fills (glibc's realloc of a large
  * block remaps its pages rather than copying them), and cut to its size at the end. */
@@ -86,11 +90,13 @@ enum { QUOTED, KEY_OPENING, STRING_VALUE };
 typedef struct {
     PyObject *text;
     Py_ssize_t at, size;
-    int kind;
+    int kind, chunk;  /* chunk: the buffer's filling it was written in (see flush) */
 } Seen;
 
 typedef struct {
     Buffer out;
+    int fd;  /* where the document goes chunk by chunk, or -1: all of it returned as bytes */
+    int chunk;
     Seen seen[SEEN_SLOTS];
 } Writer;
 
@@ -101,7 +107,7 @@ static inline Seen *seen_slot(Writer *writer, PyObject *text, int kind) {
 /* The writing of ``text`` of that kind copied from its last place: 1 done, 0 none kept. */
 static inline int copy_seen(Writer *writer, PyObject *text, int kind) {
     Seen *seen = seen_slot(writer, text, kind);
-    if (seen->text != text || seen->kind != kind) return 0;
+    if (seen->text != text || seen->kind != kind || seen->chunk != writer->chunk) return 0;
     Buffer *out = &writer->out;
     if (reserve(out, seen->size) < 0) return -1;
     memcpy(out->data + out->size, out->data + seen->at, (size_t)seen->size);
@@ -114,9 +120,39 @@ static inline void remember(Writer *writer, PyObject *text, int kind, Py_ssize_t
     Seen *seen = seen_slot(writer, text, kind);
     seen->text = text;
     seen->kind = kind;
+    seen->chunk = writer->chunk;
     seen->at = begin;
     seen->size = writer->out.size - begin;
 }
+
+/* Where the document goes to a file: the buffer's bytes written to it and the buffer emptied
+ * (its pages, used again, stay in memory: a document of many megabytes is never held whole).
+ * What was written before is no longer there to copy from: a new chunk number voids it. */
+static int flush(Writer *writer) {
+    Buffer *out = &writer->out;
+    Py_ssize_t at = 0;
+    while (at < out->size) {
+        Py_ssize_t wrote;
+        Py_BEGIN_ALLOW_THREADS
+        wrote = write(writer->fd, out->data + at, (size_t)(out->size - at));
+        Py_END_ALLOW_THREADS
+        if (wrote < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0) return -1;
+                continue;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        at += wrote;
+    }
+    out->size = 0;
+    writer->chunk++;
+    return 0;
+}
+
+/* A file's chunk: written out once the buffer holds this much, between two spans. */
+#define CHUNK (1 << 20)
 
 /* A str as orjson writes it: UTF-8 unescaped but for '"', '\\' and the control characters
  * (\b \t \n \f \r by name, the others as \u00xx). */
@@ -357,14 +393,15 @@ static PyObject *spans(PyObject *self, PyObject *args) {
     PyObject *columns[COLUMNS], *kinds, *statuses, *dumps;
     const char *head, *tail;
     Py_ssize_t head_size, tail_size;
-    if (!PyArg_ParseTuple(args, "y#y#O!O!O!O!O!O!O!O!O!O!O!O!O!O", &head, &head_size, &tail,
+    int fd = -1;
+    if (!PyArg_ParseTuple(args, "y#y#O!O!O!O!O!O!O!O!O!O!O!O!O!O|i", &head, &head_size, &tail,
                           &tail_size, &PyList_Type, &columns[TRACE], &PyList_Type,
                           &columns[SPAN], &PyList_Type, &columns[PARENT], &PyList_Type,
                           &columns[NAME], &PyList_Type, &columns[KIND], &PyList_Type,
                           &columns[START], &PyList_Type, &columns[END], &PyList_Type,
                           &columns[ATTRIBUTES], &PyList_Type, &columns[STATUS], &PyList_Type,
                           &columns[MESSAGE], &PyList_Type, &columns[EVENTS], &PyDict_Type,
-                          &kinds, &PyDict_Type, &statuses, &dumps))
+                          &kinds, &PyDict_Type, &statuses, &dumps, &fd))
         return NULL;
     Py_ssize_t count = PyList_GET_SIZE(columns[TRACE]);
     for (int c = 0; c < COLUMNS; c++) {
@@ -373,34 +410,51 @@ static PyObject *spans(PyObject *self, PyObject *args) {
             return NULL;
         }
     }
-    Writer *writer = PyMem_Calloc(1, sizeof(Writer));  /* ~100 kB of slots: not the stack */
+    Writer *writer = PyMem_Calloc(1, sizeof(Writer));  /* ~256 kB of slots: not the stack */
     if (writer == NULL) return PyErr_NoMemory();
+    writer->fd = fd;
     Buffer *out = &writer->out;
-    out->capacity = head_size + tail_size + 1024 * (count + 1);  /* a span: ~1.3 kB */
+    /* A span: ~1.3 kB; to a file, a chunk and the span that crosses it. */
+    out->capacity = head_size + tail_size + (fd >= 0 ? CHUNK + (1 << 16) : 1024 * (count + 1));
     if ((out->bytes = PyBytes_FromStringAndSize(NULL, out->capacity)) == NULL) {
         PyMem_Free(writer);
         return NULL;
     }
     out->data = PyBytes_AS_STRING(out->bytes);
+    long long written = 0;  /* to the file, before the buffer's bytes */
     int done = put(out, head, head_size);
     for (Py_ssize_t i = 0; i < count && done == 0; i++) {
         PyObject *row[COLUMNS];
         for (int c = 0; c < COLUMNS; c++) row[c] = PyList_GET_ITEM(columns[c], i);
         if (i && PUT(out, ",") < 0) done = -1;
         else done = put_span(writer, row, kinds, statuses, dumps);
+        if (done == 0 && fd >= 0 && out->size >= CHUNK) {
+            written += out->size;
+            done = flush(writer);
+        }
     }
     if (done == 0) done = put(out, tail, tail_size);
+    if (done == 0 && fd >= 0) {
+        written += out->size;
+        done = flush(writer);
+    }
     PyObject *bytes = out->bytes;
     Py_ssize_t size = out->size;
     PyMem_Free(writer);
-    if (done == 0 && _PyBytes_Resize(&bytes, size) == 0) return bytes;
-    Py_XDECREF(bytes);  /* NULL where the resize failed */
+    if (fd >= 0) {  /* the buffer was only the chunks' */
+        Py_XDECREF(bytes);
+        if (done == 0) return PyLong_FromLongLong(written);
+    } else {
+        if (done == 0 && _PyBytes_Resize(&bytes, size) == 0) return bytes;
+        Py_XDECREF(bytes);  /* NULL where the resize failed */
+    }
     return done == UNHANDLED ? Py_NewRef(Py_None) : NULL;
 }
 
 static PyMethodDef methods[] = {
     {"spans", spans, METH_VARARGS,
-     "head, the spans' OTLP JSON objects joined by ',' as orjson writes them, tail; or None."},
+     "head, the spans' OTLP JSON objects joined by ',' as orjson writes them, tail; or None. "
+     "Given a file descriptor last, written to it in chunks and the bytes' count returned."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,7 +22,7 @@ from toolkit.agents.tokens import genai_attributes, model_calls_of
 from toolkit.gc_pause import paused_gc
 from toolkit.histories.columns.lazy import without_extra_cells
 from toolkit.replay.commands import events_frame
-from toolkit.traces.otlp import otlp_json, send
+from toolkit.traces.otlp import send, write_otlp_json
 from toolkit.traces.spans import spans_of, with_run_columns
 
 __all__ = ["OtelExport", "to_otel"]
@@ -149,7 +149,7 @@ def to_otel(
     result = OtelExport(spans=spans, model_calls=calls, errors=errors)
     if path is not None:
         result.path = Path(path)
-        result.path.write_bytes(otlp_json(spans, resource))
+        write_otlp_json(spans, resource, result.path)
     if endpoint is not None:
         result.endpoint = endpoint
         result.sent = send(spans, endpoint, resource, encoding=encoding, headers=headers,

@@ -14,6 +14,7 @@ nothing is reported as sent that the receiver did not answer with 2xx.
 
 from __future__ import annotations
 
+import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -32,7 +33,8 @@ try:  # the spans' JSON written from the columns (setup.py builds it where a C c
 except ImportError:  # pragma: no cover - depends on the install
     _otlpjson = None
 
-__all__ = ["OtlpExportError", "batches", "otlp_document", "otlp_json", "otlp_protobuf", "send"]
+__all__ = ["OtlpExportError", "batches", "otlp_document", "otlp_json", "otlp_protobuf", "send",
+           "write_otlp_json"]
 
 _KIND = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3}
 _STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
@@ -168,22 +170,46 @@ def otlp_json(spans: pd.DataFrame, resource: Mapping[str, Any]) -> bytes:
     written by the compiled writer straight from the columns where it is built (no dict per
     span and attribute first), else through :func:`otlp_document`."""
     if _otlpjson is not None:
-        shell = orjson.dumps(_shell(resource, []))  # ends in the empty array and its closings
-        cut = len(shell) - len(_SHELL_END)
-        if shell[cut:] != _SHELL_END:  # pragma: no cover - the shell's last key is "spans"
-            raise AssertionError(f"unexpected OTLP document shell {shell[-32:]!r}")
-        written = _compiled(spans, shell[: cut + 1], shell[cut + 1 :])
+        written = _compiled(spans, *_shell_parts(resource))
         if written is not None:
-            return written
+            return written  # type: ignore[return-value]
     return orjson.dumps(otlp_document(spans, resource))
+
+
+def write_otlp_json(spans: pd.DataFrame, resource: Mapping[str, Any],
+                    path: str | os.PathLike[str]) -> None:  # fmt: skip
+    """Write :func:`otlp_json`'s bytes to the file ``path``: by the compiled writer a chunk at
+    a time where it is built (a document of a million spans is never held whole; a chunk's
+    memory, used again, is not faulted in anew), else at once."""
+    with open(path, "wb") as file:
+        if _otlpjson is not None:
+            try:
+                if _compiled(spans, *_shell_parts(resource), file.fileno()) is not None:
+                    return
+            except OSError as error:  # the writer's own write(2): name the file, as open does
+                raise OSError(error.errno, error.strerror, os.fspath(path)) from None
+            file.seek(0)  # a value the pure path writes (or refuses): the file anew by it
+            file.truncate()
+        file.write(orjson.dumps(otlp_document(spans, resource)))
 
 
 _SHELL_END = b"[]}]}]}"
 
 
-def _compiled(spans: pd.DataFrame, head: bytes, tail: bytes) -> bytes | None:
+def _shell_parts(resource: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    """The document's bytes before its spans' objects and after them."""
+    shell = orjson.dumps(_shell(resource, []))  # ends in the empty array and its closings
+    cut = len(shell) - len(_SHELL_END)
+    if shell[cut:] != _SHELL_END:  # pragma: no cover - the shell's last key is "spans"
+        raise AssertionError(f"unexpected OTLP document shell {shell[-32:]!r}")
+    return shell[: cut + 1], shell[cut + 1 :]
+
+
+def _compiled(spans: pd.DataFrame, head: bytes, tail: bytes,
+              fd: int | None = None) -> bytes | int | None:  # fmt: skip
     """``head``, the spans' objects joined by commas as orjson writes :func:`otlp_document`'s,
-    and ``tail``; None where a value is one the compiled writer leaves to the pure path."""
+    and ``tail`` (written to the file descriptor ``fd`` where given, and their count returned);
+    None where a value is one the compiled writer leaves to the pure path."""
     entries = _Entries()
     try:  # the few spans with events (failures, retries): their arrays as orjson writes them
         with paused_gc():
@@ -191,12 +217,12 @@ def _compiled(spans: pd.DataFrame, head: bytes, tail: bytes) -> bytes | None:
                       for found in spans["events"].tolist()]  # fmt: skip
     except Exception:  # whatever an event holds that cannot be written: the pure path says it
         return None
-    return _otlpjson.spans(  # type: ignore[union-attr]
+    return _otlpjson.spans(  # type: ignore[union-attr,no-any-return]
         head, tail, spans["trace_id"].tolist(), spans["span_id"].tolist(),
         spans["parent_span_id"].tolist(), spans["name"].tolist(), spans["kind"].tolist(),
         _all_ints(spans["start"]), _all_ints(spans["end"]), spans["attributes"].tolist(),
         spans["status"].tolist(), spans["status_message"].tolist(), events, _KIND, _STATUS,
-        orjson.dumps,
+        orjson.dumps, *(() if fd is None else (fd,)),
     )  # fmt: skip
 
 
