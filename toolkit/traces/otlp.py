@@ -26,7 +26,7 @@ import pandas as pd
 from toolkit import __version__
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
-from toolkit.traces.otlp_wire import encode_request
+from toolkit.traces.otlp_wire import encode_columns
 
 try:  # the spans' JSON written from the columns (setup.py builds it where a C compiler is)
     from toolkit.traces import _otlpjson
@@ -248,17 +248,22 @@ def _key_values(target: Any, attributes: Mapping[str, Any]) -> None:
 
 
 def _encoded(spans: pd.DataFrame, resource: Mapping[str, Any]) -> bytes:
-    """:func:`otlp_protobuf`'s bytes by :func:`toolkit.traces.otlp_wire.encode_request`."""
-    rows = zip(
+    """:func:`otlp_protobuf`'s bytes by :func:`toolkit.traces.otlp_wire.encode_columns`."""
+    return encode_columns(_wire_columns(spans), resource, (SCOPE["name"], SCOPE["version"]),
+                          _KIND, _STATUS)  # fmt: skip
+
+
+def _wire_columns(spans: pd.DataFrame) -> list[list[Any]]:
+    """The spans' fields as :func:`toolkit.traces.otlp_wire.encode_request`'s rows hold them,
+    column by column (times in nanoseconds, each span's events as (time, name, attributes))."""
+    return [
         spans["trace_id"].tolist(), spans["span_id"].tolist(), spans["parent_span_id"].tolist(),
         spans["name"].tolist(), spans["kind"].tolist(), _all_ints(spans["start"]),
         _all_ints(spans["end"]), spans["attributes"].tolist(), spans["status"].tolist(),
         spans["status_message"].tolist(),
         [[(pd.Timestamp(e["time"]).value, e["name"], e["attributes"]) for e in events]
          for events in spans["events"].tolist()],
-        strict=True,
-    )  # fmt: skip
-    return encode_request(rows, resource, (SCOPE["name"], SCOPE["version"]), _KIND, _STATUS)
+    ]  # fmt: skip
 
 
 def otlp_protobuf(spans: pd.DataFrame, resource: Mapping[str, Any]) -> bytes:

@@ -19,7 +19,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Unencodable", "encode_request"]
+__all__ = ["Unencodable", "encode_columns", "encode_request", "events_fields"]
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _FIXED64 = struct.Struct("<Q")
@@ -118,6 +118,23 @@ def _id(tag: bytes, text: str) -> bytes:
     return _field(tag, raw) if raw else b""
 
 
+def events_fields(events: Any, key_values: _KeyValues) -> bytes:
+    """A span's ``events`` fields (events = 11): tuples (time ns, name, attributes)."""
+    return b"".join(_field(b"\x5a", b"".join((
+        _nanos(b"\x09", when), _field(b"\x12", _text(label)) if label else b"",
+        key_values(b"\x1a", attributes))))  # time = 1, name = 2, attributes = 3
+        for when, label, attributes in events)  # fmt: skip
+
+
+def _around(resource: Mapping[str, Any], scope: tuple[str, str],
+            key_values: _KeyValues) -> tuple[bytes, bytes]:  # fmt: skip
+    """The ``Resource``'s attributes fields and the ``InstrumentationScope``'s body."""
+    name, version = scope
+    scope_body = ((_field(b"\x0a", _text(name)) if name else b"")
+                  + (_field(b"\x12", _text(version)) if version else b""))  # fmt: skip
+    return key_values(b"\x0a", resource), scope_body  # Resource.attributes = 1
+
+
 def encode_request(rows: Any, resource: Mapping[str, Any], scope: tuple[str, str],
                    kinds: Mapping[str, int], statuses: Mapping[str, int]) -> bytes:  # fmt: skip
     """The request of one resource and one scope (``(name, version)``) holding the spans
@@ -137,18 +154,40 @@ def encode_request(rows: Any, resource: Mapping[str, Any], scope: tuple[str, str
             b"\x30" + _varint(kind_code) if kind_code else b"",  # kind = 6
             _nanos(b"\x39", start), _nanos(b"\x41", end),  # start = 7, end = 8 (fixed64)
             key_values(b"\x4a", attributes),  # attributes = 9
-            b"".join(_field(b"\x5a", b"".join((  # events = 11
-                _nanos(b"\x09", when), _field(b"\x12", _text(label)) if label else b"",
-                key_values(b"\x1a", event_attributes))))  # time = 1, name = 2, attributes = 3
-                for when, label, event_attributes in events),
+            events_fields(events, key_values),  # events = 11
             _field(b"\x7a", status_body),  # status = 15
         ))  # fmt: skip
         spans.append(_field(b"\x12", span))  # ScopeSpans.spans = 2
-    name, version = scope
-    scope_body = ((_field(b"\x0a", _text(name)) if name else b"")
-                  + (_field(b"\x12", _text(version)) if version else b""))  # fmt: skip
+    attributes, scope_body = _around(resource, scope, key_values)
     scope_spans = _field(b"\x0a", scope_body) + b"".join(spans)  # scope = 1
-    attributes = key_values(b"\x0a", resource)  # Resource.attributes = 1
     resource_spans = ((_field(b"\x0a", attributes) if attributes else b"")  # resource = 1
                       + _field(b"\x12", scope_spans))  # scope_spans = 2; fmt: skip
     return _field(b"\x0a", resource_spans)  # ExportTraceServiceRequest.resource_spans = 1
+
+
+def encode_columns(columns: list[list[Any]], resource: Mapping[str, Any],
+                   scope: tuple[str, str], kinds: Mapping[str, int],
+                   statuses: Mapping[str, int]) -> bytes:  # fmt: skip
+    """:func:`encode_request` of the rows the ``columns`` hold (its rows' fields as lists), by
+    the compiled writer where it is built and takes every value (the same bytes), else by
+    :func:`encode_request` itself."""
+    if _otlpwire is not None:
+        key_values = _KeyValues()
+        try:  # what the compiled writer takes written: the few spans' events, the shell
+            events = [events_fields(found, key_values) if found else None
+                      for found in columns[-1]]  # fmt: skip
+            attributes, scope_body = _around(resource, scope, key_values)
+        except Unencodable:
+            pass  # the reference below raises it, where it comes
+        else:
+            written = _otlpwire.request(attributes, scope_body, *columns[:-1], events, kinds,
+                                        statuses)  # fmt: skip
+            if written is not None:
+                return written  # type: ignore[no-any-return]
+    return encode_request(zip(*columns, strict=True), resource, scope, kinds, statuses)
+
+
+try:  # the request written in C (setup.py builds it where a C compiler is)
+    from toolkit.traces import _otlpwire
+except ImportError:  # pragma: no cover - depends on the install
+    _otlpwire = None
