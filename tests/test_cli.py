@@ -241,6 +241,15 @@ def test_bad_input_exits_2_with_the_library_message(tmp_path: Path) -> None:
     assert run("logs", LOGS / "absent.log").returncode == 2
 
 
+def test_an_output_that_cannot_be_written_exits_2_naming_it(tmp_path: Path) -> None:
+    out = tmp_path / "no such folder" / "traces.json"
+    result = run("traces", DATA / "openai_agents", "--out", out)
+    assert result.returncode == 2
+    said = result.stderr.strip().splitlines()[-1]
+    assert said == f"toolkit traces: error: {out}: No such file or directory"
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.server
 def test_activities_of_a_recorded_sample_show_retries(samples: dict[str, Path]) -> None:
     result = run("activities", samples["activities"], "--columns",

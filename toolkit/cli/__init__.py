@@ -297,5 +297,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `toolkit show big.json | head`: the reader left, nothing to say
         sys.stderr.close()
         return 0
+    except OSError as exc:  # a file the command opens itself (--out, a report): which, and why
+        if exc.filename is None:
+            raise
+        print(f"toolkit {args.command}: error: {exc.filename}: {exc.strerror or exc}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
