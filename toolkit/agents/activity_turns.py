@@ -79,7 +79,7 @@ class ActivityTurns:
         its ``scheduled``, ``started`` and ``closed`` events (-1 when absent); per run in
         ``runs``: ``first`` and ``last`` (the rows of its lowest and highest event id); per run
         key: ``messages`` (the rows of its turns' messages); per frame row: ``rows`` (its run's
-        index in ``runs``).
+        index in ``runs``); ``types``: (each frame row's event type code, the types by code).
     """
 
     spans: pd.DataFrame
@@ -285,7 +285,7 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
     })  # fmt: skip
     positions = {"run": sched_run, "scheduled": scheduled, "started": started, "closed": closed,
                  "first": first_row, "last": last_row, "messages": message_rows,
-                 "rows": run}  # fmt: skip
+                 "rows": run, "types": (type_codes, type_names.tolist())}  # fmt: skip
     return ActivityTurns(spans, turns, {runs[c]: r for c, r in resolved.items()}, errors, runs,
                          positions)  # fmt: skip
 

@@ -29,7 +29,7 @@ from toolkit.histories.tables.attribute_views import attribute_fields, dig
 from toolkit.histories.tables.columnar import Entities, FrameRows
 from toolkit.histories.tables.common import failure_of, first_present, to_int
 
-__all__ = ["FAILED", "activity_facts"]
+__all__ = ["FAILED", "Stage", "activity_facts", "facts_of_stages"]
 
 _UTC_NS = pd.DatetimeTZDtype("ns", "UTC")
 
@@ -103,14 +103,8 @@ def activity_facts(events: pd.DataFrame, *, payloads: bool = False,
                         (_SCHEDULED,), "scheduled_event_id")
     first = entities.first()
     head = entities.history_columns(first)
-    scheduled = entities.last(entities.mask((_SCHEDULED,)))
+    scheduled_stage = entities.mask((_SCHEDULED,))
     started_stage = entities.mask((_STARTED,))
-    started = entities.last(started_stage)
-    closed = entities.last(entities.mask(_CLOSE_OUTCOMES))
-    attempt = entities.take(entities.column_or_attribute(
-        "attempt", "attempt", rows=started_stage, convert=to_int), started)  # fmt: skip
-    outcome = [_CLOSE_OUTCOMES.get(kind, "pending")
-               for kind in entities.take(entities.event_type, closed)]  # fmt: skip
     columns: dict[str, Any] = {
         "source": head["source"],
         "history": head["history"],
@@ -119,11 +113,38 @@ def activity_facts(events: pd.DataFrame, *, payloads: bool = False,
             entities.column_or_attribute("activity_id", "activityId")),
         "activity_type": entities.first_value(
             entities.column_or_attribute("activity_type", "activityType", "name")),
-        "task_queue": entities.take(entities.column_or_attribute(
-            "task_queue", "taskQueue", "name", rows=entities.mask((_SCHEDULED,))), scheduled),
-        "scheduled_time": _times(entities, scheduled, nanos),
-        "started_time": _times(entities, started, nanos),
-        "closed_time": _times(entities, closed, nanos),
+    }  # fmt: skip
+    columns.update(facts_of_stages(
+        (entities, entities.last(scheduled_stage), scheduled_stage),
+        (entities, entities.last(started_stage), started_stage),
+        (entities, entities.last(entities.mask(_CLOSE_OUTCOMES)), None),
+        payloads=payloads, nanos=nanos))  # fmt: skip
+    return _in_table_order({k: list(v) for k, v in columns.items()})
+
+
+#: One stage of the activities (scheduled, started, closing): the events it is read from, the
+#: event of each activity among them (-1: none) and which of the events are of that stage
+#: (None: all of them).
+Stage = tuple[Entities, np.ndarray, "np.ndarray | None"]
+
+
+def facts_of_stages(scheduled: Stage, started: Stage, closed: Stage, *, payloads: bool = False,
+                    nanos: bool = False) -> dict[str, Any]:  # fmt: skip
+    """The columns of :func:`activity_facts` after ``activity_type``, from the activities' events
+    of each stage: ``task_queue`` ... ``last_failure_message`` (``input``, ``result``)."""
+    queued, scheduled_picks, scheduled_rows = scheduled
+    starts, started_picks, started_rows = started
+    closes, closed_picks, _ = closed
+    attempt = starts.take(starts.column_or_attribute(
+        "attempt", "attempt", rows=started_rows, convert=to_int), started_picks)  # fmt: skip
+    outcome = [_CLOSE_OUTCOMES.get(kind, "pending")
+               for kind in closes.take(closes.event_type, closed_picks)]  # fmt: skip
+    columns: dict[str, Any] = {
+        "task_queue": queued.take(queued.column_or_attribute(
+            "task_queue", "taskQueue", "name", rows=scheduled_rows), scheduled_picks),
+        "scheduled_time": _times(queued, scheduled_picks, nanos),
+        "started_time": _times(starts, started_picks, nanos),
+        "closed_time": _times(closes, closed_picks, nanos),
         "attempt": [None if a is None or a is pd.NA else int(a) for a in attempt],
         "outcome": outcome,
     }  # fmt: skip
@@ -133,16 +154,16 @@ def activity_facts(events: pd.DataFrame, *, payloads: bool = False,
     ]
     failed = np.flatnonzero(np.isin(np.array(outcome, dtype=object), list(FAILED)))
     columns["failure_message"] = _read_at(
-        entities, closed, failed, _failure_message, ("failure", "reason"),
-        first=entities.pick("failure_message", closed))  # fmt: skip
+        closes, closed_picks, failed, _failure_message, ("failure", "reason"),
+        first=closes.pick("failure_message", closed_picks))  # fmt: skip
     retried = np.array([a is not None and a > 1 for a in columns["attempt"]], dtype=bool)
     columns["last_failure_message"] = _read_at(
-        entities, started, np.flatnonzero(retried), lambda f: dig(f, "message"),
+        starts, started_picks, np.flatnonzero(retried), lambda f: dig(f, "message"),
         ("lastFailure",))  # fmt: skip
     if payloads:
-        columns["input"] = entities.payloads("input", scheduled)
-        columns["result"] = entities.payloads("result", closed)
-    return _in_table_order({k: list(v) for k, v in columns.items()})
+        columns["input"] = queued.payloads("input", scheduled_picks)
+        columns["result"] = closes.payloads("result", closed_picks)
+    return columns
 
 
 def _read_at(entities: Entities, picks: np.ndarray, where: np.ndarray, convert: Any,

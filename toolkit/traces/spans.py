@@ -60,6 +60,7 @@ from toolkit.agents.activity_turns import ActivityTurns, activity_turns, column_
 from toolkit.agents.roles import Roles
 from toolkit.gc_pause import paused_gc
 from toolkit.traces.activity_facts import activity_facts
+from toolkit.traces.known_activities import known_facts
 from toolkit.traces.span_columns import ROW_FIELDS, hashed, span_columns
 from toolkit.traces.span_rows import (
     _TASK_FAILURES,
@@ -288,6 +289,15 @@ class _RunFacts:
         scheduled event ids as ints, and each one's ``turn`` and ``role`` (0 and ``other``
         where :attr:`ActivityTurns.spans` has none or its source is ``unrecognised``)."""
         # Payloads stay undecoded cells unless their contents go into the spans.
+        known = known_facts(self.events, self.found, payloads=content, nanos=True)
+        if known is not None:  # read at the rows found, in the spans' order
+            columns = {name: values for name, values in known.items() if name in ACTIVITY_FIELDS}
+            columns["code"] = self.found.positions["run"].tolist()
+            columns["scheduled_event_id"] = [int(e) for e in columns["scheduled_event_id"]]
+            spans = self.found.spans
+            columns["turn"] = [int(t) for t in spans["turn"].tolist()]
+            columns["role"] = [str(r) for r in spans["role"].tolist()]
+            return columns
         facts = activity_facts(self.events, payloads=content, nanos=True)
         code_of = {(_key(s), int(h)): code for code, (s, h) in enumerate(self.found.runs)}
         codes: list[int] = []
