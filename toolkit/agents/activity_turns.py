@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from toolkit.agents.roles import Roles, detect_roles, resolve_roles
+from toolkit.agents.activity_roles import LETTER, activity_roles, run_roles, text_take
+from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
 
 __all__ = ["ACTIVITY_TURN_COLUMNS", "ActivityTurns", "activity_turns", "column_at"]
@@ -39,7 +40,6 @@ ACTIVITY_TURN_COLUMNS = [
     "role", "letter", "scheduled", "started", "closed", "outcome",
 ]  # fmt: skip
 
-LETTER = {"model": "M", "listing": "L", "tool_call": "C", "other": "o"}
 CLOSED = ("ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut",
           "ActivityTaskCanceled")  # fmt: skip
 TASK_FAILURES = ("WorkflowTaskFailed", "WorkflowTaskTimedOut")
@@ -98,6 +98,20 @@ def column_at(frame: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
     return frame[name].iloc[rows].to_numpy(dtype=object, copy=True)
 
 
+def _source_codes(sources: np.ndarray) -> np.ndarray:
+    """``pd.factorize(sources, use_na_sentinel=False)``'s codes: off the changes from row to row
+    where each source's rows come together (as the loader reads files), no value hashed."""
+    if len(sources):
+        change = np.empty(len(sources), dtype=bool)
+        change[0] = True
+        np.not_equal(sources[1:], sources[:-1], out=change[1:])
+        heads = sources[change].tolist()
+        # Text alone: None and NaN equal nothing row to row, and factorize joins them.
+        if all(type(v) is str for v in heads) and len(set(heads)) == len(heads):
+            return np.cumsum(change) - 1
+    return pd.factorize(sources, use_na_sentinel=False)[0]
+
+
 def _linked_last(keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Per ``wanted`` key, the row of the last event (rows in event order) with that key; -1."""
     if not len(keys):
@@ -109,30 +123,6 @@ def _linked_last(keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.n
     return np.where(found >= 0, picked[np.maximum(found, 0)], -1)
 
 
-class _RoleCache:
-    """Roles resolved per run; runs with the same activity types share the detection."""
-
-    def __init__(self, roles: str | Roles, frame: pd.DataFrame, run: np.ndarray):
-        self.roles, self.frame, self.run = roles, frame, run
-        self.known: dict[tuple[str, ...], Roles] = {}
-
-    def resolve(self, code: int, types: list[Any], source: Any) -> Roles:
-        if isinstance(self.roles, Roles):
-            return self.roles
-        names = tuple(sorted({t for t in types if isinstance(t, str)}))
-        found = self.known.get(names)
-        if found is not None:
-            return found
-        where = _text(source) or "<events>"
-        if self.roles == "auto" and names and detect_roles(names) is None:
-            # Inferred from what this run's activities return: its own events are needed.
-            one = self.frame[self.run == code].sort_values("event_id", kind="stable")
-            return resolve_roles(self.roles, names, where, one)
-        found = resolve_roles(self.roles, names, where)
-        self.known[names] = found
-        return found
-
-
 def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
     """Roles, turns and the activity rows of every run in an events frame (module docstring)."""
     count = len(frame)
@@ -142,13 +132,17 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
                else np.full(count, None, dtype=object))  # fmt: skip
     history = (frame["history"].to_numpy().astype(np.int64) if "history" in frame.columns
                else np.zeros(count, dtype=np.int64))  # fmt: skip
-    source_code, _ = pd.factorize(sources, use_na_sentinel=False)
+    source_code = _source_codes(sources)
     span = int(history.max()) + 1 if count else 1
     keys, first_of_key, run = np.unique(source_code.astype(np.int64) * span + history,
                                         return_index=True, return_inverse=True)  # fmt: skip
     run = run.reshape(-1)
     runs: list[RunKey] = [(sources[i], int(history[i])) for i in first_of_key]
-    order = np.lexsort((event_id, run))  # every row, by run then event id
+    # Every row, by run then event id: the frame's own order where it is so already (as the
+    # loader reads a folder), and then no selection below needs sorting either.
+    step = np.diff(run)
+    in_order = bool(((step > 0) | ((step == 0) & (np.diff(event_id) >= 0))).all())
+    order = np.arange(count) if in_order else np.lexsort((event_id, run))
     run_starts = np.searchsorted(run[order], np.arange(len(keys)))
     run_ends = np.append(run_starts[1:], count)
     first_row = order[run_starts] if count else np.zeros(0, dtype=np.int64)
@@ -168,24 +162,17 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
 
     def rows_of(types: tuple[str, ...]) -> np.ndarray:
         rows = np.flatnonzero(is_type(types))
-        return rows[np.lexsort((event_id[rows], run[rows]))]
+        return rows if in_order else rows[np.lexsort((event_id[rows], run[rows]))]
 
     scheduled = rows_of(("ActivityTaskScheduled",))
     sched_run = run[scheduled]
     sched_types = column_at(frame, "activity_type", scheduled)
 
-    # Roles per run, from its scheduled activity types.
-    types_of: dict[int, list[Any]] = {code: [] for code in range(len(runs))}
-    for code, name in zip(sched_run.tolist(), sched_types.tolist(), strict=True):
-        types_of[code].append(name)
-    cache = _RoleCache(roles, frame, run)
-    resolved: dict[int, Roles] = {}
-    errors: dict[RunKey, ToolkitError] = {}
-    for code, key in enumerate(runs):
-        try:
-            resolved[code] = cache.resolve(code, types_of[code], key[0])
-        except ToolkitError as error:
-            errors[key] = error
+    # Roles per run, from its scheduled activity types (as codes: a fleet has few).
+    activity_code, activity_names = pd.factorize(sched_types)
+    activity_types = activity_names.tolist()
+    resolved, errors = run_roles(roles, frame, run, runs, sched_run, activity_code,
+                                 activity_types)  # fmt: skip
 
     # Each run's user messages, then its turns.
     messages = rows_of(_MESSAGES)
@@ -204,6 +191,8 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
         last_failure[code] = (eid, _text(message) or _text(cause) or kind)
     starts: dict[int, list[tuple[int, str, int]]] = {code: [] for code in resolved}
     seen_updates: dict[int, set[Any]] = {}
+    # Whether a signal name is a user message, per roles: a fleet's runs share a few names.
+    user_signal: dict[tuple[int, str | None], bool] = {}
     for row, code, eid, kind, signal, update, update_id in zip(
         messages.tolist(), run[messages].tolist(), event_id[messages].tolist(),
         event_type[messages].tolist(), column_at(frame, "signal_name", messages).tolist(),
@@ -217,7 +206,10 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
             if found.start_is_user:
                 starts[code].append((eid, "start", row))
         elif kind == "WorkflowExecutionSignaled":
-            if found.is_user_signal(_text(signal)):
+            known = user_signal.get((id(found), text := _text(signal)))
+            if known is None:
+                known = user_signal[(id(found), text)] = found.is_user_signal(text)
+            if known:
                 starts[code].append((eid, f"signal:{signal}", row))
         else:
             key = _text(update_id) or eid
@@ -248,6 +240,7 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
     # The activities of recognised runs: role, turn, started and closing events.
     keep = np.array([code in resolved for code in sched_run.tolist()], dtype=bool)
     scheduled, sched_run, sched_types = scheduled[keep], sched_run[keep], sched_types[keep]
+    activity_code = activity_code[keep]
     sched_ids = event_id[scheduled]
     start_run = np.array([c for c, s in starts.items() for _ in s], dtype=np.int64)
     start_ids = np.array([e for s in starts.values() for e, _, _ in s], dtype=np.int64)
@@ -260,9 +253,8 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
     trigger = np.full(len(scheduled), None, dtype=object)
     has_turn = turn > 0
     trigger[has_turn] = start_triggers[position[has_turn] - 1]
-    role = [resolved[code].role_of(_text(name))
-            for code, name in zip(sched_run.tolist(), sched_types.tolist(), strict=True)]
-    links = _links(frame, run, is_type)
+    role, role_names = activity_roles(resolved, sched_run, activity_code, activity_types)
+    links = _links(frame, run, is_type, in_order)
     wanted = sched_run * big + sched_ids
     started = _linked_last(*links("ActivityTaskStarted", big), wanted)
     closed = _linked_last(*links(CLOSED, big), wanted)
@@ -274,14 +266,14 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
         "turn": turn.astype(np.int64),
         "trigger": trigger,
         "event_id": sched_ids,
-        "activity_type": sched_types,
+        "activity_type": text_take(activity_types, activity_code, sched_types),
         "activity_id": column_at(frame, "activity_id", scheduled),
-        "role": np.array(role, dtype=object),
-        "letter": np.array([LETTER[r] for r in role], dtype=object),
+        "role": text_take(role_names, role),
+        "letter": text_take([LETTER[r] for r in role_names], role),
         "scheduled": _times(times, scheduled),
         "started": _times(times, started),
         "closed": _times(times, closed),
-        "outcome": np.where(closed >= 0, event_type[np.maximum(closed, 0)], None),
+        "outcome": text_take(type_names.tolist(), np.where(closed >= 0, type_codes[closed], -1)),
     })  # fmt: skip
     positions = {"run": sched_run, "scheduled": scheduled, "started": started, "closed": closed,
                  "first": first_row, "last": last_row, "messages": message_rows,
@@ -290,10 +282,10 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
                          positions)  # fmt: skip
 
 
-def _links(frame: pd.DataFrame, run: np.ndarray, is_type: Any) -> Any:
+def _links(frame: pd.DataFrame, run: np.ndarray, is_type: Any, in_order: bool) -> Any:
     """A function: event types -> (keys, rows) of those events that link to a scheduled one, in
     event order (key: run * big + scheduled event id); ``is_type(types)``: which events have one
-    of ``types``."""
+    of ``types``; ``in_order``: whether the frame's rows are in event order already."""
     event_id = frame["event_id"].to_numpy().astype(np.int64)
     link = (pd.to_numeric(frame["scheduled_event_id"], errors="coerce").to_numpy(
         dtype=float, na_value=np.nan) if "scheduled_event_id" in frame.columns
@@ -301,7 +293,8 @@ def _links(frame: pd.DataFrame, run: np.ndarray, is_type: Any) -> Any:
 
     def links(types: str | tuple[str, ...], big: int) -> tuple[np.ndarray, np.ndarray]:
         rows = np.flatnonzero(is_type(types) & ~np.isnan(link))
-        rows = rows[np.lexsort((event_id[rows], run[rows]))]
+        if not in_order:
+            rows = rows[np.lexsort((event_id[rows], run[rows]))]
         return run[rows] * big + link[rows].astype(np.int64), rows
 
     return links

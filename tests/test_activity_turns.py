@@ -1,0 +1,93 @@
+"""activity_turns equals its implementation before the fast paths
+(tests/activity_turns_reference.py) on every lab folder, the fixtures and the corpus, read as
+the loader reads them (each source's rows together, in event order) and in the orders the fast
+paths do not take: rows reversed or shuffled, a source met twice apart, sources missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import activity_turns_reference as reference
+import numpy as np
+import pandas as pd
+import pytest
+
+import toolkit as tk
+from toolkit.agents.activity_turns import _source_codes, activity_turns
+from toolkit.agents.roles import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = sorted(p for p in (ROOT / "data").iterdir() if p.is_dir() and p.name != "venvs")
+FIXTURES = ROOT / "tests" / "fixtures" / "agent_histories"
+
+
+def _assert_same(frame: pd.DataFrame, roles: object = "auto") -> None:
+    found = activity_turns(frame, roles)  # type: ignore[arg-type]
+    expected = reference.activity_turns(frame, roles)  # type: ignore[arg-type]
+    pd.testing.assert_frame_equal(found.spans, expected.spans)
+    assert found.turns == expected.turns
+    assert found.roles == expected.roles
+    assert found.runs == expected.runs
+    assert {k: (type(e), str(e)) for k, e in found.errors.items()} == {
+        k: (type(e), str(e)) for k, e in expected.errors.items()}  # fmt: skip
+    assert list(found.positions) == list(expected.positions)
+    for name, values in found.positions.items():
+        if name == "types":
+            np.testing.assert_array_equal(values[0], expected.positions[name][0])
+            assert values[1] == expected.positions[name][1]
+        elif isinstance(values, dict):
+            assert values == expected.positions[name], name
+        else:
+            np.testing.assert_array_equal(values, expected.positions[name], err_msg=name)
+            assert values.dtype == expected.positions[name].dtype, name
+    codes, names = found.positions["types"]
+    assert [names[c] for c in codes.tolist()] == frame["event_type"].tolist()
+
+
+def _read(folder: Path) -> pd.DataFrame:
+    events, _ = tk.read_histories(folder, progress=False)
+    return events
+
+
+@pytest.mark.parametrize("folder", [*FOLDERS, FIXTURES], ids=lambda p: p.name)
+def test_activity_turns_equal_the_reference(folder: Path) -> None:
+    events = _read(folder)
+    _assert_same(events)
+    _assert_same(events.iloc[::-1].reset_index(drop=True))  # out of order: sorted
+    shuffled = events.sample(frac=1.0, random_state=7).reset_index(drop=True)
+    _assert_same(shuffled)
+
+
+def test_activity_turns_equal_the_reference_on_the_corpus(corpus: Path) -> None:
+    events = _read(corpus / "histories")
+    _assert_same(events)
+    _assert_same(events.sample(frac=1.0, random_state=3).reset_index(drop=True))
+
+
+@pytest.mark.parametrize("roles", ["go_googleadk", "openai_agents", PRESETS["python_adk"]],
+                         ids=str)  # fmt: skip
+def test_activity_turns_equal_the_reference_with_roles(roles: object) -> None:
+    _assert_same(_read(ROOT / "data"), roles)
+
+
+def test_sources_met_twice_apart_or_missing() -> None:
+    first, second = _read(ROOT / "data" / "adk"), _read(ROOT / "data" / "go_twin")
+    # a source's rows in two places: the codes are those of first appearance, as factorize's
+    twice = pd.concat([first, second, first.assign(history=1)], ignore_index=True)
+    _assert_same(twice)
+    # no source column, and sources that are None or NaN
+    _assert_same(second.drop(columns=["source"]))
+    missing = second.copy()
+    missing["source"] = np.where(np.arange(len(missing)) % 2, None, np.nan)
+    missing["source"] = missing["source"].astype(object)
+    _assert_same(missing)
+
+
+@pytest.mark.parametrize("values", [
+    ["a", "a", "b", "b", "c"], ["a", "b", "a"], [None, None, "a"], [np.nan, np.nan, "a"],
+    [None, np.nan, None], [], ["x"], ["a", "a", 1, 1],
+], ids=str)  # fmt: skip
+def test_source_codes_are_factorizes(values: list[object]) -> None:
+    sources = np.array(values, dtype=object)
+    expected = pd.factorize(sources, use_na_sentinel=False)[0]
+    np.testing.assert_array_equal(_source_codes(sources), expected)
