@@ -14,7 +14,7 @@ import pytest
 
 import toolkit as tk
 from toolkit.agents.activity_turns import _source_codes, activity_turns
-from toolkit.agents.roles import PRESETS
+from toolkit.agents.roles import PRESETS, Roles
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = sorted(p for p in (ROOT / "data").iterdir() if p.is_dir() and p.name != "venvs")
@@ -91,3 +91,38 @@ def test_source_codes_are_factorizes(values: list[object]) -> None:
     sources = np.array(values, dtype=object)
     expected = pd.factorize(sources, use_na_sentinel=False)[0]
     np.testing.assert_array_equal(_source_codes(sources), expected)
+
+
+@pytest.mark.parametrize("change", ["us", "paris", "naive", "text columns"])
+def test_columns_of_other_dtypes(change: str) -> None:
+    # the loader's dtypes take the fast readers (UTC nanoseconds, object columns); others not
+    events = _read(ROOT / "data" / "go_twin")
+    times = events["event_time"]
+    if change == "us":
+        events["event_time"] = times.astype("datetime64[us, UTC]")
+    elif change == "paris":
+        events["event_time"] = times.dt.tz_convert("Europe/Paris")
+    elif change == "naive":
+        events["event_time"] = times.dt.tz_localize(None)
+    else:
+        for name in ("activity_type", "activity_id", "run_id", "signal_name", "source"):
+            events[name] = events[name].astype("str")
+    _assert_same(events)
+
+
+def test_updates_counted_once_per_id() -> None:
+    # the lab's signals made updates, two by two under one id (admitted, then accepted), some
+    # with no id (each its own); and a run whose roles take no update
+    events = _read(ROOT / "data" / "go_twin")
+    rows = np.flatnonzero(events["event_type"].to_numpy() == "WorkflowExecutionSignaled")
+    kinds = np.where(np.arange(len(rows)) % 2, "WorkflowExecutionUpdateAccepted",
+                     "WorkflowExecutionUpdateAdmitted")  # fmt: skip
+    events.loc[rows, "event_type"] = kinds
+    events.loc[rows, "update_name"] = events.loc[rows, "signal_name"]
+    ids = [None if k % 7 == 3 else f"u{k // 2}" for k in range(len(rows))]
+    events.loc[rows, "update_id"] = pd.Series(ids, index=rows, dtype=object)
+    _assert_same(events)
+    found = activity_turns(events, "auto")
+    assert any(t[1].startswith("update:") for turns in found.turns.values() for t in turns)
+    _assert_same(events, Roles("no updates", "InvokeModel", "ListMcpTools", "CallMcpTool",
+                               user_updates=None))  # fmt: skip

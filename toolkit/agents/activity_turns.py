@@ -30,6 +30,7 @@ import pandas as pd
 
 from toolkit.agents.activity_roles import LETTER, activity_roles, run_roles, text_take
 from toolkit.agents.roles import Roles
+from toolkit.agents.turn_starts import turn_starts
 from toolkit.errors import ToolkitError
 
 __all__ = ["ACTIVITY_TURN_COLUMNS", "ActivityTurns", "activity_turns", "column_at"]
@@ -94,8 +95,11 @@ def column_at(frame: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
     """``frame[name]`` at ``rows`` as objects (None for a column the frame lacks)."""
     if name not in frame.columns:
         return np.full(len(rows), None, dtype=object)
+    series = frame[name]
+    if series.dtype == object:  # its own array, indexed (a copy): no Series of the rows
+        return series.to_numpy()[rows]
     # Taken, then converted: all of a column of strings or times as objects costs far more.
-    return frame[name].iloc[rows].to_numpy(dtype=object, copy=True)
+    return series.iloc[rows].to_numpy(dtype=object, copy=True)
 
 
 def _source_codes(sources: np.ndarray) -> np.ndarray:
@@ -176,11 +180,7 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
 
     # Each run's user messages, then its turns.
     messages = rows_of(_MESSAGES)
-    first_activity = dict(zip(sched_run[::-1].tolist(), event_id[scheduled][::-1].tolist(),
-                              strict=True))  # fmt: skip
     completed = rows_of(("WorkflowTaskCompleted",))
-    last_completed = dict(zip(run[completed].tolist(), event_id[completed].tolist(),
-                              strict=True))  # fmt: skip
     failed = rows_of(TASK_FAILURES)
     last_failure: dict[int, tuple[int, str]] = {}
     for code, eid, kind, message, cause in zip(
@@ -189,62 +189,23 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
         column_at(frame, "cause", failed).tolist(), strict=True,
     ):  # fmt: skip
         last_failure[code] = (eid, _text(message) or _text(cause) or kind)
-    starts: dict[int, list[tuple[int, str, int]]] = {code: [] for code in resolved}
-    seen_updates: dict[int, set[Any]] = {}
-    # Whether a signal name is a user message, per roles: a fleet's runs share a few names.
-    user_signal: dict[tuple[int, str | None], bool] = {}
-    for row, code, eid, kind, signal, update, update_id in zip(
-        messages.tolist(), run[messages].tolist(), event_id[messages].tolist(),
-        event_type[messages].tolist(), column_at(frame, "signal_name", messages).tolist(),
-        column_at(frame, "update_name", messages).tolist(),
-        column_at(frame, "update_id", messages).tolist(), strict=True,
-    ):  # fmt: skip
-        found = resolved.get(code)
-        if found is None:
-            continue
-        if kind == "WorkflowExecutionStarted":
-            if found.start_is_user:
-                starts[code].append((eid, "start", row))
-        elif kind == "WorkflowExecutionSignaled":
-            known = user_signal.get((id(found), text := _text(signal)))
-            if known is None:
-                known = user_signal[(id(found), text)] = found.is_user_signal(text)
-            if known:
-                starts[code].append((eid, f"signal:{signal}", row))
-        else:
-            key = _text(update_id) or eid
-            seen = seen_updates.setdefault(code, set())
-            name = _text(update)
-            if key not in seen and found.is_user_update(name):
-                seen.add(key)
-                starts[code].append((eid, f"update:{name}", row))
-    turns: dict[RunKey, list[Turn]] = {}
-    message_rows: dict[RunKey, list[int]] = {}
-    for code, found_starts in starts.items():
-        if len(found_starts) > 1 and found_starts[0][1] == "start":
-            # A workflow that starts and waits for its first message: the start is no turn.
-            first = first_activity.get(code)
-            if first is None or first > found_starts[1][0]:
-                found_starts = found_starts[1:]
-        starts[code] = found_starts
-        answered_before = last_completed.get(code, 0)
-        failure = last_failure.get(code)
-        turns[runs[code]] = [
-            (eid, trigger, eid < answered_before,
-             None if eid < answered_before or failure is None or failure[0] <= eid
-             else failure[1])
-            for eid, trigger, _ in found_starts
-        ]  # fmt: skip
-        message_rows[runs[code]] = [row for _, _, row in found_starts]
+    at_messages = {"run": run[messages], "event_id": event_id[messages]}
+
+    def columns(name: str) -> np.ndarray:
+        """A column at the messages' rows."""
+        if name not in at_messages:
+            at_messages[name] = column_at(frame, name, messages)
+        return at_messages[name]
+
+    turns, message_rows, start_run, start_ids, start_triggers = turn_starts(
+        columns, resolved, runs, messages, event_type[messages],
+        (sched_run, event_id[scheduled]), (run[completed], event_id[completed]), last_failure)
 
     # The activities of recognised runs: role, turn, started and closing events.
     keep = np.array([code in resolved for code in sched_run.tolist()], dtype=bool)
     scheduled, sched_run, sched_types = scheduled[keep], sched_run[keep], sched_types[keep]
     activity_code = activity_code[keep]
     sched_ids = event_id[scheduled]
-    start_run = np.array([c for c, s in starts.items() for _ in s], dtype=np.int64)
-    start_ids = np.array([e for s in starts.values() for e, _, _ in s], dtype=np.int64)
-    start_triggers = np.array([t for s in starts.values() for _, t, _ in s], dtype=object)
     order_starts = np.lexsort((start_ids, start_run))
     start_keys = (start_run * big + start_ids)[order_starts]
     start_triggers = start_triggers[order_starts]
@@ -300,9 +261,14 @@ def _links(frame: pd.DataFrame, run: np.ndarray, is_type: Any, in_order: bool) -
     return links
 
 
+_UTC_NS = pd.DatetimeTZDtype("ns", "UTC")
+
+
 def _times(times: pd.Series, rows: np.ndarray) -> pd.Series:
     """Event times at ``rows`` (NaT where -1), as UTC timestamps."""
     if not len(times):
         return pd.Series(pd.to_datetime([], utc=True))
+    if times.dtype == _UTC_NS:  # the loader's: taken as they are, NaT filled in at -1
+        return pd.Series(times.array.take(rows, allow_fill=True))
     picked = times.iloc[np.maximum(rows, 0)].reset_index(drop=True)
     return pd.to_datetime(picked.where(rows >= 0), utc=True)
