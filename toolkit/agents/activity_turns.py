@@ -120,11 +120,15 @@ def _linked_last(keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.n
     """Per ``wanted`` key, the row of the last event (rows in event order) with that key; -1."""
     if not len(keys):
         return np.full(len(wanted), -1, dtype=np.int64)
-    index = pd.Index(keys[::-1])
-    last = ~index.duplicated(keep="first")
-    found = index[last].get_indexer(wanted)
-    picked = rows[::-1][last]
-    return np.where(found >= 0, picked[np.maximum(found, 0)], -1)
+    # Sorted by key (stable: event order within one), the last of each key kept: no hashing.
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    last = np.empty(len(ordered), dtype=bool)
+    last[-1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=last[:-1])
+    distinct, picked = ordered[last], rows[order[last]]
+    at = np.minimum(np.searchsorted(distinct, wanted), len(distinct) - 1)
+    return np.where(distinct[at] == wanted, picked[at], -1)
 
 
 def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
@@ -221,7 +225,8 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
     closed = _linked_last(*links(CLOSED, big), wanted)
     times = frame["event_time"]
     spans = pd.DataFrame({
-        "source": sources[scheduled],
+        # A run's rows share its source: the runs' few texts taken (no text made per activity).
+        "source": text_take([source for source, _ in runs], sched_run, sources[scheduled]),
         "history": history[scheduled],
         "run_id": column_at(frame, "run_id", scheduled),
         "turn": turn.astype(np.int64),

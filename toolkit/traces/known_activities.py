@@ -20,6 +20,7 @@ order), by the same readers as the table's (:func:`facts_of_stages`). They agree
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -42,14 +43,24 @@ class _Rows(Entities):
 
     def __init__(self, events: pd.DataFrame, rows: np.ndarray) -> None:
         # Entities.__init__ is not called: it groups the events, which are grouped already.
-        selected = FrameRows(events, rows)
-        self.events = selected  # type: ignore[assignment]
-        self.cells = (selected["attributes"].to_numpy(dtype=object)
-                      if "attributes" in selected.columns
-                      else np.full(len(selected), None, dtype=object))  # fmt: skip
-        self.fields = _Fields(self.cells)
-        self.event_type = plain_column(selected, "event_type")  # type: ignore[arg-type]
+        self.events = FrameRows(events, rows)  # type: ignore[assignment]
         self._columns: dict[str, np.ndarray] = {}
+
+    # Taken when first read: most stages read no attribute (the loader filled the columns),
+    # and only the closing one the event types.
+    @cached_property
+    def cells(self) -> np.ndarray:  # type: ignore[override]
+        selected = self.events
+        return (selected["attributes"].to_numpy(dtype=object) if "attributes" in selected.columns
+                else np.full(len(selected), None, dtype=object))  # fmt: skip
+
+    @cached_property
+    def fields(self) -> _Fields:  # type: ignore[override]
+        return _Fields(self.cells)
+
+    @cached_property
+    def event_type(self) -> np.ndarray:  # type: ignore[override]
+        return plain_column(self.events, "event_type")
 
 
 def _stage(events: pd.DataFrame, rows: np.ndarray) -> tuple[_Rows, np.ndarray, None]:

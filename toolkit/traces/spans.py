@@ -295,8 +295,9 @@ class _RunFacts:
             columns["code"] = self.found.positions["run"].tolist()
             columns["scheduled_event_id"] = [int(e) for e in columns["scheduled_event_id"]]
             spans = self.found.spans
-            columns["turn"] = [int(t) for t in spans["turn"].tolist()]
-            columns["role"] = [str(r) for r in spans["role"].tolist()]
+            # int64 and text columns: their lists hold ints and strs already
+            columns["turn"] = spans["turn"].to_numpy().tolist()
+            columns["role"] = spans["role"].tolist()
             return columns
         facts = activity_facts(self.events, payloads=content, nanos=True)
         code_of = {(_key(s), int(h)): code for code, (s, h) in enumerate(self.found.runs)}
