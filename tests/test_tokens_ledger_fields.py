@@ -1,26 +1,34 @@
 """The ledger's readers (model_io.ledger_fields, model_shapes.LEDGER_READERS) against the full
 record (read_model_call / model_call_of_cells): the same framework, agent, model, usage, notes,
 requested tools and sizes, on every model call of data/ and the public corpus and on payloads
-made odd on purpose (where a full reader raises, or reads half a shape)."""
+made odd on purpose (where a full reader raises, or reads half a shape); the fast paths under
+them (checked counts, mapping checks, summaries by typed decoders) against their general steps."""
 
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+import orjson
 import pytest
 
 import toolkit as tk
+from toolkit.agents import model_cells, model_records, model_shapes
 from toolkit.agents.activity_turns import activity_turns
 from toolkit.agents.model_io import (
     ledger_fields,
     ledger_fields_of_cells,
     model_call_of_cells,
     read_model_call,
+    summary_of,
 )
 from toolkit.agents.tokens import _at
+from toolkit.histories.columns.lazy import LazyExtra
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agent_histories"
@@ -196,3 +204,94 @@ def test_ledger_fields_equal_the_full_record_on_odd_payloads(case: tuple[Any, ..
                            summary=summary, input_bytes=3, output_bytes=4)  # fmt: skip
     assert ledger_fields(copy.deepcopy(inp), copy.deepcopy(res), activity, summary, 3, 4) == (
         _full(full))  # fmt: skip
+
+
+# -- the fast paths under the ledger's readers ------------------------------------------------
+
+
+class _IntSubclass(int):
+    pass
+
+
+@pytest.mark.parametrize("value", [None, 0, 7, 2**70, -1, True, False, 1.0, "3", [1],
+                                   _IntSubclass(4), _IntSubclass(-4)])  # fmt: skip
+def test_checked_usage_of_common_counts_equals_its_general_steps(value: Any) -> None:
+    values = {"input_tokens": value, "output_tokens": 2, "total_tokens": None}
+    general = dict.fromkeys(model_records._TOKEN_FIELDS)
+    bad = []
+    for name in model_records._TOKEN_FIELDS:
+        count = values.get(name)
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)
+                                  or count < 0):  # fmt: skip
+            bad.append(f"{name}={count!r}")
+        else:
+            general[name] = count
+    note = "malformed usage: " + ", ".join(bad) if bad else None
+    found = model_records.checked_usage(values)
+    assert found == model_records.Usage(**general, note=note)
+    assert type(found.input_tokens) is type(general["input_tokens"])
+
+
+_KINDS = [{}, {"a": 1}, OrderedDict(a=1), MappingProxyType({}), [], (), "s", b"b", 1, 1.5, True,
+          None, _IntSubclass(1), {1}]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", _KINDS, ids=repr)
+def test_mapping_is_isinstance_mapping(value: Any) -> None:
+    assert model_shapes._mapping(value) is isinstance(value, Mapping)
+
+
+def test_mapping_of_lazy_cells_is_isinstance_mapping() -> None:
+    frame = tk.read_histories(FIXTURES, progress=False).events
+    cells = [c for c in frame["attributes"].head(5)] + [c for c in frame["input"].head(5)]
+    assert [model_shapes._mapping(c) for c in cells] == [isinstance(c, Mapping) for c in cells]
+
+
+class _Events:
+    """A raw JSON history of the given events (what a LazyExtra reads its event off)."""
+
+    def __init__(self, events: list[bytes]) -> None:
+        self.json_events = events
+
+
+def _summary_payload(data: Any) -> dict[str, Any]:
+    return {"metadata": {"encoding": "anNvbi9wbGFpbg=="}, "data": data}
+
+
+_SUMMARIES: list[Any] = [
+    {"summary": _summary_payload("ImFnZW50Ig==")},
+    {"summary": _summary_payload("ImFnZW50Ig=="), "details": _summary_payload("e30=")},
+    {"details": _summary_payload("e30=")}, {}, None, {"summary": None},
+    {"Summary": _summary_payload("ImFnZW50Ig==")},
+    {"summary": {"metadata": {"encoding": "YmluYXJ5L251bGw="}}},
+    {"summary": {"metadata": {"encoding": "YmluYXJ5L3BsYWlu"}, "data": "AAE="}},
+    {"summary": _summary_payload("bm90IGpzb24=")},  # "not json": its text
+    {"summary": _summary_payload("ImF gZW50Ig==")},  # base64 the strict decoder refuses
+    {"summary": _summary_payload(5)},
+    {"summary": {**_summary_payload("ImFnZW50Ig=="), "externalPayloads": []}},
+    {"summary": {"metadata": {"encoding": "anNvbi9wbGFpbg==", "x": "y"}, "data": "MQ=="}},
+    {"summary": "a string"}, [1],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("metadata", _SUMMARIES, ids=repr)
+@pytest.mark.parametrize("key", ["userMetadata", "user_metadata", None])
+def test_summaries_read_by_typed_decoders_equal_the_general_steps(
+    metadata: Any, key: str | None
+) -> None:
+    event: dict[str, Any] = {"eventId": "1", "eventType": "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"}
+    if key is not None:
+        event[key] = metadata
+    event["activityTaskScheduledEventAttributes"] = {"input": {"payloads": []}}
+    extra = LazyExtra(_Events([orjson.dumps(event)]), 0, "activityTaskScheduledEventAttributes")
+    general = model_shapes.get_field(extra.value, "userMetadata", "user_metadata")
+    summary = model_shapes.get_field(general, "summary")
+    if isinstance(summary, Mapping):
+        summary = model_cells.payload_value(summary)
+    assert summary_of(extra) == summary
+    read, found = model_cells.raw_summary(extra)
+    if read:
+        assert found == summary and type(found) is type(summary)
+    # Where the compiled decoder is built, the usual summaries take the typed route.
+    usual = key == "userMetadata" and any(metadata is _SUMMARIES[i] for i in (0, 1, 2, 3, 7, 9))
+    assert read is (usual and model_cells._cellscan is not None)

@@ -32,7 +32,7 @@ from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloa
 from toolkit.histories.payloads import decode_payload, decode_payloads
 
 __all__ = ["payload_bytes", "payload_value", "payload_values", "payload_values_and_bytes",
-           "raw_payloads", "raw_summary_field", "raw_values_and_bytes"]
+           "raw_payloads", "raw_summary", "raw_summary_field", "raw_values_and_bytes"]
 
 #: The metadata of most payloads, as proto JSON writes it: ``encoding`` in base64.
 _JSON_PLAIN = {"encoding": "anNvbi9wbGFpbg=="}  # json/plain
@@ -84,6 +84,17 @@ class _UserMetadata(msgspec.Struct, gc=False):
 
 
 _USER_METADATA = msgspec.json.Decoder(_UserMetadata)
+
+
+class _SummaryMetadata(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A ``userMetadata`` of the usual keys (any other, such as another spelling of
+    ``summary``, is refused: the general route reads it)."""
+
+    summary: _RawPayload | msgspec.UnsetType = msgspec.UNSET
+    details: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_SUMMARY_METADATA = msgspec.json.Decoder(_SummaryMetadata)
 
 
 _NOT_RAW = object()
@@ -317,3 +328,26 @@ def raw_summary_field(extra: Any) -> tuple[bool, Any]:
         return True, msgspec.json.decode(spelt)
     found = get_field(_TOP_LEVEL.decode(raw), "userMetadata", "user_metadata")
     return True, (None if found is None else msgspec.json.decode(found))
+
+
+def raw_summary(extra: Any) -> tuple[bool, Any]:
+    """``(True, summary_of(extra))`` of an extra cell of a raw JSON event whose ``userMetadata``
+    holds only a ``summary`` (and ``details``), a ``json/plain`` payload of plain base64 or a
+    ``binary/null`` one, read by typed decoders and the compiled base64 decoder (no dict of
+    the metadata, no lookup by spellings); ``(False, None)`` for anything else, which
+    :func:`raw_summary_field` and the general steps read."""
+    if type(extra) is not LazyExtra or _cellscan is None:
+        return False, None
+    try:
+        spelt = _USER_METADATA.decode(extra.raw).userMetadata
+        if spelt is msgspec.UNSET:
+            return False, None
+        summary = _SUMMARY_METADATA.decode(spelt).summary
+    except msgspec.DecodeError:  # a ValidationError too: another shape, read in general
+        return False, None
+    if summary is msgspec.UNSET:  # no key spelt "summary" either (the others are refused)
+        return True, None
+    found = _plain_values([summary], _compiled_data)
+    if found is None or found is _DECLINED:
+        return False, None
+    return True, found[0][0]  # type: ignore[index]

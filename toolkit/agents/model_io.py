@@ -97,6 +97,7 @@ from typing import Any
 from toolkit.agents.model_cells import (
     payload_bytes,
     payload_value,
+    raw_summary,
     raw_summary_field,
     raw_values_and_bytes,
 )
@@ -106,6 +107,7 @@ from toolkit.agents.model_shapes import (
     LEDGER_READERS,
     READERS,
     Context,
+    _mapping,
     get_field,
     input_shape,
     response_shape,
@@ -134,10 +136,10 @@ def _list(value: Any) -> list[Any]:
 
 def _first_mapping(value: Any) -> Any:
     """The first payload value that is a mapping (activity inputs are lists of arguments)."""
-    if isinstance(value, Mapping):
+    if _mapping(value):
         return value
     for item in _list(value):
-        if isinstance(item, Mapping):
+        if _mapping(item):
             return item
     return None
 
@@ -216,6 +218,9 @@ def read_model_call(
 
 def summary_of(extra: Any) -> Any:
     """The decoded ``userMetadata.summary`` of an event's ``extra`` (None when absent)."""
+    read, summary = raw_summary(extra)  # a raw JSON event's usual summary, by typed decoders
+    if read:
+        return summary
     read, metadata = raw_summary_field(extra)  # a raw JSON event's: that field decoded alone
     if not read:
         metadata = get_field(extra, "userMetadata", "user_metadata")

@@ -80,6 +80,14 @@ _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "reason
 def checked_usage(values: Mapping[str, Any], note: str | None = None) -> Usage:
     """A :class:`Usage` of the given counts; a count that is no non-negative int is None, named
     in the note."""
+    get = values.get
+    counts = (get("input_tokens"), get("output_tokens"), get("cached_input_tokens"),
+              get("reasoning_tokens"), get("total_tokens"))  # fmt: skip
+    for value in counts:  # the common case first: every count None or an int (not a bool) >= 0
+        if value is not None and (type(value) is not int or value < 0):
+            break
+    else:
+        return Usage(*counts, note=note)
     out: dict[str, int | None] = {}
     bad = []
     for name in _TOKEN_FIELDS:

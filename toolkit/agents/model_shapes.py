@@ -58,6 +58,17 @@ def get_field(mapping: Any, *names: str) -> Any:
     return None
 
 
+#: Exact types of decoded JSON that are no mappings: :func:`_mapping` answers for them (and for
+#: dict) without the ABC's ``__instancecheck__``, a Python call.
+_NOT_MAPPINGS = frozenset({list, str, int, float, bool, type(None)})
+
+
+def _mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``."""
+    kind = type(value)
+    return kind is dict or (kind not in _NOT_MAPPINGS and isinstance(value, Mapping))
+
+
 def _list(value: Any) -> list[Any]:
     """``value`` as a list when it is a sequence of items (not a string), else empty."""
     if type(value) is list:  # decoded JSON: no ABC check
@@ -108,14 +119,14 @@ def _last_message_text(items: Any) -> Any:
     text part's text), cut to 100 characters."""
     if isinstance(items, str):
         return items[:100]
-    messages = [i for i in _list(items) if isinstance(i, Mapping)
+    messages = [i for i in _list(items) if _mapping(i)
                 and i.get("type", "message") == "message"]  # fmt: skip
     if not messages:
         return None
     content = messages[-1].get("content", "")
     if isinstance(content, list) and content:
         last = content[-1]
-        content = last.get("text") if isinstance(last, Mapping) and "text" in last else content
+        content = last.get("text") if _mapping(last) and "text" in last else content
     return content[:100] if isinstance(content, str) else content
 
 
@@ -127,7 +138,7 @@ def _handoff_answer(item: Mapping[str, Any]) -> str | None:
             output = orjson.loads(output)
         except orjson.JSONDecodeError:
             return None
-    if isinstance(output, Mapping) and set(output) == {"assistant"}:
+    if _mapping(output) and set(output) == {"assistant"}:
         return _str(output["assistant"])
     return None
 
@@ -156,7 +167,7 @@ def _openai_output(items: list[Any], handoffs: Mapping[str, str | None]) -> tupl
 
 
 def _openai_usage(usage: Any) -> Usage:
-    if not isinstance(usage, Mapping):
+    if not _mapping(usage):
         return Usage(note="the result carries no usage")
     values = {
         "input_tokens": get_field(usage, "input_tokens"),
@@ -269,7 +280,7 @@ def _genai_requests(parts: list[Any]) -> tuple[list[ToolRequest], int]:
 
 
 def _genai_usage(metadata: Any) -> Usage:
-    if not isinstance(metadata, Mapping):
+    if not _mapping(metadata):
         return Usage(note="the response carries no usage_metadata")
     return _usage({
         "input_tokens": get_field(metadata, "prompt_token_count"),
@@ -376,9 +387,9 @@ def _read_pydantic_ai(inp: Any, result: Any, context: Context) -> dict[str, Any]
 
 def _pydantic_usage(usage: Any) -> Usage:
     """The :class:`Usage` of a pydantic-ai ``RequestUsage`` (its ``usage`` field)."""
-    if not isinstance(usage, Mapping):
+    if not _mapping(usage):
         return Usage(note="the result carries no usage")
-    details = usage.get("details") if isinstance(usage.get("details"), Mapping) else {}
+    details = usage.get("details") if _mapping(usage.get("details")) else {}
     tokens = {
         "input_tokens": get_field(usage, "input_tokens", "request_tokens"),
         "output_tokens": get_field(usage, "output_tokens", "response_tokens"),
@@ -447,13 +458,13 @@ LedgerFields = tuple[Any, Any, Usage | None, list[str] | None, bool]
 
 def _ledger_openai_agents(inp: Any, result: Any, activity_type: Any, summary: Any) -> LedgerFields:
     agent = model = None
-    declares = isinstance(inp, Mapping)
+    declares = _mapping(inp)
     if declares:
         model = _str(inp.get("model_name"))
         items = inp.get("input")
         answered, names = [], {}
         for item in _list(items):
-            kind = str(item.get("type", "")) if isinstance(item, Mapping) else ""
+            kind = str(item.get("type", "")) if _mapping(item) else ""
             if kind == "function_call":
                 names[item.get("call_id")] = None  # as the full reader: raises where it does
             elif kind.endswith("_call_output"):
@@ -467,14 +478,14 @@ def _ledger_openai_agents(inp: Any, result: Any, activity_type: Any, summary: An
                 agent = last[-1]
     response = result
     if isinstance(result, list):  # streaming: the events; the completed response is the answer
-        done = [e.get("response") for e in result if isinstance(e, Mapping)
-                and isinstance(e.get("response"), Mapping)]  # fmt: skip
+        done = [e.get("response") for e in result if _mapping(e)
+                and _mapping(e.get("response"))]  # fmt: skip
         response = done[-1] if done else None
     usage = requested = None
-    if isinstance(response, Mapping):
+    if _mapping(response):
         requested = []
         for item in _list(response.get("output")):  # _openai_output's names
-            if not isinstance(item, Mapping):
+            if not _mapping(item):
                 continue
             kind = item.get("type")
             if kind in ("function_call", "custom_tool_call") or kind == "mcp_call":
@@ -489,7 +500,7 @@ def _ledger_openai_agents(inp: Any, result: Any, activity_type: Any, summary: An
 def _ledger_python_adk(inp: Any, result: Any, activity_type: Any, summary: Any) -> LedgerFields:
     agent = model = None
     request = get_field(inp, "llm_request") or inp  # as _genai_request
-    declares = isinstance(request, Mapping)
+    declares = _mapping(request)
     if declares:
         config = get_field(request, "config")
         model = _str(get_field(request, "model"))
@@ -503,17 +514,17 @@ def _ledger_python_adk(inp: Any, result: Any, activity_type: Any, summary: Any) 
         elif isinstance(summary, str) and summary:
             agent = summary
     usage = requested = None
-    responses = [r for r in _list(result) if isinstance(r, Mapping)]
-    if isinstance(result, Mapping):
+    responses = [r for r in _list(result) if _mapping(r)]
+    if _mapping(result):
         responses = [result]
     if result is not None and (responses or isinstance(result, list)):
         final = [r for r in responses if not get_field(r, "partial")] or responses
         requested = []
         for response in final:  # _genai_requests' names
             for part in _list(get_field(get_field(response, "content"), "parts")):
-                if isinstance(part, Mapping):
+                if _mapping(part):
                     call = get_field(part, "function_call")
-                    if isinstance(call, Mapping):
+                    if _mapping(call):
                         requested.append(str(get_field(call, "name")))
         found = [u for u in (get_field(r, "usage_metadata") for r in responses) if u is not None]
         usage = _genai_usage(found[-1] if found else None)
@@ -528,14 +539,14 @@ def _ledger_pydantic_ai(inp: Any, result: Any, activity_type: Any, summary: Any)
     if match:
         agent = match["agent"]
     declares = False
-    if isinstance(inp, Mapping):
-        declares = isinstance(inp.get("model_request_parameters"), Mapping)
+    if _mapping(inp):
+        declares = _mapping(inp.get("model_request_parameters"))
         if isinstance(summary, str) and summary.startswith("request model: "):
             model = summary.removeprefix("request model: ").removesuffix(" (stream)")
     usage = requested = None
-    if isinstance(result, Mapping):
+    if _mapping(result):
         requested = [str(p.get("tool_name")) for p in _list(result.get("parts"))
-                     if isinstance(p, Mapping) and p.get("part_kind") in (
+                     if _mapping(p) and p.get("part_kind") in (
                          "tool-call", "builtin-tool-call", "native-tool-call")]  # fmt: skip
         usage = _pydantic_usage(result.get("usage"))
         model = _str(result.get("model_name")) or model
@@ -573,7 +584,7 @@ FRAMEWORKS = tuple(READERS)
 
 
 def input_shape(inp: Any) -> str | None:
-    if not isinstance(inp, Mapping):
+    if not _mapping(inp):
         return None
     if "model_settings" in inp and "input" in inp:
         return "openai_agents"
@@ -601,13 +612,13 @@ def response_shape(result: Any) -> str | None:
     """
     values = result if isinstance(result, list) else [result]
     for value in values:
-        if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        if isinstance(value, list) and value and all(_mapping(v) for v in value):
             if any(str(v.get("type", "")).startswith("response.") for v in value):
                 return "openai_agents"
             if all(get_field(get_field(v, "content"), "parts") is not None
                    or get_field(v, "usage_metadata") is not None for v in value):  # fmt: skip
                 return "python_adk"
-        if not isinstance(value, Mapping):
+        if not _mapping(value):
             continue
         if isinstance(value.get("output"), list) and "usage" in value:
             return "openai_agents"
