@@ -93,7 +93,8 @@ def test_source_codes_are_factorizes(values: list[object]) -> None:
     np.testing.assert_array_equal(_source_codes(sources), expected)
 
 
-@pytest.mark.parametrize("change", ["us", "paris", "naive", "text columns"])
+@pytest.mark.parametrize("change", ["us", "paris", "naive", "text columns", "float links",
+                                    "text links", "no links"])  # fmt: skip
 def test_columns_of_other_dtypes(change: str) -> None:
     # the loader's dtypes take the fast readers (UTC nanoseconds, object columns); others not
     events = _read(ROOT / "data" / "go_twin")
@@ -104,6 +105,13 @@ def test_columns_of_other_dtypes(change: str) -> None:
         events["event_time"] = times.dt.tz_convert("Europe/Paris")
     elif change == "naive":
         events["event_time"] = times.dt.tz_localize(None)
+    elif change == "float links":
+        events["scheduled_event_id"] = events["scheduled_event_id"].astype(float)
+    elif change == "text links":
+        events["scheduled_event_id"] = events["scheduled_event_id"].astype(object).map(
+            lambda v: None if pd.isna(v) else str(v))  # fmt: skip
+    elif change == "no links":
+        events = events.drop(columns=["scheduled_event_id"])
     else:
         for name in ("activity_type", "activity_id", "run_id", "signal_name", "source"):
             events[name] = events[name].astype("str")
@@ -126,3 +134,17 @@ def test_updates_counted_once_per_id() -> None:
     assert any(t[1].startswith("update:") for turns in found.turns.values() for t in turns)
     _assert_same(events, Roles("no updates", "InvokeModel", "ListMcpTools", "CallMcpTool",
                                user_updates=None))  # fmt: skip
+
+
+def test_signal_names_of_every_kind() -> None:
+    # missing names (None, NaN) and names that are no text (1 and 1.0 are one value to a hash)
+    events = _read(ROOT / "data" / "go_twin")
+    rows = np.flatnonzero(events["event_type"].to_numpy() == "WorkflowExecutionSignaled")
+    names = events["signal_name"].to_numpy(dtype=object, copy=True)
+    for k, value in zip(range(0, len(rows), 5), [None, np.nan, 1, 1.0, "x", True] * 99,
+                        strict=False):  # fmt: skip
+        names[rows[k]] = value
+    events["signal_name"] = pd.Series(names, index=events.index, dtype=object)
+    _assert_same(events)
+    _assert_same(events, Roles("some", "InvokeModel", "ListMcpTools", "CallMcpTool",
+                               user_signals="x|1.*"))  # fmt: skip

@@ -16,7 +16,7 @@ import pandas as pd
 from toolkit.agents.roles import Roles, detect_roles, resolve_roles
 from toolkit.errors import ToolkitError
 
-__all__ = ["LETTER", "activity_roles", "run_roles", "text_take"]
+__all__ = ["LETTER", "activity_roles", "roles_index", "run_roles", "text_take"]
 
 LETTER = {"model": "M", "listing": "L", "tool_call": "C", "other": "o"}
 
@@ -101,16 +101,8 @@ def activity_roles(resolved: dict[int, Roles], activity_run: np.ndarray, type_co
     type under its run's roles); ``activity_run`` holds codes of ``resolved`` runs only."""
     if not len(activity_run):
         return np.zeros(0, dtype=np.int64), []
-    ids: dict[int, int] = {}
-    distinct: list[Roles] = []
-    of_run = np.full(int(activity_run.max()) + 1, -1, dtype=np.int64)
-    for code in np.unique(activity_run).tolist():
-        found = resolved[code]
-        index = ids.get(id(found))
-        if index is None:
-            index = ids[id(found)] = len(distinct)
-            distinct.append(found)
-        of_run[code] = index
+    of_run, distinct = roles_index([resolved.get(code)
+                                    for code in range(int(activity_run.max()) + 1)])  # fmt: skip
     width = len(type_names) + 1
     pairs, where = np.unique(of_run[activity_run] * width + type_code + 1, return_inverse=True)
     names = ["model", "listing", "tool_call", "other"]
@@ -121,6 +113,24 @@ def activity_roles(resolved: dict[int, Roles], activity_run: np.ndarray, type_co
         for pair in pairs.tolist()
     ]  # fmt: skip
     return np.array(pair_roles, dtype=np.int64)[where.reshape(-1)], names
+
+
+def roles_index(roles: list[Roles | None]) -> tuple[np.ndarray, list[Roles]]:
+    """Per run code, the index of its roles among the distinct ones returned with them (-1
+    where it has none): runs share a few :class:`Roles`, compared as objects."""
+    index: dict[int, int] = {}
+    distinct: list[Roles] = []
+    of_run: list[int] = []
+    for found in roles:
+        if found is None:
+            of_run.append(-1)
+            continue
+        at = index.get(id(found))
+        if at is None:
+            at = index[id(found)] = len(distinct)
+            distinct.append(found)
+        of_run.append(at)
+    return np.array(of_run, dtype=np.int64), distinct
 
 
 def text_take(values: list[Any], codes: np.ndarray, objects: np.ndarray | None = None) -> Any:

@@ -219,7 +219,7 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
     has_turn = turn > 0
     trigger[has_turn] = start_triggers[position[has_turn] - 1]
     role, role_names = activity_roles(resolved, sched_run, activity_code, activity_types)
-    links = _links(frame, run, is_type, in_order)
+    links = _links(frame, run, event_id, is_type, in_order)
     wanted = sched_run * big + sched_ids
     started = _linked_last(*links("ActivityTaskStarted", big), wanted)
     closed = _linked_last(*links(CLOSED, big), wanted)
@@ -248,20 +248,26 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
                          positions)  # fmt: skip
 
 
-def _links(frame: pd.DataFrame, run: np.ndarray, is_type: Any, in_order: bool) -> Any:
+def _links(frame: pd.DataFrame, run: np.ndarray, event_id: np.ndarray, is_type: Any,
+           in_order: bool) -> Any:  # fmt: skip
     """A function: event types -> (keys, rows) of those events that link to a scheduled one, in
     event order (key: run * big + scheduled event id); ``is_type(types)``: which events have one
     of ``types``; ``in_order``: whether the frame's rows are in event order already."""
-    event_id = frame["event_id"].to_numpy().astype(np.int64)
-    link = (pd.to_numeric(frame["scheduled_event_id"], errors="coerce").to_numpy(
-        dtype=float, na_value=np.nan) if "scheduled_event_id" in frame.columns
-        else np.full(len(frame), np.nan))  # fmt: skip
+    column = frame["scheduled_event_id"] if "scheduled_event_id" in frame.columns else None
+    if column is not None and isinstance(column.dtype, pd.Int64Dtype):  # the loader's
+        linked = ~column.isna().to_numpy()
+        link = column.to_numpy(dtype=np.int64, na_value=0)
+    else:  # anything else as numbers, what is none missing
+        values = (np.full(len(frame), np.nan) if column is None else pd.to_numeric(
+            column, errors="coerce").to_numpy(dtype=float, na_value=np.nan))  # fmt: skip
+        linked = ~np.isnan(values)
+        link = np.where(linked, values, 0).astype(np.int64)
 
     def links(types: str | tuple[str, ...], big: int) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.flatnonzero(is_type(types) & ~np.isnan(link))
+        rows = np.flatnonzero(is_type(types) & linked)
         if not in_order:
             rows = rows[np.lexsort((event_id[rows], run[rows]))]
-        return run[rows] * big + link[rows].astype(np.int64), rows
+        return run[rows] * big + link[rows], rows
 
     return links
 

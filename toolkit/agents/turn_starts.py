@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from toolkit.agents.activity_roles import roles_index
 from toolkit.agents.roles import Roles
 
 __all__ = ["TurnStarts", "turn_starts"]
@@ -105,23 +106,30 @@ def turn_starts(
 
 def _signals(where: np.ndarray, columns: Any, roles: list[Roles | None], turn: np.ndarray,
              trigger: np.ndarray) -> None:  # fmt: skip
-    """Mark the user signals among the messages at ``where`` as turns, with their triggers."""
+    """Mark the user signals among the messages at ``where`` as turns, with their triggers:
+    decided once per distinct (roles, name), each trigger made once per distinct text name."""
     if not len(where):
         return
     names = columns("signal_name")[where]
-    codes, _ = pd.factorize(names)  # None and NaN: -1 (both no name)
-    decided: dict[tuple[int, int], bool] = {}
-    for i, code, raw, run in zip(where.tolist(), codes.tolist(), names.tolist(),
-                                 columns("run")[where].tolist(), strict=True):  # fmt: skip
-        found = roles[run]
-        if found is None:
-            continue
-        known = decided.get((id(found), code))
-        if known is None:
-            known = decided[(id(found), code)] = found.is_user_signal(_text(raw))
-        if known:
-            turn[i] = True
-            trigger[i] = f"signal:{raw}"
+    codes, uniques = pd.factorize(names)  # None and NaN: -1 (both no name)
+    values = uniques.tolist()
+    of_run, distinct = roles_index(roles)
+    held = of_run[columns("run")[where]]
+    width = len(values) + 1
+    pairs, inverse = np.unique(held * width + codes + 1, return_inverse=True)
+    decided = np.array([
+        pair >= 0 and distinct[pair // width].is_user_signal(
+            _text(values[pair % width - 1]) if pair % width else None)
+        for pair in pairs.tolist()
+    ], dtype=bool)  # fmt: skip
+    user = decided[inverse.reshape(-1)]
+    # Triggers by the name's code where it is text; any other name is written as it is.
+    made = np.array([f"signal:{v}" for v in values] + [None], dtype=object)[codes]
+    textual = np.array([type(v) is str for v in values] + [False], dtype=bool)[codes]
+    for i in np.flatnonzero(user & ~textual).tolist():
+        made[i] = f"signal:{names[i]}"
+    turn[where[user]] = True
+    trigger[where[user]] = made[user]
 
 
 def _updates(where: np.ndarray, columns: Any, roles: list[Roles | None], turn: np.ndarray,
