@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import toolkit as tk
-from toolkit.agents.tokens import TOKEN_FIELDS
+from toolkit.agents.tokens import TOKEN_FIELDS, genai_attributes
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agent_histories"
@@ -235,3 +235,46 @@ def test_the_typed_ledger_table_leaves_other_values_to_the_conversion(odd: dict)
     columns.update({name: [value] for name, value in odd.items()})
     assert _typed_table(columns, times) is None
     assert _typed_table({**columns, **{k: [1] for k in odd}}, {"scheduled": [None]}) is None
+
+
+def _genai_attributes_as_before(calls: pd.DataFrame) -> dict:
+    """genai_attributes as it was written before (every key, then those not None; pd.NA as
+    None): the reference of the one-dict route."""
+    out: dict = {}
+    names = ("source", "history", "event_id", "model", "agent", *TOKEN_FIELDS, "framework",
+             "usage_note", "input_bytes", "output_bytes", "requested_tools")  # fmt: skip
+    for (source, history, event_id, model, agent, input_tokens, output_tokens, cached, reasoning,
+         total, framework, note, input_bytes, output_bytes, requested) in zip(
+            *(calls[name].tolist() for name in names), strict=True):  # fmt: skip
+        attributes = {
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+            "gen_ai.agent.name": agent, "gen_ai.usage.input_tokens": input_tokens,
+            "gen_ai.usage.output_tokens": output_tokens,
+            "gen_ai.usage.cache_read.input_tokens": cached,
+            "gen_ai.usage.reasoning.output_tokens": reasoning, "llm.model_name": model,
+            "llm.token_count.prompt": input_tokens, "llm.token_count.completion": output_tokens,
+            "llm.token_count.total": total, "llm.token_count.prompt_details.cache_read": cached,
+            "llm.token_count.completion_details.reasoning": reasoning,
+            "temporal.agent.framework": framework, "temporal.usage_note": note,
+            "temporal.payload.input_bytes": input_bytes,
+            "temporal.payload.output_bytes": output_bytes, "_requested_tools": requested,
+        }  # fmt: skip
+        out[(source, int(history), int(event_id))] = {
+            k: (None if v is pd.NA else v) for k, v in attributes.items() if v is not None
+        }
+    return out
+
+
+def test_genai_attributes_equal_the_two_dict_route_keys_in_order() -> None:
+    frame = tk.read_histories(DATA, progress=False).events  # every lab folder (and its others)
+    calls = tk.model_calls(frame)
+    odd = calls.head(3).copy()  # None and pd.NA where a call has neither (NA kept as None)
+    odd["model"] = [None, "m", None]
+    odd["input_tokens"] = pd.array([None, 1, None], dtype="Int64")
+    for table in (calls, odd, calls.iloc[:0]):
+        found = genai_attributes(table)
+        expected = _genai_attributes_as_before(table)
+        assert found == expected
+        assert [list(a.items()) for a in found.values()] == [
+            list(a.items()) for a in expected.values()]  # fmt: skip
+    assert any(None in a.values() for a in genai_attributes(odd).values())

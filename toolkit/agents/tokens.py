@@ -342,39 +342,40 @@ def _is_calls(value: Any) -> bool:
     return isinstance(value, pd.DataFrame) and {"input_tokens", "usage_note"} <= set(value.columns)
 
 
+#: The attributes :func:`genai_attributes` gives each model call, in order.
+_GENAI_KEYS = (
+    "gen_ai.operation.name", "gen_ai.request.model", "gen_ai.agent.name",
+    "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+    "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.reasoning.output_tokens",
+    "llm.model_name", "llm.token_count.prompt", "llm.token_count.completion",
+    "llm.token_count.total", "llm.token_count.prompt_details.cache_read",
+    "llm.token_count.completion_details.reasoning", "temporal.agent.framework",
+    "temporal.usage_note", "temporal.payload.input_bytes", "temporal.payload.output_bytes",
+    "_requested_tools",
+)  # fmt: skip
+
+
 def genai_attributes(calls: pd.DataFrame) -> dict[tuple[Any, int, int], dict[str, Any]]:
     """OpenTelemetry GenAI and OpenInference attributes of each model call, keyed by (source,
-    history, scheduled event id), for :func:`toolkit.traces.spans.trace_spans`."""
+    history, scheduled event id), for :func:`toolkit.traces.spans.trace_spans`: the
+    :data:`_GENAI_KEYS` whose value is not None (pd.NA given as None)."""
     out: dict[tuple[Any, int, int], dict[str, Any]] = {}
     if calls.empty:
         return out
     # Column lists, not records: the same values (ints or pd.NA in the Int64 columns).
     names = ("source", "history", "event_id", "model", "agent", *TOKEN_FIELDS, "framework",
              "usage_note", "input_bytes", "output_bytes", "requested_tools")  # fmt: skip
+    missing = pd.NA
     for (source, history, event_id, model, agent, input_tokens, output_tokens, cached, reasoning,
          total, framework, note, input_bytes, output_bytes, requested) in zip(
             *(calls[name].tolist() for name in names), strict=True):  # fmt: skip
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": model,
-            "gen_ai.agent.name": agent,
-            "gen_ai.usage.input_tokens": input_tokens,
-            "gen_ai.usage.output_tokens": output_tokens,
-            "gen_ai.usage.cache_read.input_tokens": cached,
-            "gen_ai.usage.reasoning.output_tokens": reasoning,
-            "llm.model_name": model,
-            "llm.token_count.prompt": input_tokens,
-            "llm.token_count.completion": output_tokens,
-            "llm.token_count.total": total,
-            "llm.token_count.prompt_details.cache_read": cached,
-            "llm.token_count.completion_details.reasoning": reasoning,
-            "temporal.agent.framework": framework,
-            "temporal.usage_note": note,
-            "temporal.payload.input_bytes": input_bytes,
-            "temporal.payload.output_bytes": output_bytes,
-            "_requested_tools": requested,
-        }
+        values = ("chat", model, agent, input_tokens, output_tokens, cached, reasoning, model,
+                  input_tokens, output_tokens, total, cached, reasoning, framework, note,
+                  input_bytes, output_bytes, requested)  # fmt: skip
+        # One dict per call, made as it is kept (not all keys, then those not None).
         out[(source, int(history), int(event_id))] = {
-            k: (None if v is pd.NA else v) for k, v in attributes.items() if v is not None
+            k: (None if v is missing else v)
+            for k, v in zip(_GENAI_KEYS, values, strict=False)  # both 18 long: no check
+            if v is not None
         }
     return out
