@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import toolkit as tk
+from toolkit.agents.activity_roles import _type_sets
 from toolkit.agents.activity_turns import _source_codes, activity_turns
 from toolkit.agents.roles import PRESETS, Roles
 
@@ -148,3 +149,25 @@ def test_signal_names_of_every_kind() -> None:
     _assert_same(events)
     _assert_same(events, Roles("some", "InvokeModel", "ListMcpTools", "CallMcpTool",
                                user_signals="x|1.*"))  # fmt: skip
+
+
+def test_many_activity_types() -> None:
+    # more types than a bit mask holds: the runs' type sets keyed by their codes' bytes
+    events = _read(ROOT / "data" / "go_twin")
+    rows = np.flatnonzero(events["activity_type"].to_numpy() == "CallMcpTool")
+    renamed = events["activity_type"].to_numpy(dtype=object, copy=True)
+    renamed[rows] = [f"Tool{k % 80}" for k in range(len(rows))]
+    events["activity_type"] = pd.Series(renamed, index=events.index, dtype=object)
+    assert events["activity_type"].nunique() > 62
+    _assert_same(events, "go_googleadk")
+    _assert_same(events)
+
+
+def test_type_sets_by_mask_and_by_bytes() -> None:
+    run = np.array([0, 0, 1, 2, 2, 2, 4], dtype=np.int64)
+    code = np.array([3, -1, 0, 5, 5, 1, 2], dtype=np.int64)
+    small, small_of = _type_sets(5, run, code, 6)
+    large, large_of = _type_sets(5, run, code, 70)
+    assert [small_of(c) for c in range(5)] == [large_of(c) for c in range(5)] == [
+        [-1, 3], [0], [1, 5], [], [2]]  # fmt: skip
+    assert len(set(small)) == len(set(large)) == 5

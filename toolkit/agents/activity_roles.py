@@ -69,22 +69,18 @@ def run_roles(
     activity_run, type_code, type_names
         Per scheduled activity: its run code and its type's code in ``type_names`` (-1: none).
     """
-    width = len(type_names) + 1
-    pairs = np.unique(activity_run * width + type_code + 1)  # by run, then type code
-    pair_run, pair_type = pairs // width, pairs % width - 1
-    bounds = np.searchsorted(pair_run, np.arange(len(runs) + 1)).tolist()
+    signatures, types_of = _type_sets(len(runs), activity_run, type_code, len(type_names))
     cache = _RoleCache(roles, frame, run)
-    by_types: dict[bytes, Roles] = {}  # a run's type codes -> the roles they resolved to
+    by_types: dict[Hashable, Roles] = {}  # a run's set of types -> the roles they resolved to
     resolved: dict[int, Roles] = {}
     errors: dict[tuple[Hashable, int], ToolkitError] = {}
     for code, key in enumerate(runs):
-        types = pair_type[bounds[code]:bounds[code + 1]]
-        signature = types.tobytes()
+        signature = signatures[code]
         found = by_types.get(signature)
         if found is not None:
             resolved[code] = found
             continue
-        names = [type_names[t] for t in types.tolist() if t >= 0]
+        names = [type_names[t] for t in types_of(code) if t >= 0]
         try:
             found = resolved[code] = cache.resolve(code, names, key[0])
         except ToolkitError as error:
@@ -93,6 +89,29 @@ def run_roles(
         if tuple(sorted(n for n in names if isinstance(n, str))) in cache.known:
             by_types[signature] = found  # not inferred from this run's own events: shared
     return resolved, errors
+
+
+def _type_sets(count: int, activity_run: np.ndarray, type_code: np.ndarray,
+               types: int) -> tuple[list[Hashable], Any]:  # fmt: skip
+    """Per run code, a key of the set of its activities' type codes (-1: no type), and a
+    function: run code -> those codes, ascending. The key is a bit mask where the codes fit
+    in one (a fleet's few types), else the codes' bytes."""
+    if types < 62:
+        masks = np.zeros(count, dtype=np.int64)
+        np.bitwise_or.at(masks, activity_run, np.left_shift(1, type_code + 1))
+        keys: list[Hashable] = masks.tolist()
+
+        def bits(code: int) -> list[int]:
+            mask = keys[code]
+            return [t - 1 for t in range(types + 1) if mask >> t & 1]  # type: ignore[operator]
+
+        return keys, bits
+    width = types + 1
+    pairs = np.unique(activity_run * width + type_code + 1)  # by run, then type code
+    pair_run, pair_type = pairs // width, pairs % width - 1
+    bounds = np.searchsorted(pair_run, np.arange(count + 1)).tolist()
+    listed = [pair_type[bounds[c]:bounds[c + 1]] for c in range(count)]
+    return [t.tobytes() for t in listed], lambda code: listed[code].tolist()
 
 
 def activity_roles(resolved: dict[int, Roles], activity_run: np.ndarray, type_code: np.ndarray,
