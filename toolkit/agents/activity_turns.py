@@ -206,7 +206,9 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
         (sched_run, event_id[scheduled]), (run[completed], event_id[completed]), last_failure)
 
     # The activities of recognised runs: role, turn, started and closing events.
-    keep = np.array([code in resolved for code in sched_run.tolist()], dtype=bool)
+    recognised = np.zeros(len(runs), dtype=bool)
+    recognised[list(resolved)] = True
+    keep = recognised[sched_run]
     scheduled, sched_run, sched_types = scheduled[keep], sched_run[keep], sched_types[keep]
     activity_code = activity_code[keep]
     sched_ids = event_id[scheduled]

@@ -106,7 +106,9 @@ def known_facts(events: pd.DataFrame, found: ActivityTurns, *, payloads: bool = 
     columns.update(facts_of_stages(
         (queued, every, None), _stage(events, positions["started"]),
         _stage(events, positions["closed"]), payloads=payloads, nanos=nanos))  # fmt: skip
-    return {name: list(values) for name, values in columns.items()}
+    # Object arrays listed by tolist (their objects as they are, at C speed), lists copied.
+    return {name: values.tolist() if isinstance(values, np.ndarray) and values.dtype == object
+            else list(values) for name, values in columns.items()}  # fmt: skip
 
 
 def _agree(events: pd.DataFrame, found: ActivityTurns) -> bool:
