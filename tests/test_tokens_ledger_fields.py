@@ -295,3 +295,68 @@ def test_summaries_read_by_typed_decoders_equal_the_general_steps(
     # Where the compiled decoder is built, the usual summaries take the typed route.
     usual = key == "userMetadata" and any(metadata is _SUMMARIES[i] for i in (0, 1, 2, 3, 7, 9))
     assert read is (usual and model_cells._cellscan is not None)
+
+
+def _usage_by_spellings(kind: str, usage: Any) -> Any:
+    """_openai_usage / _genai_usage as written before: every count looked up by get_field."""
+    get = model_shapes.get_field
+    if kind == "genai":
+        return model_records.checked_usage({
+            "input_tokens": get(usage, "prompt_token_count"),
+            "output_tokens": get(usage, "candidates_token_count"),
+            "cached_input_tokens": get(usage, "cached_content_token_count"),
+            "reasoning_tokens": get(usage, "thoughts_token_count"),
+            "total_tokens": get(usage, "total_token_count"),
+        })  # fmt: skip
+
+    def count(name: str) -> Any:
+        value = get(usage, name)
+        return value[0] if isinstance(value, list) and len(value) == 1 else value
+
+    values = {"input_tokens": get(usage, "input_tokens"),
+              "output_tokens": get(usage, "output_tokens"),
+              "cached_input_tokens": get(count("input_tokens_details"), "cached_tokens"),
+              "reasoning_tokens": get(count("output_tokens_details"), "reasoning_tokens"),
+              "total_tokens": get(usage, "total_tokens")}  # fmt: skip
+    counts = [v for v in values.values() if v is not None]
+    if usage.get("requests") == 0 and counts and not any(counts):
+        return "sdk default"
+    return model_records.checked_usage(values)
+
+
+_OPENAI_USAGES = [
+    {"requests": 1, "input_tokens": 5, "output_tokens": 2, "total_tokens": 7,
+     "input_tokens_details": {"cached_tokens": 1}, "output_tokens_details": {"reasoning_tokens": 3},
+     "request_usage_entries": []},
+    {"input_tokens": 5, "input_tokens_details": [{"cached_tokens": 2}]},
+    {"inputTokens": 5, "outputTokens": 1, "input_tokens_details": {"cachedTokens": 4}},
+    {"input_tokens": 5, "InputTokens": 6, "output_tokens_details": [{"reasoning_tokens": 1}, {}]},
+    {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 1, "CachedTokens": 9}},
+    {"input_tokens": 1, "input_tokens_details": None, "output_tokens_details": "x"},
+    {"requests": 0, "input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+    {"input-tokens": 3, "total_tokens": True}, {}, {1: 2, "input_tokens": 4},
+]  # fmt: skip
+_GENAI_USAGES = [
+    {"prompt_token_count": 3, "candidates_token_count": 1, "total_token_count": 4,
+     "traffic_type": "ON_DEMAND", "prompt_tokens_details": [{"modality": "TEXT"}]},
+    {"promptTokenCount": 3, "thoughtsTokenCount": 2},
+    {"prompt_token_count": 3, "PromptTokenCount": 4, "cached_content_token_count": -1},
+    {"PromptTokenCount": 5, "CandidatesTokenCount": 6}, {}, {"prompt_token_count": 1.5},
+]  # fmt: skip
+
+
+def test_usage_fields_are_no_two_alike_normalised() -> None:
+    for fields in (model_shapes._OPENAI_USAGE_FIELDS, model_shapes._GENAI_USAGE_FIELDS):
+        assert len({model_shapes._normal(f) for f in fields}) == len(fields)
+
+
+@pytest.mark.parametrize("usage", _OPENAI_USAGES, ids=repr)
+def test_openai_usage_read_by_get_equals_the_lookup_by_spellings(usage: Any) -> None:
+    found = model_shapes._openai_usage(usage)
+    expected = _usage_by_spellings("openai", usage)
+    assert found == expected or (expected == "sdk default" and "empty default" in found.note)
+
+
+@pytest.mark.parametrize("usage", _GENAI_USAGES, ids=repr)
+def test_genai_usage_read_by_get_equals_the_lookup_by_spellings(usage: Any) -> None:
+    assert model_shapes._genai_usage(usage) == _usage_by_spellings("genai", usage)

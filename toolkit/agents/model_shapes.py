@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -82,15 +83,6 @@ def _list(value: Any) -> list[Any]:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _count(mapping: Any, *names: str) -> Any:
-    """A token count, or its details object's first element (older serializations wrote a
-    one-element list)."""
-    value = get_field(mapping, *names)
-    if isinstance(value, list) and len(value) == 1:
-        value = value[0]
-    return value
 
 
 # -- OpenAI Agents ----------------------------------------------------------------------------
@@ -166,16 +158,44 @@ def _openai_output(items: list[Any], handoffs: Mapping[str, str | None]) -> tupl
     return requested, texts
 
 
+#: The fields of the usages read below, as their SDKs spell them (no two alike normalised, which
+#: a test holds): of a dict whose keys are all among them, ``get_field(usage, name)`` of one is
+#: ``usage.get(name)`` (:func:`_getter`).
+_OPENAI_USAGE_FIELDS = frozenset({
+    "requests", "input_tokens", "input_tokens_details", "output_tokens", "output_tokens_details",
+    "total_tokens", "request_usage_entries", "cached_tokens", "reasoning_tokens",
+})  # fmt: skip
+_GENAI_USAGE_FIELDS = frozenset({
+    "prompt_token_count", "candidates_token_count", "cached_content_token_count",
+    "thoughts_token_count", "total_token_count", "tool_use_prompt_token_count",
+    "prompt_tokens_details", "candidates_tokens_details", "cache_tokens_details",
+    "tool_use_prompt_tokens_details", "traffic_type",
+})  # fmt: skip
+
+
+def _getter(mapping: Any, fields: frozenset[str]) -> Callable[[str], Any]:
+    """``get_field(mapping, name)`` for names among ``fields``: ``mapping.get`` where the
+    mapping is a dict of those keys alone (no key of another spelling can match: no lookup by
+    spellings), else get_field itself."""
+    if type(mapping) is dict and mapping.keys() <= fields:
+        return mapping.get
+    return partial(get_field, mapping)
+
+
 def _openai_usage(usage: Any) -> Usage:
     if not _mapping(usage):
         return Usage(note="the result carries no usage")
-    values = {
-        "input_tokens": get_field(usage, "input_tokens"),
-        "output_tokens": get_field(usage, "output_tokens"),
-        "cached_input_tokens": get_field(_count(usage, "input_tokens_details"), "cached_tokens"),
-        "reasoning_tokens": get_field(_count(usage, "output_tokens_details"), "reasoning_tokens"),
-        "total_tokens": get_field(usage, "total_tokens"),
-    }
+    get = _getter(usage, _OPENAI_USAGE_FIELDS)
+    inputs, outputs = get("input_tokens_details"), get("output_tokens_details")
+    values = {  # the details as _count reads them: a one-element list is its element
+        "input_tokens": get("input_tokens"),
+        "output_tokens": get("output_tokens"),
+        "cached_input_tokens": _getter(inputs[0] if isinstance(inputs, list) and len(inputs) == 1
+                                       else inputs, _OPENAI_USAGE_FIELDS)("cached_tokens"),
+        "reasoning_tokens": _getter(outputs[0] if isinstance(outputs, list) and len(outputs) == 1
+                                    else outputs, _OPENAI_USAGE_FIELDS)("reasoning_tokens"),
+        "total_tokens": get("total_tokens"),
+    }  # fmt: skip
     counts = [v for v in values.values() if v is not None]
     if usage.get("requests") == 0 and counts and not any(counts):
         # Usage() as the Agents SDK builds it when the model reported nothing (requests 0).
@@ -282,12 +302,13 @@ def _genai_requests(parts: list[Any]) -> tuple[list[ToolRequest], int]:
 def _genai_usage(metadata: Any) -> Usage:
     if not _mapping(metadata):
         return Usage(note="the response carries no usage_metadata")
+    get = _getter(metadata, _GENAI_USAGE_FIELDS)
     return _usage({
-        "input_tokens": get_field(metadata, "prompt_token_count"),
-        "output_tokens": get_field(metadata, "candidates_token_count"),
-        "cached_input_tokens": get_field(metadata, "cached_content_token_count"),
-        "reasoning_tokens": get_field(metadata, "thoughts_token_count"),
-        "total_tokens": get_field(metadata, "total_token_count"),
+        "input_tokens": get("prompt_token_count"),
+        "output_tokens": get("candidates_token_count"),
+        "cached_input_tokens": get("cached_content_token_count"),
+        "reasoning_tokens": get("thoughts_token_count"),
+        "total_tokens": get("total_token_count"),
     })  # fmt: skip
 
 
