@@ -357,3 +357,83 @@ def test_vector_and_scalar_base64_give_the_same_budgets() -> None:
                             capture_output=True, text=True, check=True, env=env).stdout
              for env in (plain, {**plain, "TOOLKIT_NO_AVX2": "1"})]  # fmt: skip
     assert found[0] == found[1] and '"resent_bytes"' in found[0]
+
+
+
+def _span_marks(text: bytes, marks: tuple[bytes, ...], spans: list[int]) -> list[int]:
+    """span_marks' reference: the first span spelling each mark, by bytes.find."""
+    pairs = range(len(spans) // 2)
+    return [next((k for k in pairs if mark in text[max(spans[2 * k], 0):max(spans[2 * k + 1], 0)]),
+                 -1) for mark in marks]  # fmt: skip
+
+
+@compiled
+def test_span_marks_equal_a_search_of_each_span() -> None:
+    """The first span spelling each mark (all marks looked for at once, 32 places at a time
+    with AVX2, each mark's two rarest bytes compared, then memcmp; the tail place by place)
+    is the one ``bytes.find`` says: on random texts of few letters (near misses, marks
+    overlapping each other and the spans' and blocks' ends), spans empty, reversed or past
+    the text, and on the events of data/ with the ledger's marks and marks of one byte."""
+    from toolkit.agents.ledger_labels import _MARKS_AND_ESCAPE, _marks_each
+
+    rng = random.Random(11)
+    for _ in range(6000):
+        text = bytes(rng.choice(b'ab\\u"Cy') for _ in range(rng.randrange(0, 200)))
+        marks = tuple(bytes(rng.choice(b'ab\\u"Cy') for _ in range(rng.randrange(1, 6)))
+                      for _ in range(rng.randrange(1, 9)))  # fmt: skip
+        spans = [rng.randrange(-2, len(text) + 3) for _ in range(2 * rng.randrange(0, 6))]
+        expected = _span_marks(text, marks, spans)
+        assert payload_cells._cellscan.span_marks(text, marks, spans) == expected
+        assert _marks_each(text, marks, spans) == expected
+    for path in sorted((ROOT / "data").rglob("*.json"))[:80]:
+        text = path.read_bytes()
+        starts = sorted(rng.randrange(len(text)) for _ in range(20))
+        spans = [x for start in starts for x in (start, start + rng.randrange(1, 3000))]
+        for marks in (_MARKS_AND_ESCAPE, (b"{", b'"', b"eventType"), (text[-40:],)):
+            expected = _span_marks(text, marks, spans)
+            assert payload_cells._cellscan.span_marks(text, marks, spans) == expected
+            assert payload_cells._cellscan.span_marks(text, marks, [0, len(text)]) == [
+                0 if mark in text else -1 for mark in marks]  # fmt: skip
+    with pytest.raises(TypeError):
+        payload_cells._cellscan.span_marks(b"text", (b"",), [0, 4])
+    with pytest.raises(TypeError):
+        payload_cells._cellscan.span_marks(b"text", ("t",), [0, 4])
+    with pytest.raises(ValueError):
+        payload_cells._cellscan.span_marks(b"text", (b"t",) * 9, [0, 4])
+
+
+@compiled
+def test_span_marks_and_element_spans_without_avx2_equal_with_it() -> None:
+    """TOOLKIT_NO_AVX2 keeps span_marks' and the strings' scalar loops: the same results."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import hashlib, random, sys\n"
+              "from pathlib import Path\n"
+              "from toolkit.histories import _cellscan as c\n"
+              "g, h = random.Random(3), hashlib.sha256()\n"
+              "for _ in range(3000):\n"
+              "    t = bytes(g.choice(b'abuC') for _ in range(g.randrange(0, 150)))\n"
+              "    m = tuple(bytes(g.choice(b'abuC') for _ in range(g.randrange(1, 5)))"
+              " for _ in range(g.randrange(1, 8)))\n"
+              "    s = [g.randrange(-2, len(t) + 2) for _ in range(2 * g.randrange(0, 5))]\n"
+              "    h.update(repr(c.span_marks(t, m, s)).encode())\n"
+              "for _ in range(3000):\n"
+              "    body = ''.join(g.choice(['a', '\\\\\\\\', '\\\\\"', 'x' * g.randrange(70),"
+              " '{}]']) for _ in range(g.randrange(12)))\n"
+              "    d = ('[' + ', '.join(['{\"k\": \"%s\", \"n\": [1]}' % body] * 3)"
+              " + ']').encode()\n"
+              "    spans, at, done = c.element_spans(d, 1, 10)\n"
+              "    h.update(bytes(spans) + repr((at, done)).encode())\n"
+              "for p in sorted(Path(sys.argv[1]).rglob('*.json'))[:200]:\n"
+              "    d = p.read_bytes()\n"
+              "    if d.lstrip()[:1] == b'[':\n"
+              "        h.update(bytes(c.element_spans(d, d.index(b'[') + 1, 5000)[0]))\n"
+              "print(h.hexdigest())")  # fmt: skip
+    plain = {k: v for k, v in os.environ.items() if k != "TOOLKIT_NO_AVX2"}
+    found = [subprocess.run([sys.executable, "-c", script, str(ROOT / "data")],
+                            capture_output=True, text=True, env=env)
+             for env in (plain, {**plain, "TOOLKIT_NO_AVX2": "1"})]  # fmt: skip
+    assert found[0].returncode == 0, found[0].stderr
+    assert found[0].stdout == found[1].stdout and len(found[0].stdout.strip()) == 64

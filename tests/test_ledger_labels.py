@@ -14,7 +14,7 @@ import toolkit as tk
 from toolkit.agents.activity_turns import activity_turns
 from toolkit.agents.ledger_labels import run_labels
 from toolkit.agents.turns import label_fields
-from toolkit.histories.versions import version_labels
+from toolkit.histories.versions import event_texts, version_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "histories"
@@ -192,3 +192,128 @@ def test_json_event_texts_equal_each_json_event(
     assert checked
     # The scanner declines some documents (they are split as without it); never all of them.
     assert bool(spans) == scanned
+
+
+def _spans(history) -> list[tuple[int, int]]:
+    """Each event's (start, end) in its history's document, found from the whole split."""
+    out, at = [], 0
+    for event in history.json_events:
+        text = bytes(event)
+        at = history.document.index(text, at)
+        out.append((at, at + len(text)))
+        at += len(text)
+    return out
+
+
+@pytest.mark.parametrize("scanned", [False, True], ids=["split", "scanned"])
+def test_spans_of_equal_the_whole_split(scanned: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The events' places in their document, split off only as far as the last asked for, in
+    any order and repeated, equal the whole split's; none past the last event."""
+    import random
+
+    from toolkit.histories.reading import json_scan
+
+    if scanned:
+        if json_scan._compiled is None:
+            pytest.skip("built without a C compiler: no scanner")
+        monkeypatch.setattr(json_scan, "SCAN_FROM_BYTES", 0)
+    generator = random.Random(5)
+    paths = [p for p in sorted((ROOT / "data").rglob("*.json"))
+             if not p.name.endswith("meta.json")][:30]  # fmt: skip
+    checked = 0
+    for path in paths:
+        for ours, theirs in zip(_histories(path), _histories(path), strict=True):
+            if ours.document is None or ours.spans_of([0]) is None:
+                continue
+            spans = _spans(theirs)
+            count = len(spans)
+            for indices in ([0], [2, 1, 1], generator.sample(range(count), min(count, 9)),
+                            list(range(count)), []):  # fmt: skip
+                indices = [i for i in indices if i < count]
+                assert ours.spans_of(indices) == [x for i in indices for x in spans[i]]
+            assert ours.spans_of([count]) is None
+            assert ours.spans_of([-1]) is None
+            checked += 1
+    assert checked > 10
+
+
+def _two_runs(events, cut: int):
+    """``events`` of one history made two runs of the same document: its events from row
+    ``cut`` on another history of the same source."""
+    events = events.copy()
+    history = events["history"].to_numpy().copy()
+    history[cut:] = 1
+    events["history"] = history
+    return events
+
+
+def test_runs_of_one_document_and_frames_out_of_order(tmp_path: Path) -> None:
+    """A document holding two runs (a part spelt only in the second run's tasks, or only in
+    the first's), and frames whose rows are not in the documents' order: each run's label is
+    the one of its own tasks, in frame order."""
+    original = json.loads(TWO_TURNS.read_text())
+    later = json.loads(json.dumps(original))
+    tasks = _tasks(later)
+    tasks[-1]["workflowTaskCompletedEventAttributes"]["deploymentVersion"] = {
+        "deploymentName": "late", "buildId": "v9"}  # fmt: skip
+    tasks[0]["workflowTaskCompletedEventAttributes"]["binaryChecksum"] = "0123456789abcdef00"
+    (tmp_path / "later.json").write_text(json.dumps(later))
+    events, errors = tk.read_histories(tmp_path, progress=False)
+    assert errors.empty
+    completed = [i for i, t in enumerate(events["event_type"]) if t == "WorkflowTaskCompleted"]
+    checked = set()
+    for cut in (completed[1], completed[-1], completed[-1] + 1, 1):
+        two = _two_runs(events, cut)
+        expected = _expected(two)
+        assert _labels(two) == expected
+        checked.update(expected)
+        for frame in (two.iloc[::-1], two.sample(frac=1, random_state=3), events.iloc[::-1]):
+            assert _labels(frame) == _expected(frame)
+    assert any(label.startswith("deployment late:v9") for label in checked)
+    assert any(not label.startswith("deployment") for label in checked)
+
+
+@pytest.mark.parametrize("folder", [ROOT / "data" / "openai_agents", ROOT / "data" / "adk",
+                                    ROOT / "tests" / "fixtures" / "agent_histories"],
+                         ids=lambda p: p.name)  # fmt: skip
+def test_pure_paths_give_the_same_labels(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tasks searched in place by bytes.find (no compiled span_marks), and their texts
+    sliced off and joined (no compiled splitter: no event can be placed), give the labels the
+    compiled search gives; with it, the runs of the lab's documents are searched in place."""
+    from toolkit.agents import ledger_labels
+    from toolkit.histories.reading import dialects
+
+    events, _ = tk.read_histories(folder, progress=False)
+    expected = _expected(events)
+    joined = []
+    monkeypatch.setattr(ledger_labels, "event_texts",
+                        lambda cells: joined.append(len(cells)) or event_texts(cells))  # fmt: skip
+    assert _labels(tk.read_histories(folder, progress=False).events) == expected
+    if ledger_labels._cellscan is not None and folder.name != "agent_histories":
+        assert len(joined) < len(expected) / 2  # (a run escaping a character joins its texts)
+    monkeypatch.setattr(ledger_labels, "_span_marks", ledger_labels._marks_each)
+    assert _labels(tk.read_histories(folder, progress=False).events) == expected
+    monkeypatch.setattr(dialects, "_cellscan", None)
+    joined.clear()
+    assert _labels(tk.read_histories(folder, progress=False).events) == expected
+    assert joined
+
+
+def test_a_part_under_an_escaped_key_of_a_task(tmp_path: Path) -> None:
+    """A deployment (or build id) named under a key escaping a letter by its code: no task's
+    text spells the mark, the run's label still names it (its tasks read one by one)."""
+    original = json.loads(TWO_TURNS.read_text())
+    named = json.loads(json.dumps(original))
+    _tasks(named)[1]["workflowTaskCompletedEventAttributes"]["deploymentVersion"] = {
+        "deploymentName": "quiet", "buildId": "v3"}  # fmt: skip
+    text = json.dumps(named).replace('"deploymentVersion"', '"deploym\\u0065ntVersion"')
+    assert '"deploymentVersion"' not in text
+    (tmp_path / "escaped.json").write_text(text)
+    build = json.dumps(original).replace('"buildId"', '"build\\u0049d"')
+    (tmp_path / "escaped_build.json").write_text(build)
+    events, errors = tk.read_histories(tmp_path, progress=False, dedupe=False)
+    assert errors.empty
+    expected = _expected(events)
+    assert expected[0].startswith("deployment quiet:v3")
+    assert "build" in expected[1]
+    assert _labels(events) == expected

@@ -14,6 +14,12 @@ label per run with model calls. :func:`run_labels` gives that label, equal to
 An event whose raw JSON does not spell a part's key cannot hold that part, so it is decoded only
 when it spells one that is still missing (in the Python SDK's histories only the first completed
 task of a run names the SDK, every task the build id, none a deployment).
+
+The tasks of a ``{"events": [...]}`` document (the common export) are searched in place: the
+document split off as far as the run's last task (as the ledger's model calls split it after
+for their own events), the marks looked for in the tasks' spans of it by one call
+(``_cellscan.span_marks``), no text sliced off or joined. A run one of whose tasks escapes a
+character by its code, and any other history, read their tasks' texts one by one.
 """
 
 from __future__ import annotations
@@ -31,14 +37,32 @@ import pandas as pd
 from toolkit.agents.activity_turns import ActivityTurns
 from toolkit.agents.turns import sidecar_fields, sidecar_label
 from toolkit.histories.columns.lazy import LazyAttributes
+from toolkit.histories.reading.dialects import _cellscan
 from toolkit.histories.versions import PART_MARKS, _compose, escapes, event_texts, label_parts
 
 __all__ = ["run_labels"]
 
 _TASK_EVENTS = ("WorkflowTaskStarted", "WorkflowTaskCompleted", "WorkflowTaskFailed")
 _PARTS = ("deployment", "build_id", "sdk_name", "sdk_version", "binary_checksum")
-#: What the raw JSON of an event spells when its attributes hold each part (the keys
-#: ``_deployment`` reads all contain "eployment"; the build id is ``...buildId`` wherever it is).
+#: The part marks and the escape of a character by its code (a text escaping one could spell a
+#: key without its letters), looked for together; the escape's number in it.
+_MARKS_AND_ESCAPE = (*PART_MARKS, b"\\u")
+_ESCAPE = len(PART_MARKS)
+
+
+def _marks_each(text: bytes, marks: tuple[bytes, ...], spans: list[int]) -> list[int]:
+    """Per mark of ``marks``, the number of the first of ``spans`` (start and end pairs in
+    ``text``) whose bytes spell it, -1 where none does: :func:`_cellscan.span_marks`' pure
+    twin."""
+    pairs = range(len(spans) // 2)
+    return [next((k for k in pairs
+                  if text.find(mark, max(spans[2 * k], 0), max(spans[2 * k + 1], 0)) >= 0), -1)
+            for mark in marks]  # fmt: skip
+
+
+_span_marks = _marks_each if _cellscan is None else _cellscan.span_marks
+
+
 class _Tasks:
     """The workflow-task events of a frame: their parts, each event decoded at most once."""
 
@@ -46,6 +70,22 @@ class _Tasks:
         self.cells = cells
         self.parts: list[tuple[Any, ...] | None] = [None] * len(cells)
         self.raws: list[bytes | bool | None] = [False] * len(cells)  # False: not looked at
+
+    def spans(self, rows: Sequence[int]) -> tuple[bytes, list[int]] | None:
+        """The document holding the events ``rows`` and their spans in it (start and end pairs,
+        in the order of ``rows``), the document split off as far as the last of them; None
+        where they are not all events of one raw JSON document whose events can be placed."""
+        cells = self.cells
+        first = cells[rows[0]]
+        history = first._history if type(first) is LazyAttributes else None
+        text = getattr(history, "document", None)
+        if type(text) is not bytes or not hasattr(history, "spans_of"):
+            return None
+        mine = [cells[row] for row in rows]
+        if not all(type(cell) is LazyAttributes and cell._history is history for cell in mine):
+            return None
+        spans = history.spans_of([cell._index for cell in mine])
+        return None if spans is None else (text, spans)
 
     def raw(self, index: int) -> bytes | None:
         """The raw JSON of event ``index``; None for a cell that is no raw JSON, or whose text
@@ -73,6 +113,13 @@ class _Tasks:
 
     def may_hold(self, index: int, wanted: Sequence[int]) -> bool:
         """Whether event ``index`` can hold all the parts at positions ``wanted``."""
+        if self.raws[index] is False:  # not read: its text searched in place, where it can be
+            searched = self.spans([index])
+            if searched is not None:
+                text, spans = searched
+                marks = (*(PART_MARKS[i] for i in wanted), _MARKS_AND_ESCAPE[_ESCAPE])
+                found = _span_marks(text, marks, spans)
+                return found[-1] >= 0 or min(found[:-1]) >= 0  # (an escape: it may)
         raw = self.raw(index)
         return raw is None or all(PART_MARKS[i] in raw for i in wanted)
 
@@ -87,6 +134,22 @@ class _Tasks:
 def _run_parts(tasks: _Tasks, rows: Sequence[int]) -> dict[str, Any]:
     """The first non-empty value of each part over the events ``rows``, in order."""
     parts: list[Any] = [None] * len(_PARTS)
+    searched = tasks.spans(rows)
+    if searched is not None:
+        text, spans = searched
+        found = _span_marks(text, _MARKS_AND_ESCAPE, spans)
+        if found[_ESCAPE] < 0:  # no task's text escapes a character: keys spelt with letters
+            # Each part is the one of the first event spelling its mark that gives it (the
+            # same parts as the joined texts' search below, the texts searched in place).
+            for i, k in enumerate(found[:_ESCAPE]):
+                while k >= 0:
+                    value = tasks.get(rows[k])[i]
+                    if value:
+                        parts[i] = value
+                        break
+                    later = _span_marks(text, PART_MARKS[i : i + 1], spans[2 * k + 2 :])[0]
+                    k = k + 1 + later if later >= 0 else -1
+            return dict(zip(_PARTS, parts, strict=True))
     texts = tasks.texts(rows)
     if None not in texts:  # (bytes compare unequal to None: no text is looked into)
         # An event gives a part only if its text spells the part's mark: each part is the one
@@ -193,17 +256,18 @@ def run_labels(frame: pd.DataFrame, found: ActivityTurns, codes: Sequence[int]) 
     run = found.positions["rows"][rows]
     completed = event_type[rows] == "WorkflowTaskCompleted"
     wanted = sorted(set(codes))
-    order = np.argsort(run, kind="stable")  # each run's task events together, in frame order
-    starts = np.searchsorted(run[order], wanted, side="left")
-    ends = np.searchsorted(run[order], wanted, side="right")
+    # Each run's completed tasks (all its tasks where none completed), together in frame order:
+    # chosen for all runs at once, each run's rows then a slice of one list.
+    has_done = np.zeros(len(found.runs), dtype=bool)
+    has_done[run[completed]] = True
+    chosen = np.flatnonzero(completed | ~has_done[run])
+    order = chosen[np.argsort(run[chosen], kind="stable")]
+    starts = np.searchsorted(run[order], wanted, side="left").tolist()
+    ends = np.searchsorted(run[order], wanted, side="right").tolist()
+    rows_in_order = order.tolist()
     parts_of: dict[int, dict[str, Any] | None] = {}
-    for code, start, end in zip(wanted, starts.tolist(), ends.tolist(), strict=True):
-        mine = order[start:end]
-        if not len(mine):
-            parts_of[code] = None
-            continue
-        done = mine[completed[mine]]
-        parts_of[code] = _run_parts(tasks, (done if len(done) else mine).tolist())
+    for code, start, end in zip(wanted, starts, ends, strict=True):
+        parts_of[code] = _run_parts(tasks, rows_in_order[start:end]) if end > start else None
     builds = {p["build_id"] for p in parts_of.values()
               if p is not None and p["build_id"] and not p["deployment"]}  # fmt: skip
     sdk_of_build = _sdk_of_builds(tasks, builds) if builds else {}

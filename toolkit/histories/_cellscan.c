@@ -31,7 +31,14 @@
  *
  * element_spans(buf, at, count) -> (spans, at, done)
  *   The spans of the next `count` elements of the (valid) JSON array read at `at`: what splitting
- *   a whole history's events costs, for the first few of them only.
+ *   a whole history's events costs, for the first few of them only (strings read 32 bytes at a
+ *   time with AVX2).
+ *
+ * span_marks(buf, marks, spans) -> list[int]
+ *   Per mark (a tuple of at most 8 non-empty bytes): the number of the first of `spans` (a
+ *   list of ints, start and end pairs in buf) whose bytes spell it, -1 where none does: the
+ *   ledger's workflow tasks searched in place, none sliced off or joined. With AVX2, 32 places
+ *   at a time for all the marks, each mark's two rarest bytes compared, then memcmp.
  *
  * last_spans(buf, end, count) -> (spans, done)
  *   The same for the last `count` elements, read backwards from the array's closing "]".
@@ -423,9 +430,43 @@ static PyObject *resent(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* The closing quote of the JSON string whose text starts at `at` (memchr to each quote, then
- * the backslashes before it: an odd number escapes it). */
+static Py_ssize_t string_end_scalar(const unsigned char *s, Py_ssize_t n, Py_ssize_t at);
+
+#ifdef HAVE_AVX2_PATH
+/* string_end, 32 bytes at a time: the first quote or backslash of each block, a backslash and
+ * the byte it escapes stepped over (a history's keys and short values end in their first block,
+ * with no call into memchr, which costs more than such a string; its base64 goes 32 bytes a
+ * step). The last bytes (fewer than 32) are left to the scalar loop. */
+__attribute__((target("avx2"))) static Py_ssize_t string_end_avx2(const unsigned char *s,
+                                                                 Py_ssize_t n, Py_ssize_t at) {
+    const __m256i quote = _mm256_set1_epi8('"'), backslash = _mm256_set1_epi8('\\');
+    while (at + 32 <= n) {
+        __m256i text = _mm256_loadu_si256((const __m256i *)(s + at));
+        uint32_t hit = (uint32_t)_mm256_movemask_epi8(
+            _mm256_or_si256(_mm256_cmpeq_epi8(text, quote), _mm256_cmpeq_epi8(text, backslash)));
+        if (hit == 0) {
+            at += 32;
+            continue;
+        }
+        at += __builtin_ctz(hit);
+        if (s[at] == '"') return at;
+        at += 2; /* the backslash and the byte it escapes */
+    }
+    return string_end_scalar(s, n, at);
+}
+#endif
+
+/* The closing quote of the JSON string whose text starts at `at` (`at` not inside an escape). */
 static Py_ssize_t string_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t at) {
+#ifdef HAVE_AVX2_PATH
+    if (use_avx2) return string_end_avx2(s, n, at);
+#endif
+    return string_end_scalar(s, n, at);
+}
+
+/* string_end without AVX2: memchr to each quote, then the backslashes before it (an odd number
+ * escapes it). */
+static Py_ssize_t string_end_scalar(const unsigned char *s, Py_ssize_t n, Py_ssize_t at) {
     while (at < n) {
         const unsigned char *quote = memchr(s + at, '"', (size_t)(n - at));
         if (quote == NULL) return n;
@@ -575,6 +616,208 @@ static PyObject *last_spans(PyObject *self, PyObject *args) {
     PyBuffer_Release(&view);
     if (fit_spans(spans, found) < 0) return NULL;
     return Py_BuildValue("(Ni)", spans, done);
+}
+
+/* The most marks span_marks looks for at once. */
+#define MAX_MARKS 8
+
+/* The first place at or after `at` of each of the `k` marks still wanted (`left[j]` -1) in the
+ * `n` bytes of `s`, written to `left` (-2: none): each place's first byte, then memcmp (the few
+ * places the vector blocks leave; memmem's setup costs more than a short text). */
+static void places_tail(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, Py_ssize_t k,
+                        const unsigned char **mark, const Py_ssize_t *size, Py_ssize_t *left) {
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (left[j] != -1) continue;
+        left[j] = -2;
+        for (Py_ssize_t p = at; p + size[j] <= n; p++) {
+            if (s[p] == mark[j][0] && memcmp(s + p, mark[j], (size_t)size[j]) == 0) {
+                left[j] = p;
+                break;
+            }
+        }
+    }
+}
+
+#ifdef HAVE_AVX2_PATH
+/* Where in the 32 places from `p` each of the first `k` marks has its two bytes `first` and
+ * `last` (offsets `off[2w]` and `off[2w + 1]` into it), all marks' agreements joined. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i agree(
+    const unsigned char *p, Py_ssize_t k, const __m256i *first, const __m256i *last,
+    const Py_ssize_t *off) {
+    __m256i any = _mm256_setzero_si256();
+    for (Py_ssize_t w = 0; w < k; w++) {
+        __m256i one = _mm256_loadu_si256((const __m256i *)(p + off[2 * w]));
+        __m256i two = _mm256_loadu_si256((const __m256i *)(p + off[2 * w + 1]));
+        any = _mm256_or_si256(any, _mm256_and_si256(_mm256_cmpeq_epi8(one, first[w]),
+                                                    _mm256_cmpeq_epi8(two, last[w])));
+    }
+    return any;
+}
+
+/* How rarely byte `c` is met in proto-JSON histories, roughly (higher: rarer): a backslash, a
+ * capital (a camel-case key's inner word), the small letters by their frequency in English,
+ * then digits, and the structure and spaces, met everywhere. span_marks compares each mark's
+ * two rarest bytes first: its first and last ("e" and "t" of "eployment") agree a hundred times
+ * more often in a history's keys and times than "p" and "y" do. */
+static int rarity(unsigned char c) {
+    static const char small[] = "etaoinsrhldcumfpgwybvkxjqz";  /* commonest first */
+    if (c == '\\') return 60;
+    if (c >= 'A' && c <= 'Z') return 50;
+    if (c >= 'a' && c <= 'z') return 10 + (int)(strchr(small, c) - small);
+    if (c >= '0' && c <= '9') return 5;
+    return 0;
+}
+
+/* The offsets into `mark` (`size` bytes) of its two rarest bytes (the first where tied), the
+ * smaller first; both 0 for a single byte. */
+static void rarest_pair(const unsigned char *mark, Py_ssize_t size, Py_ssize_t pair[2]) {
+    Py_ssize_t a = 0, b = -1;
+    for (Py_ssize_t i = 1; i < size; i++) {
+        if (rarity(mark[i]) > rarity(mark[a])) b = a, a = i;
+        else if (b < 0 || rarity(mark[i]) > rarity(mark[b])) b = i;
+    }
+    if (b < 0) b = a;
+    pair[0] = a < b ? a : b, pair[1] = a < b ? b : a;
+}
+
+/* The first pair of 32-place blocks from `at` (to `stop`, where the last block may begin) in
+ * which a mark's two bytes agree; `stop` past the last where none do. `k` is a constant in each
+ * call below, so that the marks' loop is unrolled and their bytes stay in registers. */
+__attribute__((target("avx2"), always_inline)) static inline Py_ssize_t next_agreeing(
+    const unsigned char *s, Py_ssize_t at, Py_ssize_t stop, Py_ssize_t k, const __m256i *first,
+    const __m256i *last, const Py_ssize_t *off) {
+    for (; at + 32 <= stop; at += 64) {
+        __m256i any = _mm256_or_si256(agree(s + at, k, first, last, off),
+                                      agree(s + at + 32, k, first, last, off));
+        if (!_mm256_testz_si256(any, any)) return at;
+    }
+    for (; at <= stop; at += 32) {
+        __m256i any = agree(s + at, k, first, last, off);
+        if (!_mm256_testz_si256(any, any)) return at;
+    }
+    return at;
+}
+
+/* places_tail for up to MAX_MARKS marks in one pass: per 32 places, the bytes at each wanted
+ * mark's two rarest offsets compared with its bytes there, the agreements of all marks joined
+ * into one test (a place where both bytes of a mark agree is rare: at about one place in 4096
+ * of base64 text, far fewer elsewhere), and only then each mark's places compared whole. Stops
+ * where all are found; the last places (fewer than 32 plus the longest mark) are left to
+ * places_tail. Returns where the blocks stopped; `pair`: each mark's rarest_pair. */
+__attribute__((target("avx2"))) static Py_ssize_t places_avx2(
+    const unsigned char *s, Py_ssize_t n, Py_ssize_t at, Py_ssize_t k,
+    const unsigned char **mark, const Py_ssize_t *size, const Py_ssize_t *pair,
+    Py_ssize_t *left) {
+    __m256i first[MAX_MARKS], last[MAX_MARKS];
+    Py_ssize_t which[MAX_MARKS], off[2 * MAX_MARKS], longest = 1, wanted = 0;  /* still wanted */
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (left[j] != -1) continue;
+        off[2 * wanted] = pair[2 * j], off[2 * wanted + 1] = pair[2 * j + 1];
+        first[wanted] = _mm256_set1_epi8((char)mark[j][off[2 * wanted]]);
+        last[wanted] = _mm256_set1_epi8((char)mark[j][off[2 * wanted + 1]]);
+        if (size[j] > longest) longest = size[j];
+        which[wanted++] = j;
+    }
+    Py_ssize_t stop = n - 32 - (longest - 1);  /* the last place a block may begin */
+    while (wanted && at <= stop) {
+        switch (wanted) {
+            case 1: at = next_agreeing(s, at, stop, 1, first, last, off); break;
+            case 2: at = next_agreeing(s, at, stop, 2, first, last, off); break;
+            case 3: at = next_agreeing(s, at, stop, 3, first, last, off); break;
+            case 4: at = next_agreeing(s, at, stop, 4, first, last, off); break;
+            default: at = next_agreeing(s, at, stop, wanted, first, last, off); break;
+        }
+        /* The one or two blocks from `at` (each inside the buffer) where some bytes agree. */
+        for (Py_ssize_t end = at + 64; wanted && at <= stop && at < end; at += 32) {
+            for (Py_ssize_t w = 0; w < wanted;) {
+                Py_ssize_t j = which[w];
+                __m256i one = _mm256_loadu_si256((const __m256i *)(s + at + off[2 * w]));
+                __m256i two = _mm256_loadu_si256((const __m256i *)(s + at + off[2 * w + 1]));
+                uint32_t both = (uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
+                    _mm256_cmpeq_epi8(one, first[w]), _mm256_cmpeq_epi8(two, last[w])));
+                for (; both; both &= both - 1) {
+                    Py_ssize_t place = at + __builtin_ctz(both);
+                    if (memcmp(s + place, mark[j], (size_t)size[j]) == 0) {
+                        left[j] = place;
+                        break;
+                    }
+                }
+                if (left[j] == -1) {
+                    w++;
+                    continue;
+                }
+                wanted--;  /* found: the last mark still wanted takes its slot */
+                first[w] = first[wanted], last[w] = last[wanted], which[w] = which[wanted];
+                off[2 * w] = off[2 * wanted], off[2 * w + 1] = off[2 * wanted + 1];
+            }
+        }
+    }
+    return at;
+}
+#endif
+
+/* span_marks(buf, marks, spans): per span, the marks not found yet looked for in its bytes at
+ * once (the vector blocks where AVX2 is, then the tail place by place). */
+static PyObject *span_marks(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    PyObject *marks, *spans;
+    if (!PyArg_ParseTuple(args, "y*O!O!", &view, &PyTuple_Type, &marks, &PyList_Type, &spans))
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(marks), pairs = PyList_GET_SIZE(spans) / 2;
+    const unsigned char *mark[MAX_MARKS];
+    Py_ssize_t size[MAX_MARKS], left[MAX_MARKS], first[MAX_MARKS], pair[2 * MAX_MARKS];
+    Py_ssize_t wanted = count;
+    if (count > MAX_MARKS) {
+        PyErr_SetString(PyExc_ValueError, "at most 8 marks");
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < count; j++) {
+        PyObject *one = PyTuple_GET_ITEM(marks, j);
+        if (!PyBytes_Check(one) || PyBytes_GET_SIZE(one) == 0) {
+            PyErr_SetString(PyExc_TypeError, "marks must be non-empty bytes");
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        mark[j] = (const unsigned char *)PyBytes_AS_STRING(one);
+        size[j] = PyBytes_GET_SIZE(one);
+        first[j] = -1;  /* the number of the first span spelling it */
+#ifdef HAVE_AVX2_PATH
+        rarest_pair(mark[j], size[j], pair + 2 * j);  /* once per call, not per span */
+#endif
+    }
+    const unsigned char *s = view.buf;
+    for (Py_ssize_t k = 0; k < pairs && wanted; k++) {
+        Py_ssize_t start = PyLong_AsSsize_t(PyList_GET_ITEM(spans, 2 * k));
+        Py_ssize_t end = PyLong_AsSsize_t(PyList_GET_ITEM(spans, 2 * k + 1));
+        if (PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        if (start < 0) start = 0;
+        if (end > view.len) end = view.len;
+        if (start >= end) continue;
+        for (Py_ssize_t j = 0; j < count; j++) left[j] = first[j] < 0 ? -1 : -3;  /* -3: found */
+        Py_ssize_t at = start;
+#ifdef HAVE_AVX2_PATH
+        if (use_avx2) at = places_avx2(s, end, at, count, mark, size, pair, left);
+#endif
+        places_tail(s, end, at, count, mark, size, left);
+        for (Py_ssize_t j = 0; j < count; j++) {
+            if (left[j] >= 0) first[j] = k, wanted--;
+        }
+    }
+    PyBuffer_Release(&view);
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t j = 0; out != NULL && j < count; j++) {
+        PyObject *number = PyLong_FromSsize_t(first[j]);
+        if (number == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, j, number);
+    }
+    return out;
 }
 
 /* Whether payload `k` of a cell (five entries of one_cell's `found`) has the encoding `b64`. */
@@ -788,6 +1031,8 @@ static PyMethodDef methods[] = {
     {"common_suffix", common_suffix, METH_VARARGS, "Length of the common end of a and b."},
     {"element_spans", element_spans, METH_VARARGS,
      "Spans of the next elements of a JSON array, where to go on, whether it ended."},
+    {"span_marks", span_marks, METH_VARARGS,
+     "The number of the first span spelling each mark (-1: none)."},
     {"last_spans", last_spans, METH_VARARGS,
      "Spans of the last elements of a JSON array, last first, and whether it began."},
     {"resent", resent, METH_VARARGS,

@@ -121,13 +121,9 @@ class RawHistory:
             return self.json_events[index]
         if index >= _PREFIX_EVENTS:
             return self._from_the_end(index)
-        if self._prefix is None:
-            head = _EVENTS_FIRST.match(self.document)
-            at = _LEADING_SPACE.match(self.document, head.end()).end() if head else -1
-            if at < 0 or self.document[at : at + 1] != b"[":
-                return self.json_events[index]
-            self._prefix, self._prefix_at = [], at + 1
-        spans = self._prefix
+        spans = self._prefix_spans()
+        if spans is None:
+            return self.json_events[index]
         if 2 * index >= len(spans) and self._prefix_at >= 0:
             known = len(spans) // 2  # at least doubling what is known: a few calls per run
             wanted = min(max(index + 1 - known, known, 8), _PREFIX_EVENTS - known)
@@ -137,6 +133,45 @@ class RawHistory:
         if 2 * index + 1 < len(spans):
             return msgspec.Raw(memoryview(self.document)[spans[2 * index] : spans[2 * index + 1]])
         return self.json_events[index]  # past the end: the split says what is wrong
+
+    def _prefix_spans(self) -> list[int] | None:
+        """The spans split off the front of ``document`` so far (none on first use); None where
+        there is no compiled scanner or the document is no ``{"events": [...]}`` one."""
+        if self._prefix is None:
+            if self.document is None or _cellscan is None:
+                return None
+            head = _EVENTS_FIRST.match(self.document)
+            at = _LEADING_SPACE.match(self.document, head.end()).end() if head else -1
+            if at < 0 or self.document[at : at + 1] != b"[":
+                return None
+            self._prefix, self._prefix_at = [], at + 1
+        return self._prefix
+
+    def spans_of(self, indices: Sequence[int]) -> list[int] | None:
+        """``start, end`` of the raw JSON of each event of ``indices`` in ``document``, one
+        pair after another, the document split off as far as the last of them (as
+        :meth:`json_event_texts` splits it); None where the events' places are not known (no
+        compiled scanner, no ``{"events": [...]}`` document) or an index is past the last
+        event. The ledger searches the texts in place, none sliced off."""
+        if not indices:
+            return []
+        top = max(indices)
+        if self.event_spans is not None:
+            starts, ends = self.event_spans  # the scanner's: every event's span is known
+            if min(indices) < 0 or top >= len(starts):
+                return None
+            return [int(x) for i in indices for x in (starts[i], ends[i])]
+        spans = self._prefix_spans()
+        if spans is None or min(indices) < 0:
+            return None
+        if 2 * top + 1 >= len(spans) and self._prefix_at >= 0:
+            found, at, done = _cellscan.element_spans(self.document, self._prefix_at,
+                                                      top + 1 - len(spans) // 2)  # fmt: skip
+            spans.extend(memoryview(found).cast("q").tolist())
+            self._prefix_at = -1 if done else at
+        if 2 * top + 1 >= len(spans):
+            return None
+        return [x for i in indices for x in (spans[2 * i], spans[2 * i + 1])]
 
     def json_event_texts(self, indices: Sequence[int]) -> list[bytes]:
         """``bytes(self.json_event(index))`` of each of ``indices``, those of the events split
