@@ -317,3 +317,24 @@ def test_a_part_under_an_escaped_key_of_a_task(tmp_path: Path) -> None:
     assert expected[0].startswith("deployment quiet:v3")
     assert "build" in expected[1]
     assert _labels(events) == expected
+
+
+def test_a_build_s_sdk_stated_under_an_escaped_key_in_another_run(tmp_path: Path) -> None:
+    """A build's SDK (and the build id) named only under escaped keys (no text spells
+    ``sdkName`` or ``buildId``), in a run before another of the same build naming no SDK: the
+    second run borrows it."""
+    original = json.loads(TWO_TURNS.read_text())
+    build = original["events"][2]["workflowTaskStartedEventAttributes"]["workerVersion"]["buildId"]
+    bare = json.loads(json.dumps(original))
+    for task in _tasks(bare):
+        task["workflowTaskCompletedEventAttributes"].get("sdkMetadata", {}).pop("sdkName", None)
+    escaped = (json.dumps(original).replace('"sdkName"', '"sdk\\u004eame"')
+               .replace('"buildId"', '"build\\u0049d"'))  # fmt: skip
+    (tmp_path / "a_escaped.json").write_text(escaped.replace(build, "abcabcabcabcabcabc12"))
+    (tmp_path / "b_bare.json").write_text(json.dumps(bare).replace(build, "abcabcabcabcabcabc12"))
+    events, errors = tk.read_histories(tmp_path, progress=False, dedupe=False)
+    assert errors.empty
+    expected = _expected(events)
+    assert expected[0] == expected[1] and " · build abcabcab" in expected[1]
+    assert not expected[1].startswith("build")
+    assert _labels(events) == expected

@@ -183,19 +183,58 @@ def _run_parts(tasks: _Tasks, rows: Sequence[int]) -> dict[str, Any]:
     return dict(zip(_PARTS, parts, strict=True))
 
 
-def _sdk_of_builds(tasks: _Tasks, builds: set[Any]) -> dict[Any, str]:
-    """Per build id of ``builds``: the SDK the first event of the frame with it states."""
-    out: dict[Any, str] = {}
-    for index in range(len(tasks.cells)):
-        if len(out) == len(builds):
+def _stating(tasks: _Tasks, start: int) -> tuple[int, list[int] | None]:
+    """Where the events from ``start`` that may state a build's SDK are: the end of the events
+    of one raw JSON document that follow each other from ``start``, and of those the ones whose
+    text spells an SDK name and a build id (or escapes a character: they may), found by a few
+    searches of their spans in place; None where they cannot be searched so (each event is
+    then looked at by :meth:`_Tasks.may_hold`)."""
+    cells = tasks.cells
+    first = cells[start]
+    if type(first) is not LazyAttributes:
+        return start + 1, None
+    history, stop = first._history, start + 1
+    while stop < len(cells) and type(cells[stop]) is LazyAttributes \
+            and cells[stop]._history is history:  # fmt: skip
+        stop += 1
+    searched = tasks.spans(range(start, stop))
+    if searched is None:
+        return stop, None
+    text, spans = searched
+    name, build, escape = PART_MARKS[2], PART_MARKS[1], _MARKS_AND_ESCAPE[_ESCAPE]
+    found, k = [], 0
+    while 2 * k < len(spans):
+        # The next event spelling an SDK name, or escaping a character, from event k on.
+        named, escaped = _span_marks(text, (name, escape), spans[2 * k :])
+        step = min(named if named >= 0 else len(spans), escaped if escaped >= 0 else len(spans))
+        if step >= len(spans):
             break
-        if not tasks.may_hold(index, (1, 2)):  # a build id and an SDK name
-            continue
-        _, build, name, version, _ = tasks.get(index)
-        if build and name and build not in out:
-            sdk = " ".join(str(p) for p in (name, version) if p)
-            if build in builds:
-                out[build] = sdk
+        k += step
+        if escaped == step or _span_marks(text, (build,), spans[2 * k : 2 * k + 2])[0] == 0:
+            found.append(start + k)
+        k += 1
+    return stop, found
+
+
+def _sdk_of_builds(tasks: _Tasks, builds: set[Any]) -> dict[Any, str]:
+    """Per build id of ``builds``: the SDK the first event of the frame with it states. The
+    events of one document that follow each other are searched together for those that may
+    state one (a run's first completed task, mostly), not one by one."""
+    out: dict[Any, str] = {}
+    start, count = 0, len(tasks.cells)
+    while start < count and len(out) < len(builds):
+        stop, found = _stating(tasks, start)
+        candidates = found if found is not None else (
+            index for index in range(start, stop) if tasks.may_hold(index, (1, 2)))  # fmt: skip
+        for index in candidates:  # (may_hold of the others: False; in frame order)
+            if len(out) == len(builds):
+                break
+            _, build, name, version, _ = tasks.get(index)
+            if build and name and build not in out:
+                sdk = " ".join(str(p) for p in (name, version) if p)
+                if build in builds:
+                    out[build] = sdk
+        start = stop
     return out
 
 
