@@ -338,3 +338,15 @@ def test_a_build_s_sdk_stated_under_an_escaped_key_in_another_run(tmp_path: Path
     assert expected[0] == expected[1] and " · build abcabcab" in expected[1]
     assert not expected[1].startswith("build")
     assert _labels(events) == expected
+
+
+def test_labels_without_the_type_codes_equal_with_them() -> None:
+    """Turns found without activity_turns' event type codes: the task rows read off the
+    frame's event types, the same labels."""
+    events, _ = tk.read_histories(ROOT / "data" / "openai_agents", progress=False)
+    found = activity_turns(events, "auto")
+    assert "types" in found.positions
+    expected = run_labels(events, found, range(len(found.runs)))
+    found.positions.pop("types")
+    assert run_labels(events, found, range(len(found.runs))) == expected
+    assert len(set(expected.values())) > 1

@@ -285,15 +285,24 @@ def _sidecar_labels(sources: Iterable[Any]) -> dict[Any, str | None]:
 
 def run_labels(frame: pd.DataFrame, found: ActivityTurns, codes: Sequence[int]) -> dict[int, str]:
     """The ledger's ``label`` of each run code in ``codes`` (runs as in ``found.runs``)."""
-    event_type = frame["event_type"].to_numpy(dtype=object)
-    # By pandas' hash table (each type hashed once), not numpy's compare of every event with
-    # each of the three names: the same rows.
-    rows = np.flatnonzero(frame["event_type"].isin(_TASK_EVENTS).to_numpy(dtype=bool))
+    types = found.positions.get("types")
+    if types is not None:
+        # The frame's event types as activity_turns coded them: small integers tested, no
+        # type's text hashed or compared again per event (the same rows).
+        type_codes, type_names = types
+        rows = np.flatnonzero(np.isin(type_codes, [code for code, name in enumerate(type_names)
+                                                   if name in _TASK_EVENTS]))  # fmt: skip
+        completed = np.isin(type_codes[rows], [code for code, name in enumerate(type_names)
+                                               if name == "WorkflowTaskCompleted"])  # fmt: skip
+    else:
+        # By pandas' hash table (each type hashed once), not numpy's compare of every event
+        # with each of the three names: the same rows.
+        rows = np.flatnonzero(frame["event_type"].isin(_TASK_EVENTS).to_numpy(dtype=bool))
+        completed = frame["event_type"].to_numpy(dtype=object)[rows] == "WorkflowTaskCompleted"
     cells = (frame["attributes"].to_numpy(dtype=object)[rows] if "attributes" in frame.columns
              else np.full(len(rows), None, dtype=object))  # fmt: skip
     tasks = _Tasks(cells)
     run = found.positions["rows"][rows]
-    completed = event_type[rows] == "WorkflowTaskCompleted"
     wanted = sorted(set(codes))
     # Each run's completed tasks (all its tasks where none completed), together in frame order:
     # chosen for all runs at once, each run's rows then a slice of one list.
