@@ -437,3 +437,39 @@ def test_span_marks_and_element_spans_without_avx2_equal_with_it() -> None:
              for env in (plain, {**plain, "TOOLKIT_NO_AVX2": "1"})]  # fmt: skip
     assert found[0].returncode == 0, found[0].stderr
     assert found[0].stdout == found[1].stdout and len(found[0].stdout.strip()) == 64
+
+
+@compiled
+def test_element_spans_equal_msgspec_on_random_json() -> None:
+    """The spans of a JSON array's elements (inside objects and arrays only their strings,
+    braces and brackets stop the scan) are msgspec's raw elements: on random nested values
+    with escapes, numbers, literals and indentation, written compact and pretty."""
+    import json
+
+    rng = random.Random(9)
+
+    def value(depth: int) -> Any:
+        kind = rng.randrange(7 if depth < 4 else 4)
+        if kind == 0:
+            return "".join(rng.choice(['a', '"', "\\", "]", "}", "{", "é", " ", "\n"])
+                           for _ in range(rng.randrange(0, 12)))  # fmt: skip
+        if kind == 1:
+            return rng.choice([0, -1.5, 12345678901234, 1e-7, True, False, None])
+        if kind == 2:
+            return rng.randrange(-1000, 1000)
+        if kind == 3:
+            return "x" * rng.randrange(0, 80)
+        if kind in (4, 5):
+            return {f"k{i}\\"[: rng.randrange(2, 4)]: value(depth + 1)
+                    for i in range(rng.randrange(0, 5))}  # fmt: skip
+        return [value(depth + 1) for _ in range(rng.randrange(0, 5))]
+
+    for _ in range(800):
+        elements = [value(0) for _ in range(rng.randrange(1, 8))]
+        for indent in (None, 2):
+            text = json.dumps(elements, indent=indent, ensure_ascii=rng.random() < 0.5).encode()
+            spans, _, done = payload_cells._cellscan.element_spans(text, 1, 100)
+            spans = memoryview(spans).cast("q").tolist()
+            expected = [bytes(raw) for raw in msgspec.json.decode(text, type=list[msgspec.Raw])]
+            assert done
+            assert [text[spans[k] : spans[k + 1]] for k in range(0, len(spans), 2)] == expected

@@ -478,10 +478,23 @@ static Py_ssize_t string_end_scalar(const unsigned char *s, Py_ssize_t n, Py_ssi
     return n;
 }
 
+/* The bytes value_end stops at inside an object or array: quotes, braces and brackets (1);
+ * every other byte there (indentation, colons, commas, numbers) is stepped over by one test. */
+static unsigned char NESTED_STOP[256];
+
+static void nested_stop_table(void) {
+    NESTED_STOP['"'] = NESTED_STOP['{'] = NESTED_STOP['}'] = NESTED_STOP['['] =
+        NESTED_STOP[']'] = 1;
+}
+
 /* The end of the JSON value starting at `at` (a valid document's: it was decoded before). */
 static Py_ssize_t value_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t at) {
     Py_ssize_t depth = 0;
     for (; at < n; at++) {
+        if (depth > 0) {  /* inside: only its strings, objects and arrays change anything */
+            while (at < n && !NESTED_STOP[s[at]]) at++;
+            if (at >= n) break;
+        }
         unsigned char c = s[at];
         if (c == '"') {
             at = string_end(s, n, at + 1);
@@ -1046,6 +1059,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cellscan", NULL, -1
 
 PyMODINIT_FUNC PyInit__cellscan(void) {
     b64_table();
+    nested_stop_table();
 #ifdef HAVE_AVX2_PATH
     __builtin_cpu_init();
     use_avx2 = __builtin_cpu_supports("avx2") && getenv("TOOLKIT_NO_AVX2") == NULL;
