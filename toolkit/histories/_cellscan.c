@@ -487,25 +487,101 @@ static void nested_stop_table(void) {
         NESTED_STOP[']'] = 1;
 }
 
-/* The end of the JSON value starting at `at` (a valid document's: it was decoded before). */
-static Py_ssize_t value_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t at) {
-    Py_ssize_t depth = 0;
+/* The end of the object or array whose inside is read from `at` at nesting `depth` (> 0): only
+ * its strings, objects and arrays change anything there. */
+static Py_ssize_t nested_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t at,
+                             Py_ssize_t depth) {
     for (; at < n; at++) {
-        if (depth > 0) {  /* inside: only its strings, objects and arrays change anything */
-            while (at < n && !NESTED_STOP[s[at]]) at++;
-            if (at >= n) break;
-        }
+        while (at < n && !NESTED_STOP[s[at]]) at++;
+        if (at >= n) break;
         unsigned char c = s[at];
         if (c == '"') {
             at = string_end(s, n, at + 1);
-            if (depth == 0) return at + 1;
         } else if (c == '{' || c == '[') {
             depth++;
-        } else if (c == '}' || c == ']') {
-            if (--depth <= 0) return depth < 0 ? at : at + 1;
-        } else if (depth == 0 && (c == ',' || is_ws(c))) {
-            return at;  /* the end of a number or a literal */
+        } else if (--depth == 0) {  /* '}' or ']' */
+            return at + 1;
         }
+    }
+    return n;
+}
+
+#ifdef HAVE_AVX2_PATH
+static int use_clmul = 0; /* set at import where the CPU has AVX2 and carry-less multiplication */
+
+/* The bits of a 64-byte block equal to `c`. */
+__attribute__((target("avx2"), always_inline)) static inline uint64_t block_eq(__m256i low,
+                                                                              __m256i high,
+                                                                              char c) {
+    const __m256i wanted = _mm256_set1_epi8(c);
+    uint32_t lo = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(low, wanted));
+    uint32_t hi = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(high, wanted));
+    return (uint64_t)lo | (uint64_t)hi << 32;
+}
+
+/* nested_end 64 bytes a step (the way simdjson finds structure): each block's quotes that no
+ * odd run of backslashes escapes, which bytes are inside a string (the quotes' prefix XOR, by a
+ * carry-less multiplication), and its braces and brackets outside strings; a block whose closes
+ * cannot bring the depth to 0 is passed whole, the others looked at bracket by bracket. The last
+ * bytes (fewer than 64) are left to nested_end. */
+__attribute__((target("avx2,pclmul"))) static Py_ssize_t nested_end_blocks(
+    const unsigned char *s, Py_ssize_t n, Py_ssize_t at, Py_ssize_t depth) {
+    const uint64_t even = 0x5555555555555555ULL, odd = ~even;
+    uint64_t ends_odd_backslash = 0, in_string = 0; /* carried from the block before */
+    for (; at + 64 <= n; at += 64) {
+        __m256i low = _mm256_loadu_si256((const __m256i *)(s + at));
+        __m256i high = _mm256_loadu_si256((const __m256i *)(s + at + 32));
+        uint64_t backslash = block_eq(low, high, '\\');
+        uint64_t quote = block_eq(low, high, '"');
+        /* The bytes an odd run of backslashes escapes (a run may go on from the block before). */
+        uint64_t starts = backslash & ~(backslash << 1);
+        uint64_t even_start_mask = even ^ ends_odd_backslash;
+        uint64_t even_starts = starts & even_start_mask, odd_starts = starts & ~even_start_mask;
+        uint64_t even_carries = backslash + even_starts, odd_carries;
+        int ends_odd = __builtin_add_overflow(backslash, odd_starts, &odd_carries);
+        odd_carries |= ends_odd_backslash;
+        ends_odd_backslash = ends_odd ? 1 : 0;
+        uint64_t escaped = ((even_carries & ~backslash) & odd) | ((odd_carries & ~backslash) & even);
+        quote &= ~escaped;
+        /* Inside a string: from an opening quote up to its closing one (the prefix XOR). */
+        uint64_t inside = (uint64_t)_mm_cvtsi128_si64(_mm_clmulepi64_si128(
+            _mm_set_epi64x(0, (long long)quote), _mm_set1_epi8((char)0xFF), 0));
+        inside ^= in_string;
+        in_string = (uint64_t)((int64_t)inside >> 63);
+        uint64_t opens = (block_eq(low, high, '{') | block_eq(low, high, '[')) & ~inside;
+        uint64_t closes = (block_eq(low, high, '}') | block_eq(low, high, ']')) & ~inside;
+        if ((Py_ssize_t)__builtin_popcountll(closes) < depth) {  /* it cannot close here */
+            depth += __builtin_popcountll(opens) - __builtin_popcountll(closes);
+            continue;
+        }
+        for (uint64_t marks = opens | closes; marks; marks &= marks - 1) {
+            int bit = __builtin_ctzll(marks);
+            if (opens >> bit & 1) {
+                depth++;
+            } else if (--depth == 0) {
+                return at + bit + 1;
+            }
+        }
+    }
+    if (in_string) {  /* the tail starts inside a string: its end first (past an escaped byte) */
+        at = string_end(s, n, at + (ends_odd_backslash ? 1 : 0)) + 1;
+    }
+    return nested_end(s, n, at, depth);
+}
+#endif
+
+/* The end of the JSON value starting at `at` (a valid document's: it was decoded before). */
+static Py_ssize_t value_end(const unsigned char *s, Py_ssize_t n, Py_ssize_t at) {
+    if (at < n && (s[at] == '{' || s[at] == '[')) {
+#ifdef HAVE_AVX2_PATH
+        if (use_clmul) return nested_end_blocks(s, n, at + 1, 1);
+#endif
+        return nested_end(s, n, at + 1, 1);
+    }
+    if (at < n && s[at] == '"') return string_end(s, n, at + 1) + 1;
+    for (; at < n; at++) {  /* a number or a literal: up to what ends it */
+        unsigned char c = s[at];
+        if (c == ',' || c == '}' || c == ']' || is_ws(c)) return at;
     }
     return n;
 }
@@ -1063,6 +1139,7 @@ PyMODINIT_FUNC PyInit__cellscan(void) {
 #ifdef HAVE_AVX2_PATH
     __builtin_cpu_init();
     use_avx2 = __builtin_cpu_supports("avx2") && getenv("TOOLKIT_NO_AVX2") == NULL;
+    use_clmul = use_avx2 && __builtin_cpu_supports("pclmul");
 #endif
     return PyModule_Create(&module);
 }
