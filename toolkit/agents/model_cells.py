@@ -98,6 +98,8 @@ _SUMMARY_METADATA = msgspec.json.Decoder(_SummaryMetadata)
 
 
 _NOT_RAW = object()
+#: A ``userMetadata`` not read yet (:func:`raw_summary_field`'s default).
+_UNREAD: Any = object()
 
 
 def _decoded(cell: Any, attributes: Any) -> Any:
@@ -314,40 +316,50 @@ def _item_bytes(item: Any) -> int:
     return 0
 
 
-def raw_summary_field(extra: Any) -> tuple[bool, Any]:
+def raw_summary_field(extra: Any, spelt: Any = _UNREAD) -> tuple[bool, Any]:
     """``(True, get_field(extra, "userMetadata", "user_metadata"))`` of an extra cell of a raw
-    JSON event, decoding that field alone; ``(False, None)`` when the cell is not of that kind."""
+    JSON event, decoding that field alone; ``(False, None)`` when the cell is not of that kind.
+    ``spelt``: what :func:`raw_summary` read of the event already (its ``userMetadata`` raw, or
+    UNSET), not decoded again."""
     if type(extra) is not LazyExtra:
         return False, None
     raw = extra.raw
-    try:  # the proto-JSON spelling, the one field kept: no object of the event's top level
-        spelt = _USER_METADATA.decode(raw).userMetadata
-    except msgspec.DecodeError:
-        spelt = msgspec.UNSET  # the general decode below reads (or refuses) it
+    if spelt is _UNREAD:
+        spelt = _spelt_metadata(raw)
     if spelt is not msgspec.UNSET:  # get_field's first name, present: the value it returns
         return True, msgspec.json.decode(spelt)
     found = get_field(_TOP_LEVEL.decode(raw), "userMetadata", "user_metadata")
     return True, (None if found is None else msgspec.json.decode(found))
 
 
+def _spelt_metadata(raw: Any) -> Any:
+    """An event's ``userMetadata`` in the proto-JSON spelling as its raw JSON (the one field
+    kept: no object of the event's top level); UNSET where it has none, or where the event is
+    not read so (the general decode reads, or refuses, it)."""
+    try:
+        return _USER_METADATA.decode(raw).userMetadata
+    except msgspec.DecodeError:
+        return msgspec.UNSET
+
+
 def raw_summary(extra: Any) -> tuple[bool, Any]:
     """``(True, summary_of(extra))`` of an extra cell of a raw JSON event whose ``userMetadata``
     holds only a ``summary`` (and ``details``), a ``json/plain`` payload of plain base64 or a
     ``binary/null`` one, read by typed decoders and the compiled base64 decoder (no dict of
-    the metadata, no lookup by spellings); ``(False, None)`` for anything else, which
-    :func:`raw_summary_field` and the general steps read."""
+    the metadata, no lookup by spellings); for anything else ``(False, spelt)``, ``spelt``
+    what :func:`raw_summary_field` then reads on from (the event is scanned once)."""
     if type(extra) is not LazyExtra or _cellscan is None:
-        return False, None
+        return False, _UNREAD
+    spelt = _spelt_metadata(extra.raw)
+    if spelt is msgspec.UNSET:
+        return False, spelt
     try:
-        spelt = _USER_METADATA.decode(extra.raw).userMetadata
-        if spelt is msgspec.UNSET:
-            return False, None
         summary = _SUMMARY_METADATA.decode(spelt).summary
     except msgspec.DecodeError:  # a ValidationError too: another shape, read in general
-        return False, None
+        return False, spelt
     if summary is msgspec.UNSET:  # no key spelt "summary" either (the others are refused)
         return True, None
     found = _plain_values([summary], _compiled_data)
     if found is None or found is _DECLINED:
-        return False, None
+        return False, spelt
     return True, found[0][0]  # type: ignore[index]

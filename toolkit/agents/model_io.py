@@ -221,7 +221,8 @@ def summary_of(extra: Any) -> Any:
     read, summary = raw_summary(extra)  # a raw JSON event's usual summary, by typed decoders
     if read:
         return summary
-    read, metadata = raw_summary_field(extra)  # a raw JSON event's: that field decoded alone
+    # A raw JSON event's: that field decoded alone, on from what raw_summary read of it.
+    read, metadata = raw_summary_field(extra, summary)
     if not read:
         metadata = get_field(extra, "userMetadata", "user_metadata")
     summary = get_field(metadata, "summary")

@@ -182,20 +182,25 @@ def _getter(mapping: Any, fields: frozenset[str]) -> Callable[[str], Any]:
     return partial(get_field, mapping)
 
 
+def _details(value: Any) -> Callable[[str], Any]:
+    """The getter of a usage's details object (older serializations wrote a one-element list
+    of it)."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return _getter(value, _OPENAI_USAGE_FIELDS)
+
+
 def _openai_usage(usage: Any) -> Usage:
     if not _mapping(usage):
         return Usage(note="the result carries no usage")
     get = _getter(usage, _OPENAI_USAGE_FIELDS)
-    inputs, outputs = get("input_tokens_details"), get("output_tokens_details")
-    values = {  # the details as _count reads them: a one-element list is its element
+    values = {
         "input_tokens": get("input_tokens"),
         "output_tokens": get("output_tokens"),
-        "cached_input_tokens": _getter(inputs[0] if isinstance(inputs, list) and len(inputs) == 1
-                                       else inputs, _OPENAI_USAGE_FIELDS)("cached_tokens"),
-        "reasoning_tokens": _getter(outputs[0] if isinstance(outputs, list) and len(outputs) == 1
-                                    else outputs, _OPENAI_USAGE_FIELDS)("reasoning_tokens"),
+        "cached_input_tokens": _details(get("input_tokens_details"))("cached_tokens"),
+        "reasoning_tokens": _details(get("output_tokens_details"))("reasoning_tokens"),
         "total_tokens": get("total_tokens"),
-    }  # fmt: skip
+    }
     counts = [v for v in values.values() if v is not None]
     if usage.get("requests") == 0 and counts and not any(counts):
         # Usage() as the Agents SDK builds it when the model reported nothing (requests 0).
