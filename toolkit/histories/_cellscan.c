@@ -43,6 +43,11 @@
  * last_spans(buf, end, count) -> (spans, done)
  *   The same for the last `count` elements, read backwards from the array's closing "]".
  *
+ * key_value(buf, key) -> bytes | None
+ *   The raw JSON of the value of a JSON object's top-level `key` (the other values stepped over
+ *   as element_spans steps over elements), b"" where it has none; None where a typed decode is to
+ *   read it (no object, an escaped key, a key twice): an event's userMetadata, for its summary.
+ *
  * b64_decode(text) -> bytes | None  (32 digits at a time with AVX2 where the CPU has it;
  *   TOOLKIT_NO_AVX2=1 in the environment keeps the scalar loop)
  *   The bytes of base64 text made of whole quanta of base64 digits, "=" padding at its end only;
@@ -1113,6 +1118,84 @@ fail:
 static PyObject *common_prefix(PyObject *self, PyObject *args) { return common_end(args, 0); }
 static PyObject *common_suffix(PyObject *self, PyObject *args) { return common_end(args, 1); }
 
+/* key_value(buf, key) -> bytes | None: the raw JSON of the value of the top-level key `key`
+ * (bytes, spelt without escapes) of the (valid) JSON object in buf, b"" where the object has no
+ * such key (a value is never empty); None where a typed decoder is to say (buf is no object, a key escapes a
+ * character, the key comes twice, anything unexpected between the tokens). The other values
+ * are stepped over by value_end (an event's payloads 64 bytes a step), not decoded. */
+static PyObject *key_value(PyObject *self, PyObject *args) {
+    Py_buffer view, want;
+    if (!PyArg_ParseTuple(args, "y*y*", &view, &want)) return NULL;
+    const unsigned char *s = view.buf, *w = want.buf;
+    Py_ssize_t n = view.len, size = want.len, at = 0, start = -1, end = -1;
+    int declined = 0;
+    while (at < n && is_ws(s[at])) at++;
+    if (at >= n || s[at] != '{') {
+        declined = 1;
+        goto done;
+    }
+    at++;
+    for (int first = 1;; first = 0) {
+        while (at < n && is_ws(s[at])) at++;
+        if (first && at < n && s[at] == '}') break; /* {} */
+        if (at >= n || s[at] != '"') {
+            declined = 1;
+            break;
+        }
+        Py_ssize_t name = at + 1, name_end = string_end(s, n, name);
+        if (name_end >= n || memchr(s + name, '\\', (size_t)(name_end - name)) != NULL) {
+            declined = 1;
+            break;
+        }
+        at = name_end + 1;
+        while (at < n && is_ws(s[at])) at++;
+        if (at >= n || s[at] != ':') {
+            declined = 1;
+            break;
+        }
+        at++;
+        while (at < n && is_ws(s[at])) at++;
+        if (at >= n) {
+            declined = 1;
+            break;
+        }
+        Py_ssize_t value = at;
+        at = value_end(s, n, at);
+        if (at <= value || at > n) {
+            declined = 1;
+            break;
+        }
+        if (name_end - name == size && memcmp(s + name, w, (size_t)size) == 0) {
+            if (start >= 0) { /* twice: which one counts is the decoder's to say */
+                declined = 1;
+                break;
+            }
+            start = value, end = at;
+        }
+        while (at < n && is_ws(s[at])) at++;
+        if (at < n && s[at] == ',') {
+            at++;
+            continue;
+        }
+        if (at < n && s[at] == '}') break;
+        declined = 1;
+        break;
+    }
+    if (!declined) { /* past the closing "}": nothing but whitespace (as a decoder reads it) */
+        for (at++; at < n && is_ws(s[at]); at++) {
+        }
+        declined = at < n;
+    }
+done:
+    PyObject *out = declined ? Py_NewRef(Py_None)
+                             : PyBytes_FromStringAndSize((const char *)s + (start < 0 ? 0 : start),
+                                                         start < 0 ? 0 : end - start);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&want);
+    return out;
+}
+
+
 static PyMethodDef methods[] = {
     {"payload_spans", payload_spans, METH_VARARGS,
      "Data spans and encodings of payload cells of the common shape."},
@@ -1128,6 +1211,8 @@ static PyMethodDef methods[] = {
      "budget._resent over base64 (or plain) texts: (resent, total), or None."},
     {"b64_decode", b64_decode, METH_VARARGS,
      "Decoded base64 of whole quanta and only base64 digits, else None."},
+    {"key_value", key_value, METH_VARARGS,
+     "The raw JSON of a top-level key's value in a JSON object, b'' where absent, None: undecided."},
     {NULL, NULL, 0, NULL},
 };
 
