@@ -271,7 +271,11 @@ def test_genai_attributes_equal_the_two_dict_route_keys_in_order() -> None:
     odd = calls.head(3).copy()  # None and pd.NA where a call has neither (NA kept as None)
     odd["model"] = [None, "m", None]
     odd["input_tokens"] = pd.array([None, 1, None], dtype="Int64")
-    for table in (calls, odd, calls.iloc[:0]):
+    both = odd.copy()  # a column holding None and pd.NA, another pd.NA alone (object columns)
+    both["agent"] = pd.Series([pd.NA, None, "a"], dtype=object, index=both.index)
+    both["usage_note"] = pd.Series(["n", pd.NA, pd.NA], dtype=object, index=both.index)
+    both["framework"] = pd.Series([None, None, None], dtype=object, index=both.index)
+    for table in (calls, odd, both, calls.iloc[:0]):
         found = genai_attributes(table)
         expected = _genai_attributes_as_before(table)
         assert found == expected

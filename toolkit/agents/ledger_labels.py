@@ -48,6 +48,8 @@ _PARTS = ("deployment", "build_id", "sdk_name", "sdk_version", "binary_checksum"
 #: key without its letters), looked for together; the escape's number in it.
 _MARKS_AND_ESCAPE = (*PART_MARKS, b"\\u")
 _ESCAPE = len(PART_MARKS)
+#: The types of the parts a raw JSON task gives: equal parts of them compose one label.
+_TEXTS = frozenset((str, type(None)))
 
 
 def _marks_each(text: bytes, marks: tuple[bytes, ...], spans: list[int]) -> list[int]:
@@ -321,10 +323,22 @@ def run_labels(frame: pd.DataFrame, found: ActivityTurns, codes: Sequence[int]) 
     sdk_of_build = _sdk_of_builds(tasks, builds) if builds else {}
     out: dict[int, str] = {}
     sidecars = _sidecar_labels(found.runs[code][0] for code in parts_of)
+    composed: dict[tuple[Any, ...], str] = {}  # one label per distinct parts: a fleet has few
     for code, parts in parts_of.items():
         sidecar = sidecars[found.runs[code][0]]
         if sidecar is not None:
             out[code] = sidecar
+        elif parts is None:
+            out[code] = "unknown"
         else:
-            out[code] = "unknown" if parts is None else _compose(parts, sdk_of_build)[0]
+            key = tuple(parts.values())  # (in _PARTS' order, as _run_parts makes them)
+            deployment, build, name, version, checksum = key
+            if not (type(deployment) in _TEXTS and type(build) in _TEXTS and type(name) in _TEXTS
+                    and type(version) in _TEXTS and type(checksum) in _TEXTS):  # fmt: skip
+                out[code] = _compose(parts, sdk_of_build)[0]  # equal parts may print apart
+                continue
+            label = composed.get(key)
+            if label is None:
+                label = composed[key] = _compose(parts, sdk_of_build)[0]
+            out[code] = label
     return out

@@ -45,7 +45,10 @@ column                   dtype      meaning
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -359,23 +362,55 @@ def genai_attributes(calls: pd.DataFrame) -> dict[tuple[Any, int, int], dict[str
     """OpenTelemetry GenAI and OpenInference attributes of each model call, keyed by (source,
     history, scheduled event id), for :func:`toolkit.traces.spans.trace_spans`: the
     :data:`_GENAI_KEYS` whose value is not None (pd.NA given as None)."""
-    out: dict[tuple[Any, int, int], dict[str, Any]] = {}
     if calls.empty:
-        return out
-    # Column lists, not records: the same values (ints or pd.NA in the Int64 columns).
-    names = ("source", "history", "event_id", "model", "agent", *TOKEN_FIELDS, "framework",
-             "usage_note", "input_bytes", "output_bytes", "requested_tools")  # fmt: skip
-    missing = pd.NA
-    for (source, history, event_id, model, agent, input_tokens, output_tokens, cached, reasoning,
-         total, framework, note, input_bytes, output_bytes, requested) in zip(
-            *(calls[name].tolist() for name in names), strict=True):  # fmt: skip
-        values = ("chat", model, agent, input_tokens, output_tokens, cached, reasoning, model,
-                  input_tokens, output_tokens, total, cached, reasoning, framework, note,
-                  input_bytes, output_bytes, requested)  # fmt: skip
-        # One dict per call, made as it is kept (not all keys, then those not None).
-        out[(source, int(history), int(event_id))] = {
-            k: (None if v is missing else v)
-            for k, v in zip(_GENAI_KEYS, values, strict=False)  # both 18 long: no check
-            if v is not None
-        }
-    return out
+        return {}
+    # Column by column, not value by value: each column's pd.NA and None found by C-level
+    # passes, then every call's dict made by one function call (mapped over the columns) that
+    # builds it from constant keys at once, a key whose value is None then taken out (the
+    # others keep their order).
+    columns: list[list[Any]] = []
+    kinds: list[str] = []  # per column: "" as it is, "drop" a None, "na" pd.NA given as None
+    for name in _GENAI_NAMES:
+        column = calls[name]
+        if isinstance(column.dtype, pd.Int64Dtype):  # no None in it: pd.NA the only missing
+            columns.append(column.to_numpy(dtype=object, na_value=None).tolist())
+            kinds.append("")
+            continue
+        listed = column.tolist()
+        has_none = any(map(operator.is_, listed, repeat(None)))
+        has_na = any(map(operator.is_, listed, repeat(pd.NA)))
+        columns.append(listed)
+        kinds.append("drop" if has_none and not has_na else "na" if has_na and not has_none
+                     else "both" if has_na else "")  # fmt: skip
+    keys = zip(calls["source"].tolist(), *(
+        calls[name].tolist() if calls[name].dtype == np.int64 else map(int, calls[name].tolist())
+        for name in ("history", "event_id")), strict=True)  # fmt: skip
+    return dict(zip(keys, map(_genai_builder(tuple(kinds)), *columns), strict=True))
+
+
+#: The ledger's columns :func:`genai_attributes` reads, the value of :data:`_GENAI_KEYS`'
+#: each (after the first, "chat" for every call) the one at its place in :data:`_GENAI_OF`.
+_GENAI_NAMES = ("model", "agent", *TOKEN_FIELDS, "framework", "usage_note", "input_bytes",
+                "output_bytes", "requested_tools")  # fmt: skip
+_GENAI_OF = (0, 1, 2, 3, 4, 5, 0, 2, 3, 6, 4, 5, 7, 8, 9, 10, 11)
+
+
+@functools.lru_cache(maxsize=64)
+def _genai_builder(kinds: tuple[str, ...]) -> Any:
+    """A function of one value per :data:`_GENAI_NAMES` column giving a call's attributes dict:
+    its keys written as constants (the dict made at once, as a literal), each value of a
+    column holding pd.NA given as None, and a key whose column's value is None then removed.
+    Made once per pattern of ``kinds`` (see :func:`genai_attributes`)."""
+    arguments = [f"v{k}" for k in range(len(_GENAI_NAMES))]
+    value = [f"(None if v{k} is NA else v{k})" if kind in ("na", "both") else f"v{k}"
+             for k, kind in enumerate(kinds)]  # fmt: skip
+    items = [f"{_GENAI_KEYS[0]!r}: 'chat'", *(f"{key!r}: {value[k]}" for key, k in zip(
+        _GENAI_KEYS[1:], _GENAI_OF, strict=True))]  # fmt: skip
+    lines = [f"def build({', '.join(arguments)}):", f"    out = {{{', '.join(items)}}}"]
+    for key, k in zip(_GENAI_KEYS[1:], _GENAI_OF, strict=True):
+        if kinds[k] in ("drop", "both"):
+            lines.append(f"    if v{k} is None:\n        del out[{key!r}]")
+    lines.append("    return out")
+    namespace: dict[str, Any] = {"NA": pd.NA}
+    exec(compile("\n".join(lines), "<genai_attributes>", "exec"), namespace)
+    return namespace["build"]
