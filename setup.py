@@ -1,15 +1,15 @@
 """Build of the optional C parts (everything else is in pyproject.toml): the reader of the protobuf
 wire format, the payload-cell scanner of the history budget, the proto-JSON scanner, the
-writers of OTLP JSON spans and of OTLP protobuf requests, the hasher of the spans' ids, and the
-JSON text of lazy cells the dataset writer stores.
+writers of OTLP JSON spans and of OTLP protobuf requests, the hasher of the spans' ids, the
+builder of the spans' attribute dicts, and the JSON text of lazy cells the dataset writer stores.
 
 ``optional=True``: where no C compiler is present the install goes on without them;
 ``toolkit.histories.reading.wire`` then reads the wire format with numpy,
 ``toolkit.histories.payload_cells`` and ``toolkit.agents.budget`` measure cells and compare
 inputs in Python, proto-JSON documents are decoded with msgspec, and OTLP JSON documents are
 built as dicts and serialized with orjson, OTLP protobuf requests are written field by field in
-Python, span ids are hashed by ``hashlib``, and
-``toolkit.datasets.json_cells`` and ``toolkit.histories.tables.attribute_views`` make cells'
+Python, span ids are hashed by ``hashlib``, spans' attribute dicts are made key by key in Python,
+and ``toolkit.datasets.json_cells`` and ``toolkit.histories.tables.attribute_views`` make cells'
 JSON text in Python (same results).
 """
 
@@ -44,6 +44,12 @@ setup(
         Extension(
             "toolkit.traces._spanids",
             ["toolkit/traces/_spanids.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "toolkit.traces._spanattrs",
+            ["toolkit/traces/_spanattrs.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

@@ -6,7 +6,10 @@ list indexed by its code), the way a walk through each run's activities in order
 model call names the tool calls after it in its run; a turn ends at its activities' latest
 time), with no Python call per span. The ids are hashed in one pass per kind of span at the end,
 from the texts :func:`toolkit.traces.span_rows.span_ids` hashes, in C where
-``toolkit.traces._spanids`` is built (which writes the scheduled times' texts too).
+``toolkit.traces._spanids`` is built (which writes the scheduled times' texts too); so are the
+attribute dicts, a kind of span at once (the run's base copied, then the span's keys), where
+``toolkit.traces._spanattrs`` is (``tests/test_span_attributes.py``: the same dicts as the pure
+path's, key order and value types included).
 ``tests/test_traces_columnwise.py`` holds the spans equal to the row-wise reference, attribute
 order included.
 """
@@ -22,6 +25,7 @@ import pandas as pd
 
 from toolkit.traces.span_rows import (
     _ACTIVITY_STATUS,
+    _OPENINFERENCE,
     ModelAttributes,
     RunSpans,
     _content,
@@ -36,6 +40,10 @@ try:  # ids and time texts written in C, all at once (setup.py builds it where a
     from toolkit.traces import _spanids
 except ImportError:  # pragma: no cover - depends on the install
     _spanids = None
+try:  # the spans' attribute dicts made in C, a kind of span at once (setup.py builds it too)
+    from toolkit.traces import _spanattrs
+except ImportError:  # pragma: no cover - depends on the install
+    _spanattrs = None
 
 __all__ = ["ROW_FIELDS", "Sections", "hashed", "queue_milliseconds", "span_columns", "stamp_texts"]
 
@@ -47,6 +55,23 @@ ROW_FIELDS = ("code", "span_id", "parent", "name", "kind", "role", "event_id", "
 #: What :func:`span_columns` gives: the turns', activities' and GenAI spans' columns, and the
 #: index of each GenAI span's activity.
 Sections = tuple[list[list[Any]], list[list[Any]], list[list[Any]], list[int]]
+
+#: An activity span's own attributes, after its run's base, its kind and its event id (in this
+#: order), and what each holds in the common case, as ``_spanattrs.column_attributes`` reads
+#: them: a str, the attempt's int, the outcome and the scheduled time's text (set as they are),
+#: the queue time's float (no NaN).
+_ACTIVITY_KEYS = ("temporalActivityID", "temporal.activity.type", "temporal.activity.attempt",
+                  "temporal.activity.outcome", "temporal.activity.task_queue",
+                  "temporal.activity.scheduled_time", "temporal.activity.queue_ms",
+                  "temporal.agent.role")  # fmt: skip
+_ACTIVITY_SPEC = "ssiosofs"
+#: A turn span's own attributes, and what each holds in the common case (the operation's name,
+#: the agent's and the trigger: str; the turn's number: int).
+_TURN_KEYS = ("gen_ai.operation.name", "gen_ai.agent.name", "temporal.turn",
+              "temporal.turn.trigger")  # fmt: skip
+_TURN_SPEC = "ssis"
+#: The keys every span sets after its run's base: its kind's, its event id's.
+_KIND_KEY, _EVENT_KEY = "openinference.span.kind", "temporal.event_id"
 
 
 def hashed(keys: list[str], size: int = 8) -> list[str]:
@@ -153,6 +178,8 @@ def span_columns(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
     out: list[list[Any]] = [[] for _ in ROW_FIELDS]
     (o_code, o_id, o_parent, o_name, o_kind, o_role, o_event, o_turn, o_start, o_end,
      o_status, o_message, o_attrs, o_events) = out  # fmt: skip
+    o_agent: list[Any] = []  # the turns' agents and triggers: their attributes made after
+    o_trigger: list[Any] = []
     for (code, number, event_id, trigger, answered, failure), span_id in zip(
             kept, turn_ids, strict=True):  # fmt: skip
         run = runs[code]
@@ -181,11 +208,47 @@ def span_columns(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
         else:
             o_status.append("ERROR")
             o_message.append(failure or "no workflow task answered")
-        o_attrs.append(run._attributes("turn", event_id, {
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-            "temporal.turn": number, "temporal.turn.trigger": trigger}))  # fmt: skip
+        o_agent.append(agent)
+        o_trigger.append(trigger)
         o_events.append([])
+    o_attrs.extend(turn_attributes(runs, o_code, o_event, [
+        ["invoke_agent"] * len(o_code), o_agent, o_turn, o_trigger]))  # fmt: skip
     return out, activities, genai, genai_of
+
+
+def turn_attributes(runs: Sequence[RunSpans], codes: list[int], event_ids: list[int],
+                    columns: list[list[Any]]) -> list[dict[str, Any]]:  # fmt: skip
+    """Each turn span's attributes: ``RunSpans._attributes`` of its run, the turn's event id
+    and :data:`_TURN_KEYS` set to ``columns``' values; in C where ``toolkit.traces._spanattrs``
+    is built (the spans it leaves, a value of another type, by the pure path)."""
+    if _spanattrs is None or not all(run.fixed.isdisjoint(_TURN_KEYS) for run in runs):
+        return turn_attributes_python(runs, codes, event_ids, columns)
+    made, missing = _spanattrs.column_attributes(
+        [run.base_set for run in runs], codes, (_KIND_KEY, _OPENINFERENCE["turn"], _EVENT_KEY),
+        event_ids, _TURN_KEYS, _TURN_SPEC, columns)  # fmt: skip
+    _fill(made, missing, lambda picked: turn_attributes_python(
+        runs, *_taken(picked, codes, event_ids), _taken(picked, *columns)))  # fmt: skip
+    return made  # type: ignore[no-any-return]
+
+
+def turn_attributes_python(runs: Sequence[RunSpans], codes: list[int], event_ids: list[int],
+                           columns: list[list[Any]]) -> list[dict[str, Any]]:  # fmt: skip
+    """:func:`turn_attributes` in Python (the reference of the compiled one)."""
+    return [runs[code]._attributes("turn", event_id, dict(zip(_TURN_KEYS, values, strict=True)))
+            for code, event_id, *values in zip(codes, event_ids, *columns, strict=True)]
+
+
+def _taken(picked: list[int], *columns: list[Any]) -> list[list[Any]]:
+    """The values of each of ``columns`` at the positions ``picked``."""
+    return [[column[i] for i in picked] for column in columns]
+
+
+def _fill(made: list[Any], missing: list[int], make: Any) -> None:
+    """The spans the compiled builder left (``missing``: their places in ``made``), put in
+    their places as ``make`` (the pure path, of the positions) makes them."""
+    if missing:
+        for index, attrs in zip(missing, make(missing), strict=True):
+            made[index] = attrs
 
 
 def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
@@ -230,30 +293,8 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
     parent = [turn_spans.get((code, turn), root[code])
               for code, turn in zip(codes, turns, strict=True)]  # fmt: skip
     activity_ids, types, queues = acts["activity_id"], acts["activity_type"], acts["task_queue"]
-    attrs = []
-    append = attrs.append
-    for code, event_id, aid, kind, attempt, outcome, queue, when, ms, role in zip(
-            codes, event_ids, activity_ids, types, attempts, outcome_text, queues,
-            scheduled_text, queue_ms, roles, strict=True):  # fmt: skip
-        if (type(aid) is str and type(kind) is str and type(queue) is str
-                and attempt is not None and ms is not None and ms == ms and type(role) is str):
-            # The common case, every field set: set key by key after the run's base (a copy
-            # keeps its table: no dict grown from empty, as a {**base, ...} display is).
-            found = base[code].copy()
-            found["openinference.span.kind"] = "CHAIN"
-            found["temporal.event_id"] = event_id
-            found["temporalActivityID"] = aid
-            found["temporal.activity.type"] = kind
-            found["temporal.activity.attempt"] = attempt
-            found["temporal.activity.outcome"] = outcome
-            found["temporal.activity.task_queue"] = queue
-            found["temporal.activity.scheduled_time"] = when
-            found["temporal.activity.queue_ms"] = ms
-            found["temporal.agent.role"] = role
-            append(found)
-        else:
-            append(_attributes(base[code], event_id, aid, kind, attempt, outcome, queue, when,
-                               ms, role))
+    attrs = activity_attributes(base, codes, event_ids, [
+        activity_ids, types, attempts, outcome_text, queues, scheduled_text, queue_ms, roles])
     names = [f"RunActivity:{kind}" for kind in types]
     keys = [f"{runs[code].id_prefix}{event_id}\x1factivity"
             for code, event_id in zip(codes, event_ids, strict=True)]  # fmt: skip
@@ -310,19 +351,94 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
                 if value is not None:
                     attributes[key] = _content(value)
                     attributes[key.replace(".value", ".mime_type")] = "application/json"
-        genai.append((index, name, kind, role, run._attributes(role, event_id, attributes)))
+        genai.append((index, name, kind, role, attributes))
         genai_keys.append(f"{run.id_prefix}{event_id}\x1f{role}")
 
     span_ids = hashed(keys)
+    at = [index for index, *_ in genai]
+    gen_codes, gen_events = [codes[i] for i in at], [event_ids[i] for i in at]
+    gen_attrs = genai_attributes(runs, gen_codes, [item[3] for item in genai], gen_events,
+                                 [item[4] for item in genai])  # fmt: skip
     activities = [codes, span_ids, parent, names, ["SERVER"] * count, ["activity"] * count,
                   event_ids, turns, start, end, status, message, attrs, events]
-    at = [index for index, *_ in genai]
-    gen = [[codes[i] for i in at], hashed(genai_keys), [span_ids[i] for i in at],
+    gen = [gen_codes, hashed(genai_keys), [span_ids[i] for i in at],
            [item[1] for item in genai], [item[2] for item in genai],
-           [item[3] for item in genai], [event_ids[i] for i in at], [turns[i] for i in at],
+           [item[3] for item in genai], gen_events, [turns[i] for i in at],
            [start[i] for i in at], [end[i] for i in at], [status[i] for i in at],
-           [message[i] for i in at], [item[4] for item in genai], [[] for _ in at]]
+           [message[i] for i in at], gen_attrs, [[] for _ in at]]
     return activities, gen, at, agents
+
+
+def activity_attributes(bases: list[dict[str, Any]], codes: list[int], event_ids: list[int],
+                        columns: list[list[Any]]) -> list[dict[str, Any]]:  # fmt: skip
+    """Each activity span's attributes: its run's base (``bases`` by run code), its kind and
+    event id, then :data:`_ACTIVITY_KEYS` set to ``columns``' values; in C where
+    ``toolkit.traces._spanattrs`` is built (the common case, every field set; the others by
+    the pure path)."""
+    if _spanattrs is None:
+        return activity_attributes_python(bases, codes, event_ids, columns)
+    made, missing = _spanattrs.column_attributes(
+        bases, codes, (_KIND_KEY, "CHAIN", _EVENT_KEY), event_ids, _ACTIVITY_KEYS,
+        _ACTIVITY_SPEC, columns)  # fmt: skip
+    _fill(made, missing, lambda picked: activity_attributes_python(
+        bases, *_taken(picked, codes, event_ids), _taken(picked, *columns)))  # fmt: skip
+    return made  # type: ignore[no-any-return]
+
+
+def activity_attributes_python(bases: list[dict[str, Any]], codes: list[int],
+                               event_ids: list[int],
+                               columns: list[list[Any]]) -> list[dict[str, Any]]:  # fmt: skip
+    """:func:`activity_attributes` in Python (the reference of the compiled one)."""
+    attrs = []
+    append = attrs.append
+    for code, event_id, aid, kind, attempt, outcome, queue, when, ms, role in zip(
+            codes, event_ids, *columns, strict=True):  # fmt: skip
+        if (type(aid) is str and type(kind) is str and type(queue) is str
+                and attempt is not None and ms is not None and ms == ms and type(role) is str):
+            # The common case, every field set: set key by key after the run's base (a copy
+            # keeps its table: no dict grown from empty, as a {**base, ...} display is).
+            found = bases[code].copy()
+            found["openinference.span.kind"] = "CHAIN"
+            found["temporal.event_id"] = event_id
+            found["temporalActivityID"] = aid
+            found["temporal.activity.type"] = kind
+            found["temporal.activity.attempt"] = attempt
+            found["temporal.activity.outcome"] = outcome
+            found["temporal.activity.task_queue"] = queue
+            found["temporal.activity.scheduled_time"] = when
+            found["temporal.activity.queue_ms"] = ms
+            found["temporal.agent.role"] = role
+            append(found)
+        else:
+            append(_attributes(bases[code], event_id, aid, kind, attempt, outcome, queue, when,
+                               ms, role))
+    return attrs
+
+
+def genai_attributes(runs: Sequence[RunSpans], codes: list[int], roles: list[str],
+                     event_ids: list[int],
+                     attributes: list[dict[str, Any]]) -> list[dict[str, Any]]:  # fmt: skip
+    """Each GenAI span's attributes: ``RunSpans._attributes`` of its run, role, event id and
+    own ``attributes``; in C where ``toolkit.traces._spanattrs`` is built (the spans it leaves,
+    a key of the base among their own or a value of another type, by the pure path)."""
+    if _spanattrs is None:
+        return genai_attributes_python(runs, codes, roles, event_ids, attributes)
+    made, missing = _spanattrs.merged_attributes(
+        [run.base_set for run in runs], codes, (_KIND_KEY, _EVENT_KEY),
+        [_OPENINFERENCE[role] for role in roles], event_ids, attributes,
+        [run.fixed for run in runs])  # fmt: skip
+    _fill(made, missing, lambda picked: genai_attributes_python(
+        runs, *_taken(picked, codes, roles, event_ids, attributes)))  # fmt: skip
+    return made  # type: ignore[no-any-return]
+
+
+def genai_attributes_python(runs: Sequence[RunSpans], codes: list[int], roles: list[str],
+                            event_ids: list[int],
+                            attributes: list[dict[str, Any]]) -> list[dict[str, Any]]:  # fmt: skip
+    """:func:`genai_attributes` in Python (the reference of the compiled one)."""
+    return [runs[code]._attributes(role, event_id, attrs)
+            for code, role, event_id, attrs in zip(codes, roles, event_ids, attributes,
+                                                   strict=True)]  # fmt: skip
 
 
 def _attributes(base: dict[str, Any], event_id: int, activity_id: Any, kind: Any,

@@ -1,0 +1,313 @@
+/*
+ * The spans' attribute dicts made in C, all the spans of one kind in one call.
+ *
+ * The compiled twins of the common cases of toolkit.traces.span_columns (an activity span's
+ * attributes, every field set; a turn's) and of span_rows.RunSpans._attributes (a GenAI
+ * span's), which stay the references: setup.py marks this optional, and
+ * tests/test_span_attributes.py holds both to the same dicts, key order and value objects
+ * included (the OTLP bytes follow the order). Each function returns (attributes, missing): a
+ * span this does not make exactly as the pure path would (a value of another type, a key of the
+ * base among its own, ...) is None in the list and its index is in missing, for the caller to
+ * make in Python.
+ *
+ * Every dict a call makes for a run starts as a copy of one template per run: the run's base
+ * copied, then the keys set in the pure path's order with None as their values (a base key
+ * set again stays in its place, as it does there). A copy of a dict with no deleted entry is a
+ * clone of its table (no insertion, no resize), and setting a key the table has replaces its
+ * value in place: the span's dict holds the pure path's keys in the pure path's order.
+ *
+ * column_attributes(bases, codes, head, event_ids, keys, spec, columns)
+ *     -> (list[dict | None], list[int])
+ *   The span i: bases[codes[i]] copied, then head[0] = head[1] (the kind's key and value),
+ *   head[2] = event_ids[i] (an int), then keys[j] = columns[j][i] for each j, where that value
+ *   is as spec[j] says: 's' a str, 'i' an int (no bool), 'f' a float that is no NaN, 'o'
+ *   anything (set as it is). A value that is not: the span is missing.
+ *
+ * merged_attributes(bases, codes, head, kinds, event_ids, dicts, fixed)
+ *     -> (list[dict | None], list[int])
+ *   RunSpans._attributes of the span i, whose kind is kinds[i] (head: the kind's key, the event
+ *   id's key): bases[codes[i]] copied, the kind, the event id (an int), then each item of
+ *   dicts[i] as span_rows._set sets it: a str, int, bool, list or dict set, a float set unless
+ *   NaN, None left out. Missing: a key of dicts[i] in fixed[codes[i]] (it would replace the
+ *   base's in its place, or drop it), a value of another type, a dict that is no dict.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <string.h>
+
+/* The run's base, or NULL (no error) where codes[i] names no dict of bases. */
+static PyObject *base_of(PyObject *bases, PyObject *code, Py_ssize_t *at) {
+    if (!PyLong_CheckExact(code)) return NULL;
+    Py_ssize_t index = PyLong_AsSsize_t(code);
+    if (index == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (index < 0 || index >= PyList_GET_SIZE(bases)) return NULL;
+    PyObject *base = PyList_GET_ITEM(bases, index);
+    if (!PyDict_CheckExact(base)) return NULL;
+    *at = index;
+    return base;
+}
+
+/* The templates of a call, one per run, made when first needed. */
+typedef struct {
+    PyObject **made;
+    Py_ssize_t count;
+} Templates;
+
+static int templates_init(Templates *t, Py_ssize_t count) {
+    t->count = count;
+    t->made = PyMem_Calloc(count ? count : 1, sizeof(PyObject *));
+    if (t->made == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void templates_free(Templates *t) {
+    for (Py_ssize_t i = 0; i < t->count; i++) Py_XDECREF(t->made[i]);
+    PyMem_Free(t->made);
+}
+
+/* base copied, then each key of keys (a tuple) set to None, in order. */
+static PyObject *template_of(PyObject *base, PyObject *keys) {
+    PyObject *made = PyDict_Copy(base);
+    if (made == NULL) return NULL;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(keys); j++) {
+        if (PyDict_SetItem(made, PyTuple_GET_ITEM(keys, j), Py_None) < 0) {
+            Py_DECREF(made);
+            return NULL;
+        }
+    }
+    return made;
+}
+
+/* A copy of the run's template (made first where it is not yet). */
+static PyObject *from_template(Templates *t, Py_ssize_t at, PyObject *base, PyObject *keys) {
+    if (t->made[at] == NULL) {
+        t->made[at] = template_of(base, keys);
+        if (t->made[at] == NULL) return NULL;
+    }
+    return PyDict_Copy(t->made[at]);
+}
+
+/* The index of a span the pure path makes, noted; its place None. */
+static int note(PyObject *out, PyObject *missing, Py_ssize_t index) {
+    Py_INCREF(Py_None);
+    PyList_SET_ITEM(out, index, Py_None);
+    PyObject *number = PyLong_FromSsize_t(index);
+    if (number == NULL) return -1;
+    int failed = PyList_Append(missing, number);
+    Py_DECREF(number);
+    return failed;
+}
+
+static int one_per_span(PyObject *list, Py_ssize_t count, const char *what) {
+    if (PyList_CheckExact(list) && PyList_GET_SIZE(list) == count) return 1;
+    PyErr_Format(PyExc_ValueError, "%s: a list of one per span", what);
+    return 0;
+}
+
+static int str_keys(PyObject *keys) {
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(keys); j++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, j))) {
+            PyErr_SetString(PyExc_TypeError, "keys: str");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* (out, missing), both handed over. */
+static PyObject *done(PyObject *out, PyObject *missing) {
+    PyObject *pair = PyTuple_Pack(2, out, missing);
+    Py_DECREF(out);
+    Py_DECREF(missing);
+    return pair;
+}
+
+static int plain_value(char kind, PyObject *value) {
+    switch (kind) {
+        case 's': return PyUnicode_CheckExact(value);
+        case 'i': return PyLong_CheckExact(value);
+        case 'f': return PyFloat_CheckExact(value) && !isnan(PyFloat_AS_DOUBLE(value));
+        case 'o': return 1;
+        default: return 0;
+    }
+}
+
+static PyObject *column_attributes(PyObject *self, PyObject *args) {
+    PyObject *bases, *codes, *head, *event_ids, *keys, *columns;
+    const char *spec;
+    Py_ssize_t spec_size;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!s#O!", &PyList_Type, &bases, &PyList_Type, &codes,
+                          &PyTuple_Type, &head, &event_ids, &PyTuple_Type, &keys, &spec,
+                          &spec_size, &PyList_Type, &columns))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(codes), width = PyTuple_GET_SIZE(keys);
+    if (PyTuple_GET_SIZE(head) != 3 || spec_size != width || PyList_GET_SIZE(columns) != width) {
+        PyErr_SetString(PyExc_ValueError,
+                        "column_attributes: a head of 3, one spec and one column per key");
+        return NULL;
+    }
+    if (!one_per_span(event_ids, count, "event_ids") || !str_keys(keys)) return NULL;
+    for (Py_ssize_t j = 0; j < width; j++) {
+        if (!one_per_span(PyList_GET_ITEM(columns, j), count, "columns")) return NULL;
+        if (strchr("sifo", spec[j]) == NULL) {
+            PyErr_SetString(PyExc_ValueError, "spec: one of s, i, f, o per key");
+            return NULL;
+        }
+    }
+    PyObject *kind_key = PyTuple_GET_ITEM(head, 0), *kind = PyTuple_GET_ITEM(head, 1);
+    PyObject *event_key = PyTuple_GET_ITEM(head, 2);
+    if (!PyUnicode_CheckExact(kind_key) || !PyUnicode_CheckExact(event_key)) {
+        PyErr_SetString(PyExc_TypeError, "head: str keys");
+        return NULL;
+    }
+    /* Every key the template holds, in the pure path's order: kind, event id, the columns'. */
+    PyObject *all = PyTuple_New(width + 2);
+    if (all == NULL) return NULL;
+    Py_INCREF(kind_key);
+    PyTuple_SET_ITEM(all, 0, kind_key);
+    Py_INCREF(event_key);
+    PyTuple_SET_ITEM(all, 1, event_key);
+    for (Py_ssize_t j = 0; j < width; j++) {
+        Py_INCREF(PyTuple_GET_ITEM(keys, j));
+        PyTuple_SET_ITEM(all, j + 2, PyTuple_GET_ITEM(keys, j));
+    }
+    Templates templates;
+    PyObject *out = NULL, *missing = NULL;
+    PyObject **cells = NULL;  /* the span's values, one per key */
+    if (templates_init(&templates, PyList_GET_SIZE(bases)) < 0) {
+        Py_DECREF(all);
+        return NULL;
+    }
+    out = PyList_New(count);
+    missing = PyList_New(0);
+    cells = PyMem_Malloc((width ? width : 1) * sizeof(PyObject *));
+    if (out == NULL || missing == NULL || cells == NULL) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_ssize_t at = 0;
+        PyObject *base = base_of(bases, PyList_GET_ITEM(codes, i), &at);
+        PyObject *event_id = PyList_GET_ITEM(event_ids, i);
+        /* The values checked first: a span the pure path makes costs no copy. */
+        int plain = base != NULL && PyLong_CheckExact(event_id);
+        for (Py_ssize_t j = 0; j < width && plain; j++) {
+            cells[j] = PyList_GET_ITEM(PyList_GET_ITEM(columns, j), i);
+            plain = plain_value(spec[j], cells[j]);
+        }
+        if (!plain) {
+            if (note(out, missing, i) < 0) goto fail;
+            continue;
+        }
+        PyObject *attrs = from_template(&templates, at, base, all);
+        if (attrs == NULL) goto fail;
+        PyList_SET_ITEM(out, i, attrs);  /* the list owns it: freed with it on a failure */
+        if (PyDict_SetItem(attrs, kind_key, kind) < 0 || PyDict_SetItem(attrs, event_key, event_id) < 0)
+            goto fail;
+        for (Py_ssize_t j = 0; j < width; j++) {
+            if (PyDict_SetItem(attrs, PyTuple_GET_ITEM(keys, j), cells[j]) < 0) goto fail;
+        }
+    }
+    PyMem_Free(cells);
+    templates_free(&templates);
+    Py_DECREF(all);
+    return done(out, missing);
+fail:
+    PyMem_Free(cells);
+    templates_free(&templates);
+    Py_DECREF(all);
+    Py_XDECREF(out);  /* a list's unset items are NULL, which its dealloc skips */
+    Py_XDECREF(missing);
+    return NULL;
+}
+
+/* 1: set, 0: left out, -1: only the pure path says (span_rows._set's common cases). */
+static int settable(PyObject *value) {
+    if (value == Py_None) return 0;
+    if (PyUnicode_CheckExact(value) || PyLong_CheckExact(value) || PyBool_Check(value)) return 1;
+    if (PyFloat_CheckExact(value)) return isnan(PyFloat_AS_DOUBLE(value)) ? 0 : 1;
+    if (PyList_CheckExact(value) || PyDict_CheckExact(value)) return 1;  /* no .item() */
+    return -1;
+}
+
+static PyObject *merged_attributes(PyObject *self, PyObject *args) {
+    PyObject *bases, *codes, *head, *kinds, *event_ids, *dicts, *fixed;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOO!", &PyList_Type, &bases, &PyList_Type, &codes,
+                          &PyTuple_Type, &head, &kinds, &event_ids, &dicts, &PyList_Type,
+                          &fixed))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(codes);
+    if (!one_per_span(kinds, count, "kinds") || !one_per_span(event_ids, count, "event_ids")
+        || !one_per_span(dicts, count, "dicts"))
+        return NULL;
+    if (PyTuple_GET_SIZE(head) != 2 || !str_keys(head)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "head: the kind's and the event id's keys");
+        return NULL;
+    }
+    if (PyList_GET_SIZE(fixed) != PyList_GET_SIZE(bases)) {
+        PyErr_SetString(PyExc_ValueError, "fixed: one per run");
+        return NULL;
+    }
+    PyObject *kind_key = PyTuple_GET_ITEM(head, 0), *event_key = PyTuple_GET_ITEM(head, 1);
+    Templates templates;
+    if (templates_init(&templates, PyList_GET_SIZE(bases)) < 0) return NULL;
+    PyObject *out = PyList_New(count), *missing = PyList_New(0);
+    if (out == NULL || missing == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *own = PyList_GET_ITEM(dicts, i), *key, *value;
+        PyObject *event_id = PyList_GET_ITEM(event_ids, i);
+        Py_ssize_t at = 0, step = 0;
+        PyObject *base = base_of(bases, PyList_GET_ITEM(codes, i), &at);
+        int plain = base != NULL && PyDict_CheckExact(own) && PyLong_CheckExact(event_id);
+        PyObject *fixed_keys = plain ? PyList_GET_ITEM(fixed, at) : NULL;
+        if (plain && !PyAnySet_CheckExact(fixed_keys)) plain = 0;
+        while (plain && PyDict_Next(own, &step, &key, &value)) {
+            int found = PySet_Contains(fixed_keys, key);
+            if (found < 0) goto fail;
+            plain = !found && settable(value) >= 0;
+        }
+        if (!plain) {
+            if (note(out, missing, i) < 0) goto fail;
+            continue;
+        }
+        PyObject *attrs = from_template(&templates, at, base, head);
+        if (attrs == NULL) goto fail;
+        PyList_SET_ITEM(out, i, attrs);
+        if (PyDict_SetItem(attrs, kind_key, PyList_GET_ITEM(kinds, i)) < 0
+            || PyDict_SetItem(attrs, event_key, event_id) < 0)
+            goto fail;
+        step = 0;
+        while (PyDict_Next(own, &step, &key, &value)) {
+            if (settable(value) && PyDict_SetItem(attrs, key, value) < 0) goto fail;
+        }
+    }
+    templates_free(&templates);
+    return done(out, missing);
+fail:
+    templates_free(&templates);
+    Py_XDECREF(out);
+    Py_XDECREF(missing);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"column_attributes", column_attributes, METH_VARARGS,
+     "Each span's attributes from its run's base, its kind and event id and columns of its "
+     "own; None where the pure path makes them (their indices: the second list)."},
+    {"merged_attributes", merged_attributes, METH_VARARGS,
+     "RunSpans._attributes of each span; None where the pure path makes them (their indices: "
+     "the second list)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_spanattrs", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__spanattrs(void) { return PyModule_Create(&module); }
