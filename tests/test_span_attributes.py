@@ -23,8 +23,8 @@ from toolkit.traces.span_columns import (
     activity_attributes_python,
     genai_attributes,
     genai_attributes_python,
-    turn_attributes,
-    turn_attributes_python,
+    own_attributes,
+    own_attributes_python,
 )
 from toolkit.traces.span_rows import RunSpans
 from toolkit.traces.spans import trace_spans
@@ -38,7 +38,7 @@ compiled = pytest.mark.skipif(span_columns._spanattrs is None,
 #: Each builder and its pure reference.
 BUILDERS = {
     "activity_attributes": activity_attributes_python,
-    "turn_attributes": turn_attributes_python,
+    "own_attributes": own_attributes_python,
     "genai_attributes": genai_attributes_python,
 }
 
@@ -82,12 +82,16 @@ def test_the_compiled_attributes_are_the_pure_ones_on_recorded_spans(
         trace_spans(recorded, model_attributes=attributes, content=content, namespace="prod")
     trace_spans(recorded)  # no model attributes: the tool calls named by their activities
     compiled_builders = {"activity_attributes": activity_attributes,
-                         "turn_attributes": turn_attributes,
+                         "own_attributes": own_attributes,
                          "genai_attributes": genai_attributes}  # fmt: skip
     for name, calls in captured.items():
-        assert calls and sum(len(args[1]) for args in calls), name  # spans of each kind made
+        assert calls and all(len(args[4 if name == "own_attributes" else 1]) for args in calls)
         for args in calls:
-            assert _typed(compiled_builders[name](*args)) == _typed(BUILDERS[name](*args)), name
+            expected = BUILDERS[name](*(args[:3] + args[4:] if name == "own_attributes"
+                                        else args))  # its spec is the compiled one's alone
+            assert _typed(compiled_builders[name](*args)) == _typed(expected), name
+    # the runs' spans and the turns'
+    assert {args[1] for args in captured["own_attributes"]} == {"workflow", "turn"}
 
 
 def test_spans_without_the_compiled_builder_are_the_same(recorded: pd.DataFrame,
@@ -170,8 +174,14 @@ def test_activity_attributes_outside_the_common_case() -> None:
     assert all(len(made[i]) == len(bases[codes[i]]) + 10 for i in common)
 
 
+def test_a_runs_fixed_keys_are_its_base_and_every_spans() -> None:
+    for run in _runs():
+        assert run.fixed == {*run.base, "openinference.span.kind", "temporal.event_id"}
+
+
 @compiled
-def test_turn_attributes_outside_the_common_case() -> None:
+@pytest.mark.parametrize("role", ["turn", "workflow"])
+def test_own_attributes_outside_the_common_case(role: str) -> None:
     runs = _runs()
     agents = ["Agent", None, 3, _Text("a"), np.str_("b"), ""]
     numbers = [1, np.int64(2), True, 2**80]
@@ -186,8 +196,15 @@ def test_turn_attributes_outside_the_common_case() -> None:
                     for column, value in zip(columns, ("invoke_agent", agent, number, trigger),
                                              strict=True):  # fmt: skip
                         column.append(value)
-    expected = turn_attributes_python(runs, codes, event_ids, columns)
-    assert _typed(turn_attributes(runs, codes, event_ids, columns)) == _typed(expected)
+    keys = span_columns._TURN_KEYS
+    expected = own_attributes_python(runs, role, keys, codes, event_ids, columns)
+    assert _typed(own_attributes(runs, role, keys, span_columns._TURN_SPEC, codes, event_ids,
+                                 columns)) == _typed(expected)  # fmt: skip
+    # keys among the base's: the pure path's (which puts them in the base's place)
+    keys = ("temporalRunID", "x", "session.id", "y")
+    expected = own_attributes_python(runs, role, keys, codes, event_ids, columns)
+    assert _typed(own_attributes(runs, role, keys, "ssis", codes, event_ids,
+                                 columns)) == _typed(expected)  # fmt: skip
 
 
 @compiled

@@ -25,6 +25,7 @@ import pandas as pd
 
 from toolkit.traces.span_rows import (
     _ACTIVITY_STATUS,
+    _CLOSE_STATUS,
     _OPENINFERENCE,
     ModelAttributes,
     RunSpans,
@@ -34,6 +35,7 @@ from toolkit.traces.span_rows import (
     _stamp,
     _stamp_text,
     _text,
+    failure_events,
 )
 
 try:  # ids and time texts written in C, all at once (setup.py builds it where a C compiler is)
@@ -45,7 +47,8 @@ try:  # the spans' attribute dicts made in C, a kind of span at once (setup.py b
 except ImportError:  # pragma: no cover - depends on the install
     _spanattrs = None
 
-__all__ = ["ROW_FIELDS", "Sections", "hashed", "queue_milliseconds", "span_columns", "stamp_texts"]
+__all__ = ["ROW_FIELDS", "Sections", "hashed", "queue_milliseconds", "root_columns", "span_columns",
+           "stamp_texts"]  # fmt: skip
 
 #: The spans' own columns, as :class:`SpanColumns` holds them (the run's columns, ``source``,
 #: ``history``, ``run_id`` and ``trace_id``, come from the run code).
@@ -70,6 +73,9 @@ _ACTIVITY_SPEC = "ssiosofs"
 _TURN_KEYS = ("gen_ai.operation.name", "gen_ai.agent.name", "temporal.turn",
               "temporal.turn.trigger")  # fmt: skip
 _TURN_SPEC = "ssis"
+#: A run's span's own attributes: its status's word (a str), its task failures' count (an int).
+_ROOT_KEYS = ("temporal.workflow.status", "temporal.workflow.task_failures")
+_ROOT_SPEC = "si"
 #: The keys every span sets after its run's base: its kind's, its event id's.
 _KIND_KEY, _EVENT_KEY = "openinference.span.kind", "temporal.event_id"
 
@@ -211,30 +217,68 @@ def span_columns(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
         o_agent.append(agent)
         o_trigger.append(trigger)
         o_events.append([])
-    o_attrs.extend(turn_attributes(runs, o_code, o_event, [
+    o_attrs.extend(own_attributes(runs, "turn", _TURN_KEYS, _TURN_SPEC, o_code, o_event, [
         ["invoke_agent"] * len(o_code), o_agent, o_turn, o_trigger]))  # fmt: skip
     return out, activities, genai, genai_of
 
 
-def turn_attributes(runs: Sequence[RunSpans], codes: list[int], event_ids: list[int],
-                    columns: list[list[Any]]) -> list[dict[str, Any]]:  # fmt: skip
-    """Each turn span's attributes: ``RunSpans._attributes`` of its run, the turn's event id
-    and :data:`_TURN_KEYS` set to ``columns``' values; in C where ``toolkit.traces._spanattrs``
-    is built (the spans it leaves, a value of another type, by the pure path)."""
-    if _spanattrs is None or not all(run.fixed.isdisjoint(_TURN_KEYS) for run in runs):
-        return turn_attributes_python(runs, codes, event_ids, columns)
+def root_columns(runs: Sequence[RunSpans], last_types: list[Any], last_failures: list[Any],
+                 failures: Mapping[int, list[dict[str, Any]]]) -> list[list[Any]]:  # fmt: skip
+    """The runs' spans, one per run in code order, as columns (:data:`ROW_FIELDS` after
+    ``code``): each from its run's first to its last time, its status by its ``last_types``
+    (its last event's type; ``last_failures``: that event's failure message), its workflow-task
+    ``failures`` (rows as dicts, by run code) its span events."""
+    count = len(runs)
+    status: list[str] = []
+    message: list[str | None] = []
+    words: list[str] = []
+    events: list[list[dict[str, Any]]] = []
+    failed: list[int] = []
+    for code, (event_type, failure) in enumerate(zip(last_types, last_failures, strict=True)):
+        state, word = _CLOSE_STATUS.get(str(event_type), ("UNSET", "running"))
+        status.append(state)
+        message.append(_text(failure) if state == "ERROR" else None)
+        words.append(word)
+        found = failures.get(code)
+        events.append(failure_events(found) if found else [])
+        failed.append(len(found) if found else 0)
+    start = [run.first_time for run in runs]
+    end = []
+    for run, s in zip(runs, start, strict=True):  # a span's times (span_columns' rules)
+        e = run.last_time if run.last_time is not None else s
+        if s is not None and e < s:
+            e = s
+        end.append(e)
+    attrs = own_attributes(runs, "workflow", _ROOT_KEYS, _ROOT_SPEC, list(range(count)),
+                           [1] * count, [words, failed])  # fmt: skip
+    return [[run.root_id for run in runs], [None] * count,
+            [f"RunWorkflow:{run.workflow_type}" for run in runs], ["SERVER"] * count,
+            ["workflow"] * count, [1] * count, [None] * count, start, end, status, message,
+            attrs, events]  # fmt: skip
+
+
+def own_attributes(runs: Sequence[RunSpans], role: str, keys: tuple[str, ...], spec: str,
+                   codes: list[int], event_ids: list[int],
+                   columns: list[list[Any]]) -> list[dict[str, Any]]:  # fmt: skip
+    """Each span's attributes: ``RunSpans._attributes`` of its run (``runs[code]``), its
+    ``role``, its event id and ``keys`` set to ``columns``' values; in C where
+    ``toolkit.traces._spanattrs`` is built, each value as ``spec`` says the common case holds
+    it (the spans it leaves, a value of another type, by the pure path)."""
+    if _spanattrs is None or not all(run.fixed.isdisjoint(keys) for run in runs):
+        return own_attributes_python(runs, role, keys, codes, event_ids, columns)
     made, missing = _spanattrs.column_attributes(
-        [run.base_set for run in runs], codes, (_KIND_KEY, _OPENINFERENCE["turn"], _EVENT_KEY),
-        event_ids, _TURN_KEYS, _TURN_SPEC, columns)  # fmt: skip
-    _fill(made, missing, lambda picked: turn_attributes_python(
-        runs, *_taken(picked, codes, event_ids), _taken(picked, *columns)))  # fmt: skip
+        [run.base_set for run in runs], codes, (_KIND_KEY, _OPENINFERENCE[role], _EVENT_KEY),
+        event_ids, keys, spec, columns)  # fmt: skip
+    _fill(made, missing, lambda picked: own_attributes_python(
+        runs, role, keys, *_taken(picked, codes, event_ids), _taken(picked, *columns)))
     return made  # type: ignore[no-any-return]
 
 
-def turn_attributes_python(runs: Sequence[RunSpans], codes: list[int], event_ids: list[int],
-                           columns: list[list[Any]]) -> list[dict[str, Any]]:  # fmt: skip
-    """:func:`turn_attributes` in Python (the reference of the compiled one)."""
-    return [runs[code]._attributes("turn", event_id, dict(zip(_TURN_KEYS, values, strict=True)))
+def own_attributes_python(runs: Sequence[RunSpans], role: str, keys: tuple[str, ...],
+                          codes: list[int], event_ids: list[int],
+                          columns: list[list[Any]]) -> list[dict[str, Any]]:  # fmt: skip
+    """:func:`own_attributes` in Python (the reference of the compiled one)."""
+    return [runs[code]._attributes(role, event_id, dict(zip(keys, values, strict=True)))
             for code, event_id, *values in zip(codes, event_ids, *columns, strict=True)]
 
 
@@ -276,7 +320,9 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
     raw_end = [c if c is not None else last_time[code]
                for c, code in zip(acts["closed_time"], codes, strict=True)]  # fmt: skip
     start, end = [], []
-    for code, s, e in zip(codes, raw_start, raw_end, strict=True):  # RunSpans._row's rules
+    # A span's times: a missing start is its run's first time, a missing end its run's last
+    # (else the start), an end before the start is the start.
+    for code, s, e in zip(codes, raw_start, raw_end, strict=True):
         if s is None:
             s = first_time[code]
         if e is None:

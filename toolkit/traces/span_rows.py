@@ -1,5 +1,7 @@
-"""The spans of one run, as rows (tuples in :data:`SPAN_COLUMNS` order), and the helpers that
-make their ids and attributes (:mod:`toolkit.traces.spans` states what each span is)."""
+"""What the spans of one run share (:class:`RunSpans`: its ids, the base of their attributes),
+and the helpers that make their ids, attributes and span events (:mod:`toolkit.traces.spans`
+states what each span is; :mod:`toolkit.traces.span_columns` makes them, :data:`SPAN_COLUMNS`
+their table's columns)."""
 
 from __future__ import annotations
 
@@ -146,9 +148,34 @@ def _set_text(attributes: dict[str, Any], key: str, value: Any) -> None:
         _set(attributes, key, value)
 
 
+#: The keys of a run's base (:attr:`RunSpans.base`), then those every span sets after it: a
+#: span's own attributes among these replace the base's (:meth:`RunSpans._attributes`).
+_FIXED = frozenset({"temporalWorkflowID", "temporalRunID", "temporal.namespace",
+                    "temporal.workflow.type", "session.id", "openinference.span.kind",
+                    "temporal.event_id"})  # fmt: skip
+
+
+def failure_events(failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run's span events: one ``exception`` per workflow-task failure or timeout (the events'
+    rows, as dicts of their columns)."""
+    return [
+        {"time": _time(event["event_time"]), "name": "exception", "attributes": {
+            "exception.type": _text(event.get("failure_type")) or _text(event.get("cause"))
+            or str(event["event_type"]),
+            "exception.message": _text(event.get("failure_message"))
+            or _text(event.get("cause")) or str(event["event_type"]),
+            "temporal.event_type": str(event["event_type"]),
+            "temporal.event_id": int(event["event_id"]),
+            **({"temporal.workflow_task.cause": event["cause"]}
+               if _text(event.get("cause")) else {}),
+        }}
+        for event in failures
+    ]  # fmt: skip
+
+
 class RunSpans:
-    """What the spans of one history share (its ids, the base of their attributes), and its
-    root span (:meth:`root`); :mod:`toolkit.traces.span_columns` makes its other spans.
+    """What the spans of one history share (its ids, the base of their attributes);
+    :mod:`toolkit.traces.span_columns` makes its spans.
 
     Times are nanoseconds since the epoch (UTC, ``Timestamp.value``) or None, in what it takes
     and in the rows' ``start`` and ``end``; the span events' are timestamps, as in the table.
@@ -168,16 +195,17 @@ class RunSpans:
         self.first_time, self.last_time = first_time, last_time
         self.trace_id, self.root_id = (span_ids(self.namespace, self.key, 1, "workflow")
                                        if hashed else (None, None))  # fmt: skip
-        self.pending_tools: list[str] = []  # requested by the last model call, not yet run
-        self.turn_spans: dict[int, str] = {}
         self.base = {"temporalWorkflowID": self.workflow_id, "temporalRunID": self.run_id,
                      "temporal.namespace": self.namespace or None,
                      "temporal.workflow.type": self.workflow_type,
                      "session.id": self.workflow_id}  # fmt: skip
         self.base_set: dict[str, Any] = {}  # the base as every span carries it
         for key, value in self.base.items():
-            _set(self.base_set, key, value)
-        self.fixed = {*self.base, "openinference.span.kind", "temporal.event_id"}
+            if type(value) is str:  # _set's common case, without the call
+                self.base_set[key] = value
+            elif value is not None:
+                _set(self.base_set, key, value)
+        self.fixed = _FIXED  # {*self.base, "openinference.span.kind", "temporal.event_id"}
         # The span id's key up to the event id: f"{namespace}\x1f{run}\x1f"
         self.id_prefix = f"{self.namespace}\x1f{self.key}\x1f"
 
@@ -201,41 +229,3 @@ class RunSpans:
                            "temporal.event_id": event_id, **attributes}.items():  # fmt: skip
             _set(attrs, key, value)
         return attrs
-
-    def _row(self, span_id: str, parent: str | None, name: str, kind: str, role: str,
-             event_id: int, turn: int | None, start: Any, end: Any, status: str,
-             message: str | None, attrs: dict[str, Any],
-             events: list[dict[str, Any]] | None = None) -> tuple[Any, ...]:  # fmt: skip
-        """One row; ``attrs`` as :meth:`_attributes` made them (times: nanoseconds or None)."""
-        if start is None:
-            start = self.first_time
-        if end is None:
-            end = self.last_time if self.last_time is not None else start
-        if start is not None and end < start:  # max(end, start), without the call
-            end = start
-        return (self.source, self.history, self.run_id, self.trace_id, span_id, parent, name,
-                kind, role, event_id, turn, start, end, status, message, attrs,
-                events or [])  # fmt: skip
-
-    def root(self, last: Mapping[str, Any], failures: list[dict[str, Any]]) -> tuple[Any, ...]:
-        """The run's span: its close (the ``last`` event), its workflow-task ``failures``."""
-        status, word = _CLOSE_STATUS.get(str(last["event_type"]), ("UNSET", "running"))
-        message = _text(last.get("failure_message")) if status == "ERROR" else None
-        span_events = [
-            {"time": _time(event["event_time"]), "name": "exception", "attributes": {
-                "exception.type": _text(event.get("failure_type")) or _text(event.get("cause"))
-                or str(event["event_type"]),
-                "exception.message": _text(event.get("failure_message"))
-                or _text(event.get("cause")) or str(event["event_type"]),
-                "temporal.event_type": str(event["event_type"]),
-                "temporal.event_id": int(event["event_id"]),
-                **({"temporal.workflow_task.cause": event["cause"]}
-                   if _text(event.get("cause")) else {}),
-            }}
-            for event in failures
-        ]  # fmt: skip
-        attributes = {"temporal.workflow.status": word,
-                      "temporal.workflow.task_failures": len(span_events)}  # fmt: skip
-        return self._row(self.root_id, None, f"RunWorkflow:{self.workflow_type}", "SERVER",
-                         "workflow", 1, None, None, None, status, message,
-                         self._attributes("workflow", 1, attributes), span_events)  # fmt: skip

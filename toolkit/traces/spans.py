@@ -61,7 +61,7 @@ from toolkit.agents.roles import Roles
 from toolkit.gc_pause import paused_gc
 from toolkit.traces.activity_facts import activity_facts
 from toolkit.traces.known_activities import known_facts
-from toolkit.traces.span_columns import ROW_FIELDS, hashed, span_columns
+from toolkit.traces.span_columns import ROW_FIELDS, hashed, root_columns, span_columns
 from toolkit.traces.span_rows import (
     _TASK_FAILURES,
     ACTIVITY_FIELDS,
@@ -140,27 +140,26 @@ def spans_of(
                                 hashed([f"{run.id_prefix}1\x1fworkflow" for run in runs]),
                                 strict=True):  # fmt: skip
         run.trace_id, run.root_id = trace, root
-    roots = [run.root(facts.last(code), facts.failures.get(code, []))
-             for code, run in enumerate(runs)]  # fmt: skip
+    roots = root_columns(runs, facts.lasts["event_type"].tolist(),
+                         facts.lasts["failure_message"].tolist(), facts.failures)  # fmt: skip
     starts_of = [[] if _key(source) in unrecognised else found.turns.get((source, history), [])
                  for source, history in found.runs]  # fmt: skip
     acts = facts.activities(content, unrecognised)
     turns, activities, genai, genai_of = span_columns(
         runs, acts, starts_of, facts.times, model_attributes or {}, content)  # fmt: skip
-    # The roots as columns (ROW_FIELDS: the run's code, then the span's own fields).
-    root_columns = [list(range(len(runs))),
-                    *([row[i] for row in roots] for i in range(4, len(SPAN_COLUMNS)))]
+    # The roots' columns (ROW_FIELDS: the run's code, then the span's own fields).
+    root_section = [list(range(len(runs))), *roots]
     # Each run's spans together, in the order of the run-by-run walk: its root, its turns,
     # then each activity followed by its GenAI span.
     big = 1 << 40
     count = len(activities[0])
     sub = np.concatenate([
-        np.zeros(len(roots), dtype=np.int64),
+        np.zeros(len(runs), dtype=np.int64),
         np.arange(1, len(turns[0]) + 1, dtype=np.int64),
         big + 2 * np.arange(count, dtype=np.int64),
         big + 1 + 2 * np.array(genai_of, dtype=np.int64),
     ])  # fmt: skip
-    sections = (root_columns, turns, activities, genai)
+    sections = (root_section, turns, activities, genai)
     codes = np.fromiter(chain.from_iterable(section[0] for section in sections), dtype=np.int64)
     order = np.lexsort((sub, codes))
     return _table(runs, codes[order], order,
@@ -278,10 +277,6 @@ class _RunFacts:
     def head(self, code: int) -> dict[str, Any]:
         """The run's first event: its namespace, run id, workflow id and type."""
         return {name: values[code] for name, values in self.heads.items()}
-
-    def last(self, code: int) -> dict[str, Any]:
-        """The run's last event: its type and failure message."""
-        return {name: values[code] for name, values in self.lasts.items()}
 
     def activities(self, content: bool, unrecognised: set[Any]) -> dict[str, list[Any]]:
         """The activities of the runs (:func:`toolkit.activities`' rows, the columns of
