@@ -269,25 +269,36 @@ static PyObject *merged_attributes(PyObject *self, PyObject *args) {
         int plain = base != NULL && PyDict_CheckExact(own) && PyLong_CheckExact(event_id);
         PyObject *fixed_keys = plain ? PyList_GET_ITEM(fixed, at) : NULL;
         if (plain && !PyAnySet_CheckExact(fixed_keys)) plain = 0;
-        while (plain && PyDict_Next(own, &step, &key, &value)) {
-            int found = PySet_Contains(fixed_keys, key);
-            if (found < 0) goto fail;
-            plain = !found && settable(value) >= 0;
+        PyObject *attrs = NULL;
+        if (plain) {
+            /* Made in one pass over its own items: one the pure path makes otherwise (rare)
+             * drops the dict made so far. */
+            attrs = from_template(&templates, at, base, head);
+            if (attrs == NULL) goto fail;
+            if (PyDict_SetItem(attrs, kind_key, PyList_GET_ITEM(kinds, i)) < 0
+                || PyDict_SetItem(attrs, event_key, event_id) < 0) {
+                Py_DECREF(attrs);
+                goto fail;
+            }
+            while (PyDict_Next(own, &step, &key, &value)) {
+                int found = PySet_Contains(fixed_keys, key);
+                int set = found ? -1 : settable(value);
+                if (found < 0 || (set > 0 && PyDict_SetItem(attrs, key, value) < 0)) {
+                    Py_DECREF(attrs);
+                    goto fail;
+                }
+                if (set < 0) {
+                    plain = 0;
+                    break;
+                }
+            }
         }
         if (!plain) {
+            Py_XDECREF(attrs);
             if (note(out, missing, i) < 0) goto fail;
             continue;
         }
-        PyObject *attrs = from_template(&templates, at, base, head);
-        if (attrs == NULL) goto fail;
         PyList_SET_ITEM(out, i, attrs);
-        if (PyDict_SetItem(attrs, kind_key, PyList_GET_ITEM(kinds, i)) < 0
-            || PyDict_SetItem(attrs, event_key, event_id) < 0)
-            goto fail;
-        step = 0;
-        while (PyDict_Next(own, &step, &key, &value)) {
-            if (settable(value) && PyDict_SetItem(attrs, key, value) < 0) goto fail;
-        }
     }
     templates_free(&templates);
     return done(out, missing);

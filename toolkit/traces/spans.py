@@ -178,7 +178,7 @@ def _table(runs: list[RunSpans], codes: np.ndarray, order: np.ndarray,
         values[:] = [getattr(run, name) for run in runs]  # str or None: no nesting
         taken = values[codes]
         data[name] = (taken.astype(np.int64) if name == "history"
-                      else pd.Series(taken, dtype=object))  # fmt: skip
+                      else pd.Series(taken, dtype=object, copy=False))  # fmt: skip
     for name, values in zip(SPAN_COLUMNS[4:], columns, strict=True):
         if name == "event_id":
             data[name] = np.array(values, dtype=np.int64)[order]
@@ -188,10 +188,13 @@ def _table(runs: list[RunSpans], codes: np.ndarray, order: np.ndarray,
             data[name] = pd.arrays.IntegerArray(ints[order], order < len(runs))
         elif name in ("start", "end"):  # NaT where None
             nanos = np.array([_NAT if v is None else v for v in values], dtype=np.int64)[order]
-            data[name] = pd.Series(nanos.view("M8[ns]")).dt.tz_localize("UTC")
+            # localized as an index, then held as it is (no Series copied, localized, copied)
+            data[name] = pd.Series(pd.DatetimeIndex(nanos.view("M8[ns]")).tz_localize("UTC"),
+                                   copy=False)  # fmt: skip
         else:  # object, not pandas' string dtype: a missing parent stays None (NaN is no id)
+            # the array taken is the table's own: held, not copied (pandas 3 copies by default)
             data[name] = pd.Series(np.fromiter(values, dtype=object, count=len(values))[order],
-                                   dtype=object)  # fmt: skip
+                                   dtype=object, copy=False)  # fmt: skip
     return pd.DataFrame(data, columns=SPAN_COLUMNS)
 
 
