@@ -225,17 +225,38 @@ def test_genai_attributes_outside_the_common_case() -> None:
         {"temporal.namespace": "set again", "x": 1},
         types.MappingProxyType({"a": 1}),  # a mapping that is no dict
         {"z": 1, "a": 2, "m": float("inf")},  # keys in no sorted order: kept as they come
+        {"_requested_tools": ["get_weather"], "a": 1, "gen_ai.operation.name": None},
+        {"a": 1, "_requested_tools": None, "tool.name": "held"},
+        {1: "a key that is no str"},
+        {_Text("_requested_tools"): 1, "b": 2},  # popped as dict.pop finds it
     ]
-    codes, roles, event_ids, attributes = [], [], [], []
+    pairs: list[tuple[tuple[Any, Any], ...]] = [
+        (),
+        (("gen_ai.operation.name", "chat"),),
+        (("gen_ai.tool.name", "t"), ("tool.name", "t"), ("gen_ai.operation.name", "x")),
+        (("gen_ai.tool.name", None), ("tool.name", float("nan")), ("c", np.float64(2.0))),
+        (("a", "default"), ("_requested_tools", "a default for the popped key")),
+        (("temporalRunID", "a base key"),),
+        (("x", 1), ("x", 2)),  # one key twice: the first kept
+        ((_Text("x"), 1),),
+        [("x", 1)],  # no tuple  # type: ignore[list-item]
+    ]
+    codes, roles, event_ids, attributes, defaults = [], [], [], [], []
     for own in owns:
-        for code in range(3):
-            for role in ("model", "tool_call"):
-                codes.append(code)
-                roles.append(role)
-                event_ids.append(len(codes) if len(codes) % 5 else np.int64(len(codes)))
-                attributes.append(own)
-    expected = genai_attributes_python(runs, codes, roles, event_ids, attributes)
-    assert _typed(genai_attributes(runs, codes, roles, event_ids, attributes)) == _typed(expected)
+        for default in pairs:
+            for code in range(3):
+                for role in ("model", "tool_call"):
+                    codes.append(code)
+                    roles.append(role)
+                    event_ids.append(len(codes) if len(codes) % 5 else np.int64(len(codes)))
+                    attributes.append(own)
+                    defaults.append(default)
+    expected = genai_attributes_python(runs, codes, roles, event_ids, attributes, defaults)
+    assert _typed(genai_attributes(runs, codes, roles, event_ids, attributes,
+                                   defaults)) == _typed(expected)  # fmt: skip
+    # the model attributes are left as they were (the builders copy them)
+    assert owns[14] == {"_requested_tools": ["get_weather"], "a": 1,
+                        "gen_ai.operation.name": None}  # fmt: skip
 
 
 @compiled
@@ -255,4 +276,5 @@ def test_the_compiled_builder_refuses_malformed_arguments() -> None:
     assert build([{}], [0], head, [1], ("a",), "s", [["x"]]) == (
         [{"openinference.span.kind": "CHAIN", "temporal.event_id": 1, "a": "x"}], [])
     with pytest.raises(ValueError):  # fixed: one set per run
-        span_columns._spanattrs.merged_attributes([{}], [0], ("k", "e"), ["LLM"], [1], [{}], [])
+        span_columns._spanattrs.merged_attributes([{}], [0], ("k", "e"), ["LLM"], [1], [{}],
+                                                  [()], None, [])  # fmt: skip

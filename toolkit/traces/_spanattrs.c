@@ -23,13 +23,17 @@
  *   is as spec[j] says: 's' a str, 'i' an int (no bool), 'f' a float that is no NaN, 'o'
  *   anything (set as it is). A value that is not: the span is missing.
  *
- * merged_attributes(bases, codes, head, kinds, event_ids, dicts, fixed)
+ * merged_attributes(bases, codes, head, kinds, event_ids, dicts, defaults, skip, fixed)
  *     -> (list[dict | None], list[int])
  *   RunSpans._attributes of the span i, whose kind is kinds[i] (head: the kind's key, the event
- *   id's key): bases[codes[i]] copied, the kind, the event id (an int), then each item of
- *   dicts[i] as span_rows._set sets it: a str, int, bool, list or dict set, a float set unless
- *   NaN, None left out. Missing: a key of dicts[i] in fixed[codes[i]] (it would replace the
- *   base's in its place, or drop it), a value of another type, a dict that is no dict.
+ *   id's key), of its own attributes: dicts[i] copied, skip (a str, or None) popped from the
+ *   copy, then each (key, value) of defaults[i] (a tuple of pairs) set where the copy has no
+ *   such key (dict.setdefault) -- none of them made: bases[codes[i]] copied, the kind, the
+ *   event id (an int), then each item of dicts[i] but skip, then each default set, each value
+ *   as span_rows._set sets it: a str, int, bool, list or dict set, a float set unless NaN,
+ *   None left out. Missing: one of those keys in fixed[codes[i]] (it would replace the base's
+ *   in its place, or drop it), a value of another type, a dict that is no dict, a key of a
+ *   dict that is no str, defaults' keys that are no str or not distinct.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -238,16 +242,61 @@ static int settable(PyObject *value) {
     return -1;
 }
 
+/* Whether key (a str) is skip (a str, or NULL: none), as dict.pop would find it. */
+static int is_skip(PyObject *key, PyObject *skip) {
+    return skip != NULL && (key == skip || PyUnicode_Compare(key, skip) == 0);
+}
+
+/* 1: the defaults (a tuple of pairs, distinct str keys) set as the pure path would (those own
+ * lacks, none in fixed), 0: the pure path says, -1: an error. */
+static int set_defaults(PyObject *attrs, PyObject *own, PyObject *defaults, PyObject *skip,
+                        PyObject *fixed_keys) {
+    if (!PyTuple_CheckExact(defaults)) return 0;
+    Py_ssize_t size = PyTuple_GET_SIZE(defaults);
+    for (Py_ssize_t j = 0; j < size; j++) {
+        PyObject *pair = PyTuple_GET_ITEM(defaults, j);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2
+            || !PyUnicode_CheckExact(PyTuple_GET_ITEM(pair, 0)))
+            return 0;
+        PyObject *key = PyTuple_GET_ITEM(pair, 0);
+        for (Py_ssize_t before = 0; before < j; before++) {  /* a key set twice: Python's */
+            if (PyUnicode_Compare(PyTuple_GET_ITEM(PyTuple_GET_ITEM(defaults, before), 0), key) == 0)
+                return 0;
+        }
+    }
+    for (Py_ssize_t j = 0; j < size; j++) {
+        PyObject *key = PyTuple_GET_ITEM(PyTuple_GET_ITEM(defaults, j), 0);
+        PyObject *value = PyTuple_GET_ITEM(PyTuple_GET_ITEM(defaults, j), 1);
+        if (!is_skip(key, skip)) {  /* a key own holds (even as None) keeps its value */
+            int held = PyDict_Contains(own, key);
+            if (held < 0) return -1;
+            if (held) continue;
+        }
+        int found = PySet_Contains(fixed_keys, key);
+        if (found < 0) return -1;
+        int set = found ? -1 : settable(value);
+        if (set < 0) return 0;
+        if (set && PyDict_SetItem(attrs, key, value) < 0) return -1;
+    }
+    return 1;
+}
+
 static PyObject *merged_attributes(PyObject *self, PyObject *args) {
-    PyObject *bases, *codes, *head, *kinds, *event_ids, *dicts, *fixed;
-    if (!PyArg_ParseTuple(args, "O!O!O!OOOO!", &PyList_Type, &bases, &PyList_Type, &codes,
-                          &PyTuple_Type, &head, &kinds, &event_ids, &dicts, &PyList_Type,
-                          &fixed))
+    PyObject *bases, *codes, *head, *kinds, *event_ids, *dicts, *defaults, *skip, *fixed;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOOOO!", &PyList_Type, &bases, &PyList_Type, &codes,
+                          &PyTuple_Type, &head, &kinds, &event_ids, &dicts, &defaults, &skip,
+                          &PyList_Type, &fixed))
         return NULL;
     Py_ssize_t count = PyList_GET_SIZE(codes);
     if (!one_per_span(kinds, count, "kinds") || !one_per_span(event_ids, count, "event_ids")
-        || !one_per_span(dicts, count, "dicts"))
+        || !one_per_span(dicts, count, "dicts") || !one_per_span(defaults, count, "defaults"))
         return NULL;
+    if (skip == Py_None) {
+        skip = NULL;
+    } else if (!PyUnicode_CheckExact(skip)) {
+        PyErr_SetString(PyExc_TypeError, "skip: a str or None");
+        return NULL;
+    }
     if (PyTuple_GET_SIZE(head) != 2 || !str_keys(head)) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "head: the kind's and the event id's keys");
         return NULL;
@@ -281,6 +330,11 @@ static PyObject *merged_attributes(PyObject *self, PyObject *args) {
                 goto fail;
             }
             while (PyDict_Next(own, &step, &key, &value)) {
+                if (!PyUnicode_CheckExact(key)) {
+                    plain = 0;
+                    break;
+                }
+                if (is_skip(key, skip)) continue;
                 int found = PySet_Contains(fixed_keys, key);
                 int set = found ? -1 : settable(value);
                 if (found < 0 || (set > 0 && PyDict_SetItem(attrs, key, value) < 0)) {
@@ -291,6 +345,14 @@ static PyObject *merged_attributes(PyObject *self, PyObject *args) {
                     plain = 0;
                     break;
                 }
+            }
+            if (plain) {
+                int set = set_defaults(attrs, own, PyList_GET_ITEM(defaults, i), skip, fixed_keys);
+                if (set < 0) {
+                    Py_DECREF(attrs);
+                    goto fail;
+                }
+                plain = set;
             }
         }
         if (!plain) {

@@ -76,6 +76,10 @@ _TURN_SPEC = "ssis"
 #: A run's span's own attributes: its status's word (a str), its task failures' count (an int).
 _ROOT_KEYS = ("temporal.workflow.status", "temporal.workflow.task_failures")
 _ROOT_SPEC = "si"
+#: What a model call's attributes hold for the spans after it, none of its own.
+_REQUESTED = "_requested_tools"
+#: A model call's span's attribute set where its model attributes have none.
+_CHAT = (("gen_ai.operation.name", "chat"),)
 #: The keys every span sets after its run's base: its kind's, its event id's.
 _KIND_KEY, _EVENT_KEY = "openinference.span.kind", "temporal.event_id"
 
@@ -374,37 +378,39 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
             continue
         if code != pending_code:  # a new run: no tool requested yet
             pending, pending_code = [], code
-        attributes = dict(found or {})
-        requested = attributes.pop("_requested_tools", None)
+        # The span's own attributes: the model attributes but _REQUESTED, then the defaults
+        # where they have none (own_of: not copied here, the builder does it).
+        own = found or {}
+        requested = own.get(_REQUESTED)
+        defaults: tuple[tuple[str, Any], ...]
         if role == "model":
             pending = [str(name) for name in requested or []]
-            model = (attributes.get("gen_ai.request.model")
-                     or attributes.get("gen_ai.response.model"))  # fmt: skip
+            model = own.get("gen_ai.request.model") or own.get("gen_ai.response.model")
             name, kind = (f"chat {model}" if model else "chat"), "CLIENT"
-            attributes.setdefault("gen_ai.operation.name", "chat")
+            defaults = _CHAT
         else:
             # The answer's tool requests run in order; handoffs and hosted tools run no
             # activity, so a name is taken only while requests remain (else the activity's).
             requested_name = pending.pop(0) if pending else None
             tool = requested_name or _text(types[index])
-            attributes.setdefault("gen_ai.tool.name", tool)
-            attributes.setdefault("tool.name", tool)
             name, kind = f"execute_tool {tool}", "INTERNAL"
-            attributes.setdefault("gen_ai.operation.name", "execute_tool")
+            defaults = (("gen_ai.tool.name", tool), ("tool.name", tool),
+                        ("gen_ai.operation.name", "execute_tool"))  # fmt: skip
         if content:
+            own, defaults = own_of(own, defaults), ()
             for key, value in (("input.value", inputs[index]),  # type: ignore[index]
                                ("output.value", results[index])):  # type: ignore[index]
                 if value is not None:
-                    attributes[key] = _content(value)
-                    attributes[key.replace(".value", ".mime_type")] = "application/json"
-        genai.append((index, name, kind, role, attributes))
+                    own[key] = _content(value)
+                    own[key.replace(".value", ".mime_type")] = "application/json"
+        genai.append((index, name, kind, role, own, defaults))
         genai_keys.append(f"{run.id_prefix}{event_id}\x1f{role}")
 
     span_ids = hashed(keys)
     at = [index for index, *_ in genai]
     gen_codes, gen_events = [codes[i] for i in at], [event_ids[i] for i in at]
     gen_attrs = genai_attributes(runs, gen_codes, [item[3] for item in genai], gen_events,
-                                 [item[4] for item in genai])  # fmt: skip
+                                 [item[4] for item in genai], [item[5] for item in genai])
     activities = [codes, span_ids, parent, names, ["SERVER"] * count, ["activity"] * count,
                   event_ids, turns, start, end, status, message, attrs, events]
     gen = [gen_codes, hashed(genai_keys), [span_ids[i] for i in at],
@@ -461,30 +467,41 @@ def activity_attributes_python(bases: list[dict[str, Any]], codes: list[int],
     return attrs
 
 
+def own_of(attributes: Mapping[str, Any], defaults: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """A GenAI span's own attributes: ``attributes`` (its model attributes) but
+    :data:`_REQUESTED`, then each of ``defaults`` where they have no such key."""
+    own = dict(attributes)
+    own.pop(_REQUESTED, None)
+    for key, value in defaults:
+        own.setdefault(key, value)
+    return own
+
+
 def genai_attributes(runs: Sequence[RunSpans], codes: list[int], roles: list[str],
-                     event_ids: list[int],
-                     attributes: list[dict[str, Any]]) -> list[dict[str, Any]]:  # fmt: skip
+                     event_ids: list[int], attributes: list[Mapping[str, Any]],
+                     defaults: list[tuple[tuple[str, Any], ...]]) -> list[dict[str, Any]]:
     """Each GenAI span's attributes: ``RunSpans._attributes`` of its run, role, event id and
-    own ``attributes``; in C where ``toolkit.traces._spanattrs`` is built (the spans it leaves,
-    a key of the base among their own or a value of another type, by the pure path)."""
+    own attributes (:func:`own_of` its ``attributes`` and ``defaults``); in C where
+    ``toolkit.traces._spanattrs`` is built, without the own attributes' dict (the spans it
+    leaves, a key of the base among their own or a value of another type, by the pure path)."""
     if _spanattrs is None:
-        return genai_attributes_python(runs, codes, roles, event_ids, attributes)
+        return genai_attributes_python(runs, codes, roles, event_ids, attributes, defaults)
     made, missing = _spanattrs.merged_attributes(
         [run.base_set for run in runs], codes, (_KIND_KEY, _EVENT_KEY),
-        [_OPENINFERENCE[role] for role in roles], event_ids, attributes,
+        [_OPENINFERENCE[role] for role in roles], event_ids, attributes, defaults, _REQUESTED,
         [run.fixed for run in runs])  # fmt: skip
     _fill(made, missing, lambda picked: genai_attributes_python(
-        runs, *_taken(picked, codes, roles, event_ids, attributes)))  # fmt: skip
+        runs, *_taken(picked, codes, roles, event_ids, attributes, defaults)))  # fmt: skip
     return made  # type: ignore[no-any-return]
 
 
 def genai_attributes_python(runs: Sequence[RunSpans], codes: list[int], roles: list[str],
-                            event_ids: list[int],
-                            attributes: list[dict[str, Any]]) -> list[dict[str, Any]]:  # fmt: skip
+                            event_ids: list[int], attributes: list[Mapping[str, Any]],
+                            defaults: list[tuple[tuple[str, Any], ...]]) -> list[dict[str, Any]]:
     """:func:`genai_attributes` in Python (the reference of the compiled one)."""
-    return [runs[code]._attributes(role, event_id, attrs)
-            for code, role, event_id, attrs in zip(codes, roles, event_ids, attributes,
-                                                   strict=True)]  # fmt: skip
+    return [runs[code]._attributes(role, event_id, own_of(attrs, pairs))
+            for code, role, event_id, attrs, pairs in zip(codes, roles, event_ids, attributes,
+                                                          defaults, strict=True)]  # fmt: skip
 
 
 def _attributes(base: dict[str, Any], event_id: int, activity_id: Any, kind: Any,
