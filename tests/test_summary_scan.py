@@ -6,9 +6,11 @@ kind) and on texts the finder must leave to the decoder.
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -17,6 +19,7 @@ import pytest
 import toolkit as tk
 from toolkit.agents import model_cells, model_io
 from toolkit.histories.columns.lazy import LazyExtra
+from toolkit.histories.payloads import decode_payload
 
 ROOT = Path(__file__).resolve().parents[1]
 compiled = pytest.mark.skipif(
@@ -60,10 +63,13 @@ def test_summaries_of_every_event_of_data_and_the_corpus(
         assert _plain(spelt) == _plain(model_cells._spelt_by_decoder(extra.raw))
         with_metadata += spelt is not msgspec.UNSET
     summaries = [model_io.summary_of(extra) for extra in extras]
+    read = sum(model_cells._summary_data(extra.raw) is not None for extra in extras)
+    monkeypatch.setattr(model_cells, "_summary_data", None)
+    assert [model_io.summary_of(extra) for extra in extras] == summaries
     monkeypatch.setattr(model_cells, "_key_value", None)
     assert [model_io.summary_of(extra) for extra in extras] == summaries
     assert len(extras) > 5_000 and with_metadata > 500
-    assert sum(s is not None for s in summaries) > 500
+    assert sum(s is not None for s in summaries) > 500 and read > 500
 
 
 @compiled
@@ -136,3 +142,100 @@ def test_key_value_reads_buffers_and_refuses_the_rest() -> None:
     with pytest.raises(TypeError):
         model_cells._key_value("text", KEY)
     assert model_cells._spelt_metadata("{}") is msgspec.UNSET  # the decoder reads a str
+
+
+def _extra(text: bytes) -> LazyExtra:
+    """An extra cell of a raw JSON event (as the reader makes it) whose raw text is ``text``."""
+    return LazyExtra(SimpleNamespace(json_events=[msgspec.Raw(text)]), 0, None)
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+PLAIN = _b64("json/plain")
+SAME = _b64("json/plaiN")  # another encoding, as long
+
+
+@compiled
+def test_summary_data_equals_the_typed_route_on_random_summaries(
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Summaries of the usual shape and of others near it (members reordered or added, spaces,
+    another encoding, damaged base64, escapes, names twice): the compiled read gives what the
+    typed route gives, and where it declines that route reads them."""
+    rng = random.Random(31)
+
+    def data() -> str:
+        return rng.choice([_b64('"lab_agent"'), _b64('{"a": [1, "é"]}'), _b64("not json"), "",
+                           _b64("x")[:-1], "ab\\/cd==", "!!!!", _b64('"' + "y" * 200 + '"'),
+                           "QUJD\\u003d", "====", "QQ==QQ=="])  # fmt: skip
+
+    def payload() -> str:
+        encoding = rng.choice([PLAIN, PLAIN, PLAIN, _b64("x"), SAME])
+        members = [f'"metadata": {{"encoding": "{encoding}"'
+                   + rng.choice(["", "", ', "messageType": "eA=="']) + "}",
+                   f'"data": "{data()}"']  # fmt: skip
+        if rng.random() < 0.1:
+            members.pop(rng.randrange(2))
+        if rng.random() < 0.1:
+            members.append(rng.choice(['"data": 1', '"extra": {}', '"metadata": {}']))
+        rng.shuffle(members)
+        return "{" + rng.choice([",", " , ", ",\n"]).join(members) + "}"
+
+    def metadata() -> str:
+        members = [f'"summary": {payload()}']
+        if rng.random() < 0.3:
+            members.append('"details": ' + rng.choice(["{}", "[1, {\"x\": \"}\"}]", "null"]))
+        if rng.random() < 0.05:
+            members.append(rng.choice(['"summary": {}', '"other": 1', '"sum\\u006dary": 1']))
+        rng.shuffle(members)
+        return "{" + ", ".join(members) + "}"
+
+    found = 0
+    for _ in range(3000):
+        members = ['"eventId": "5"', '"activityTaskScheduledEventAttributes": {"input": '
+                   f'{{"payloads": [{{"data": "{_b64("{}" * 50)}"}}]}}}}']  # fmt: skip
+        if rng.random() < 0.97:
+            members.append(f'"userMetadata": {metadata()}')
+        if rng.random() < 0.03:
+            members.append('"userMetadata": {"summary": null}')
+        rng.shuffle(members)
+        text = ("{" + rng.choice([",", ",\n  "]).join(members) + "}").encode()
+        compiled_read = model_cells._summary_data(text)
+        found += compiled_read is not None
+        cell = _extra(text)
+        with monkeypatch.context() as patch:
+            patch.setattr(model_cells, "_summary_data", None)
+            try:
+                expected: Any = model_io.summary_of(cell)
+            except Exception as error:
+                expected = type(error)
+        try:
+            got: Any = model_io.summary_of(_extra(text))
+        except Exception as error:
+            got = type(error)
+        assert got == expected, text
+        if compiled_read is not None:  # and it is the payload's value as decode_payload reads it
+            summary = json.loads(text)["userMetadata"]["summary"]
+            assert got == decode_payload(summary), text
+    assert found > 400  # the usual shape (most others declined)
+
+
+ENCODING = b'"metadata":{"encoding":"' + PLAIN.encode() + b'"}'
+USUAL = b'{"userMetadata":{"summary":{' + ENCODING + b',"data":"eA=="}}'  # (its "}" to come)
+
+
+@compiled
+@pytest.mark.parametrize("text", [
+    USUAL + b',"userMetadata":{}}',  # twice
+    USUAL[:-1] + b',"summary":{}}}',
+    USUAL.replace(ENCODING, ENCODING[:-1] + b',"encoding":"' + PLAIN.encode() + b'"}') + b"}",
+    USUAL + b"} x",  # no document after it
+    USUAL.replace(b"eA==", b"eA=") + b"}", USUAL.replace(b'"eA=="', b"eA") + b"}",
+    USUAL.replace(b',"data":"eA=="', b"") + b"}",  # no data
+    b'{"userMetadata":{"details":{}}}', b'{"userMetadata":null}', b"{}", b"[]", b"",
+    USUAL.replace(b"userMetadata", b"user_metadata") + b"}",
+])  # fmt: skip
+def test_summary_data_leaves_other_shapes_to_the_typed_route(text: bytes) -> None:
+    assert model_cells._summary_data(text) is None
+    assert model_cells._summary_data(USUAL + b"}") == b"x"  # (the usual one: read)

@@ -97,9 +97,11 @@ from typing import Any
 from toolkit.agents.model_cells import (
     payload_bytes,
     payload_value,
+    raw_data_and_bytes_of,
     raw_summary,
     raw_summary_field,
     raw_values_and_bytes,
+    values_of_data,
 )
 from toolkit.agents.model_records import ModelCall, ToolRequest, ToolResult, Usage
 from toolkit.agents.model_shapes import (
@@ -122,6 +124,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "ledger_fields_of_cells",
+    "ledger_fields_of_columns",
     "model_call_of_events",
     "payload_bytes",
     "read_model_call",
@@ -323,6 +326,42 @@ def ledger_fields_of_cells(
         input, attributes, closed_type, result, closed_attributes)  # fmt: skip
     return ledger_fields(input, result, activity_type, summary_of(extra), input_bytes,
                          output_bytes)  # fmt: skip
+
+
+def ledger_fields_of_columns(
+    inputs: list[Any],
+    extras: list[Any],
+    attributes: list[Any],
+    activity_types: list[Any],
+    closed_types: list[Any],
+    results: list[Any],
+    closed_attributes: list[Any],
+) -> list[LedgerCall]:
+    """:func:`ledger_fields_of_cells` of many calls, one per place of the lists (the cells as
+    it takes them): the payloads of raw JSON events read for all calls at once
+    (:func:`~toolkit.agents.model_cells.raw_data_and_bytes_of`: their data, made values call
+    by call), any other cell as :func:`ledger_fields_of_cells` reads it."""
+    read_inputs = raw_data_and_bytes_of(inputs, attributes)
+    completed = [result if kind == "ActivityTaskCompleted" else None
+                 for kind, result in zip(closed_types, results, strict=True)]  # fmt: skip
+    read_results = raw_data_and_bytes_of(completed, closed_attributes)
+    out = []
+    for (input, extra, attribute, activity_type, closed_type, result, closed_attribute,
+         read_input, read_result) in zip(inputs, extras, attributes, activity_types,
+                                         closed_types, results, closed_attributes, read_inputs,
+                                         read_results, strict=True):  # fmt: skip
+        if closed_type == "ActivityTaskCompleted":
+            result, output_bytes = (
+                (values_of_data(read_result[0]), read_result[1]) if read_result is not None
+                else _values_and_bytes(result, closed_attribute, "result"))  # fmt: skip
+        else:
+            result = output_bytes = None
+        input, input_bytes = (
+            (values_of_data(read_input[0]), read_input[1]) if read_input is not None
+            else _values_and_bytes(input, attribute, "input"))  # fmt: skip
+        out.append(ledger_fields(input, result, activity_type, summary_of(extra), input_bytes,
+                                 output_bytes))  # fmt: skip
+    return out
 
 
 def ledger_fields(

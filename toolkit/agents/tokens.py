@@ -56,7 +56,7 @@ import pandas as pd
 
 from toolkit.agents.activity_turns import ActivityTurns, activity_turns
 from toolkit.agents.ledger_labels import run_labels
-from toolkit.agents.model_io import ledger_fields_of_cells
+from toolkit.agents.model_io import ledger_fields_of_columns
 from toolkit.agents.roles import Roles
 from toolkit.errors import ToolkitError
 from toolkit.gc_pause import paused_gc
@@ -103,12 +103,11 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
         extras = [extra if extra is not None else extra_of_attributes(cell)
                   for extra, cell in zip(_at(frame, "extra", scheduled), attributes,
                                          strict=True)]  # fmt: skip
-        calls = [ledger_fields_of_cells(*cells) for cells in zip(
-            _at(frame, "input", scheduled), extras,
-            attributes, _at(frame, "activity_type", scheduled),
-            closed_types, _at(frame, "result", closing), _at(frame, "attributes", closing),
-            strict=True,
-        )]  # fmt: skip
+        calls = ledger_fields_of_columns(
+            _at(frame, "input", scheduled), extras, attributes,
+            _at(frame, "activity_type", scheduled), closed_types, _at(frame, "result", closing),
+            _at(frame, "attributes", closing),
+        )  # fmt: skip
         frameworks, agents, models, usages, notes, requested, inputs, outputs = (
             list(column) for column in zip(*calls, strict=True))  # fmt: skip
         counts = zip(*((u.input_tokens, u.output_tokens, u.cached_input_tokens,

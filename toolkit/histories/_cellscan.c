@@ -48,6 +48,20 @@
  *   as element_spans steps over elements), b"" where it has none; None where a typed decode is to
  *   read it (no object, an escaped key, a key twice): an event's userMetadata, for its summary.
  *
+ * summary_data(buf) -> bytes | None
+ *   The base64-decoded data of an event's activity summary where its userMetadata is of the
+ *   usual shape, {"summary": {"metadata": {"encoding": "<json/plain>"}, "data": "<base64>"}}
+ *   (and "details"); None for any other (the typed decoders read it).
+ *
+ * plain_payloads(raws) -> list[tuple[list[bytes | None], int] | None]
+ *   Per item of the list `raws` (a payload cell's raw Payloads JSON, or anything else): where it
+ *   is {"payloads": [...]} of json/plain payloads with data of base64 digits alone and
+ *   binary/null ones without data, each payload's metadata its encoding alone (JSON whitespace
+ *   between the tokens; nothing before the "{"), a list of each payload's decoded data (None
+ *   for binary/null) and the decoded bytes' total; None for anything else (not a buffer,
+ *   another shape, an escape or other text in a data), which the typed decoders read. The
+ *   model calls' inputs and results of a ledger, all in one call.
+ *
  * b64_decode(text) -> bytes | None  (32 digits at a time with AVX2 where the CPU has it;
  *   TOOLKIT_NO_AVX2=1 in the environment keeps the scalar loop)
  *   The bytes of base64 text made of whole quanta of base64 digits, "=" padding at its end only;
@@ -1196,6 +1210,204 @@ done:
 }
 
 
+/* The next member of the (valid) JSON object read at `*at` (just after its "{", `first`, or
+ * after a member and its comma): its name's text in span[0..1], its value in span[2..3], `*at`
+ * moved past it and the comma or "}" after it. 1: a member, more follow; 2: a member, the
+ * object ended; 0: the object is empty; -1: what a typed decoder is to read (a name escaping a
+ * character, anything unexpected between the tokens). */
+static int next_member(const unsigned char *s, Py_ssize_t n, Py_ssize_t *at, int first,
+                       Py_ssize_t span[4]) {
+    Py_ssize_t i = *at;
+    while (i < n && is_ws(s[i])) i++;
+    if (first && i < n && s[i] == '}') {
+        *at = i + 1;
+        return 0;
+    }
+    if (i >= n || s[i] != '"') return -1;
+    span[0] = i + 1, span[1] = string_end(s, n, i + 1);
+    if (span[1] >= n || memchr(s + span[0], '\\', (size_t)(span[1] - span[0])) != NULL) return -1;
+    for (i = span[1] + 1; i < n && is_ws(s[i]); i++) {
+    }
+    if (i >= n || s[i] != ':') return -1;
+    for (i++; i < n && is_ws(s[i]); i++) {
+    }
+    if (i >= n) return -1;
+    span[2] = i, span[3] = value_end(s, n, i);
+    if (span[3] <= i || span[3] > n) return -1;
+    for (i = span[3]; i < n && is_ws(s[i]); i++) {
+    }
+    if (i >= n || (s[i] != ',' && s[i] != '}')) return -1;
+    *at = i + 1;
+    return s[i] == ',' ? 1 : 2;
+}
+
+/* Whether name [span[0], span[1]) of s is `name`. */
+static int named(const unsigned char *s, const Py_ssize_t span[4], const char *name) {
+    size_t size = strlen(name);
+    return (size_t)(span[1] - span[0]) == size && memcmp(s + span[0], name, size) == 0;
+}
+
+/* The members of the object whose value starts at `at` named by `names` (at most 4; NULL
+ * ended), each value's span in values[2k..2k+1] (-1 where absent); 0, or -1 where the value
+ * is no object, a member has another name or comes twice, or next_member declines. */
+static int members(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, const char *names[],
+                   Py_ssize_t values[8]) {
+    for (int k = 0; k < 8; k++) values[k] = -1;
+    if (at >= n || s[at] != '{') return -1;
+    at++;
+    for (int first = 1;; first = 0) {
+        Py_ssize_t span[4];
+        int got = next_member(s, n, &at, first, span);
+        if (got <= 0) return got;
+        int k = 0;
+        while (names[k] != NULL && !named(s, span, names[k])) k++;
+        if (names[k] == NULL || values[2 * k] >= 0) return -1;
+        values[2 * k] = span[2], values[2 * k + 1] = span[3];
+        if (got == 2) return 0;
+    }
+}
+
+/* summary_data(buf) -> bytes | None: the decoded data of the activity summary of the event
+ * whose raw JSON is buf, where its userMetadata is {"summary": <payload>} (and "details"),
+ * the payload {"metadata": {"encoding": "<json/plain in base64>"}, "data": "<base64>"}, its
+ * data base64 digits alone, no name escaping a character and none twice; None for anything
+ * else (the typed decoders read it). */
+static PyObject *summary_data(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    const unsigned char *s = view.buf;
+    Py_ssize_t n = view.len, at = 0, metadata[2] = {-1, -1};
+    PyObject *out = NULL;
+    while (at < n && is_ws(s[at])) at++;
+    if (at >= n || s[at] != '{') goto decline;
+    at++;
+    for (int first = 1;; first = 0) { /* the top level: its userMetadata, once */
+        Py_ssize_t span[4];
+        int got = next_member(s, n, &at, first, span);
+        if (got < 0) goto decline;
+        if (got == 0) break;
+        if (named(s, span, "userMetadata")) {
+            if (metadata[0] >= 0) goto decline;
+            metadata[0] = span[2], metadata[1] = span[3];
+        }
+        if (got == 2) break;
+    }
+    while (at < n && is_ws(s[at])) at++;
+    if (at < n || metadata[0] < 0) goto decline;
+    static const char *top[] = {"summary", "details", NULL};
+    static const char *payload[] = {"metadata", "data", NULL};
+    static const char *encoding[] = {"encoding", NULL};
+    static const char plain[] = "\"anNvbi9wbGFpbg==\""; /* json/plain */
+    Py_ssize_t found[8], parts[8], meta[8];
+    if (members(s, n, metadata[0], top, found) < 0 || found[0] < 0) goto decline;
+    if (members(s, n, found[0], payload, parts) < 0 || parts[0] < 0 || parts[2] < 0) goto decline;
+    if (members(s, n, parts[0], encoding, meta) < 0 || meta[0] < 0) goto decline;
+    if (meta[1] - meta[0] != (Py_ssize_t)strlen(plain)
+        || memcmp(s + meta[0], plain, strlen(plain)) != 0)
+        goto decline;
+    Py_ssize_t data = parts[2] + 1, size = parts[3] - parts[2] - 2;
+    if (size < 0 || s[parts[2]] != '"' || s[parts[3] - 1] != '"') goto decline;
+    out = PyBytes_FromStringAndSize(NULL, size / 4 * 3);
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t decoded = b64_into(s + data, size, (unsigned char *)PyBytes_AS_STRING(out));
+    if (decoded < 0) {
+        Py_CLEAR(out);
+        goto decline;
+    }
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&out, decoded) < 0) return NULL;
+    return out;
+decline:
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
+
+/* One item of plain_payloads: the tuple (datas, total) of the Payloads JSON s[0..n), or
+ * Py_None (a new reference either way; NULL on an error). */
+static PyObject *plain_cell(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t at = expect(s, n, 0, "{", 0); /* nothing before the opening brace */
+    if (at < 0 || (at = expect(s, n, at, "\"payloads\"", 1)) < 0) Py_RETURN_NONE;
+    if ((at = expect(s, n, at, ":", 1)) < 0 || (at = expect(s, n, at, "[", 1)) < 0)
+        Py_RETURN_NONE;
+    PyObject *datas = PyList_New(0);
+    if (datas == NULL) return NULL;
+    Py_ssize_t total = 0, more = expect(s, n, at, "]", 1);
+    if (more >= 0) {
+        at = more; /* no payload */
+    } else {
+        for (;;) {
+            Py_ssize_t found[5];
+            if ((at = one_payload(s, n, at, found)) < 0) goto decline;
+            PyObject *data;
+            if (encoded_as(s, found, JSON_PLAIN) && found[2] >= 0) {
+                Py_ssize_t size = found[4] - found[2];
+                data = PyBytes_FromStringAndSize(NULL, size / 4 * 3);
+                if (data == NULL) goto fail;
+                Py_ssize_t got = b64_into(s + found[2], size, (unsigned char *)PyBytes_AS_STRING(data));
+                if (got < 0) {
+                    Py_DECREF(data);
+                    goto decline; /* no plain base64 (an escape, other text): msgspec reads it */
+                }
+                if (_PyBytes_Resize(&data, got) < 0) goto fail;
+                total += got;
+            } else if (encoded_as(s, found, BINARY_NULL) && found[2] < 0) {
+                data = Py_NewRef(Py_None); /* binary/null: no data, 0 bytes */
+            } else {
+                goto decline; /* another payload: the general route reads it */
+            }
+            int appended = PyList_Append(datas, data);
+            Py_DECREF(data);
+            if (appended < 0) goto fail;
+            if ((more = expect(s, n, at, ",", 1)) < 0) break;
+            at = more;
+        }
+        if ((at = expect(s, n, at, "]", 1)) < 0) goto decline;
+    }
+    if ((at = expect(s, n, at, "}", 1)) < 0) goto decline;
+    while (at < n && is_ws(s[at])) at++;
+    if (at != n) goto decline;
+    return Py_BuildValue("(Nn)", datas, total);
+decline:
+    Py_DECREF(datas);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(datas);
+    return NULL;
+}
+
+static PyObject *plain_payloads(PyObject *self, PyObject *args) {
+    PyObject *raws;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &raws)) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(raws);
+    PyObject *out = PyList_New(count);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *raw = PyList_GET_ITEM(raws, i), *item;
+        if (raw == Py_None || !PyObject_CheckBuffer(raw)) {
+            item = Py_NewRef(Py_None);
+        } else {
+            Py_buffer view;
+            if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            item = plain_cell(view.buf, view.len);
+            PyBuffer_Release(&view);
+            if (item == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    return out;
+}
+
+
 static PyMethodDef methods[] = {
     {"payload_spans", payload_spans, METH_VARARGS,
      "Data spans and encodings of payload cells of the common shape."},
@@ -1213,6 +1425,10 @@ static PyMethodDef methods[] = {
      "Decoded base64 of whole quanta and only base64 digits, else None."},
     {"key_value", key_value, METH_VARARGS,
      "The raw JSON of a top-level key's value in a JSON object, b'' where absent, None: undecided."},
+    {"plain_payloads", plain_payloads, METH_VARARGS,
+     "Decoded data and total bytes of Payloads JSON of json/plain and binary/null payloads."},
+    {"summary_data", summary_data, METH_VARARGS,
+     "The decoded data of an event's json/plain activity summary, None: another shape."},
     {NULL, NULL, 0, NULL},
 };
 
