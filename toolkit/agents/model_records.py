@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ModelCall", "ToolRequest", "ToolResult", "Usage", "checked_usage"]
+__all__ = ["ModelCall", "ToolRequest", "ToolResult", "Usage", "checked_usage",
+           "usage_of_counts"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,33 @@ _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "reason
                  "total_tokens")  # fmt: skip
 
 
+_new = object.__new__
+
+
+def _made_usage(input_tokens: Any, output_tokens: Any, cached_input_tokens: Any,
+                reasoning_tokens: Any, total_tokens: Any, note: Any) -> Usage:
+    """``Usage(input_tokens, ..., note)``, its fields set as one dict update rather than by the
+    frozen dataclass's ``object.__setattr__`` per field (twice as fast; the same fields, in the
+    same order: equal, equally hashed, pickled and printed)."""
+    usage = _new(Usage)
+    usage.__dict__.update(input_tokens=input_tokens, output_tokens=output_tokens,
+                          cached_input_tokens=cached_input_tokens,
+                          reasoning_tokens=reasoning_tokens, total_tokens=total_tokens,
+                          note=note)  # fmt: skip
+    return usage
+
+
+def usage_of_counts(input_tokens: Any, output_tokens: Any, cached_input_tokens: Any,
+                    reasoning_tokens: Any, total_tokens: Any, note: str | None = None) -> Usage:
+    """:func:`checked_usage` of the counts given in :data:`_TOKEN_FIELDS`' order (no mapping
+    of them made where every count is None or a non-negative int)."""
+    counts = (input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, total_tokens)
+    for value in counts:  # the common case first: every count None or an int (not a bool) >= 0
+        if value is not None and (type(value) is not int or value < 0):
+            return checked_usage(dict(zip(_TOKEN_FIELDS, counts, strict=True)), note)
+    return _made_usage(*counts, note)
+
+
 def checked_usage(values: Mapping[str, Any], note: str | None = None) -> Usage:
     """A :class:`Usage` of the given counts; a count that is no non-negative int is None, named
     in the note."""
@@ -87,7 +115,7 @@ def checked_usage(values: Mapping[str, Any], note: str | None = None) -> Usage:
         if value is not None and (type(value) is not int or value < 0):
             break
     else:
-        return Usage(*counts, note=note)
+        return _made_usage(*counts, note)
     out: dict[str, int | None] = {}
     bad = []
     for name in _TOKEN_FIELDS:

@@ -16,8 +16,7 @@ from typing import Any
 
 import orjson
 
-from toolkit.agents.model_records import ToolRequest, ToolResult, Usage
-from toolkit.agents.model_records import checked_usage as _usage
+from toolkit.agents.model_records import ToolRequest, ToolResult, Usage, usage_of_counts
 
 __all__ = ["FRAMEWORKS", "LEDGER_READERS", "READERS", "Context", "LedgerFields", "get_field",
            "input_shape", "response_shape"]
@@ -182,31 +181,30 @@ def _getter(mapping: Any, fields: frozenset[str]) -> Callable[[str], Any]:
     return partial(get_field, mapping)
 
 
-def _details(value: Any) -> Callable[[str], Any]:
-    """The getter of a usage's details object (older serializations wrote a one-element list
-    of it)."""
+def _detail(value: Any, name: str) -> Any:
+    """``get_field`` of ``name`` in a usage's details object (older serializations wrote a
+    one-element list of it), as :func:`_getter` reads it."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
-    return _getter(value, _OPENAI_USAGE_FIELDS)
+    if type(value) is dict and value.keys() <= _OPENAI_USAGE_FIELDS:
+        return value.get(name)
+    return get_field(value, name)
 
 
 def _openai_usage(usage: Any) -> Usage:
     if not _mapping(usage):
         return Usage(note="the result carries no usage")
     get = _getter(usage, _OPENAI_USAGE_FIELDS)
-    values = {
-        "input_tokens": get("input_tokens"),
-        "output_tokens": get("output_tokens"),
-        "cached_input_tokens": _details(get("input_tokens_details"))("cached_tokens"),
-        "reasoning_tokens": _details(get("output_tokens_details"))("reasoning_tokens"),
-        "total_tokens": get("total_tokens"),
-    }
-    counts = [v for v in values.values() if v is not None]
-    if usage.get("requests") == 0 and counts and not any(counts):
-        # Usage() as the Agents SDK builds it when the model reported nothing (requests 0).
-        return Usage(note="usage is the Agents SDK's empty default (requests 0): "
-                          "the model reported none")  # fmt: skip
-    return _usage(values)
+    counts = (get("input_tokens"), get("output_tokens"),
+              _detail(get("input_tokens_details"), "cached_tokens"),
+              _detail(get("output_tokens_details"), "reasoning_tokens"), get("total_tokens"))
+    if usage.get("requests") == 0:
+        present = [v for v in counts if v is not None]
+        if present and not any(present):
+            # Usage() as the Agents SDK builds it when the model reported nothing (requests 0).
+            return Usage(note="usage is the Agents SDK's empty default (requests 0): "
+                              "the model reported none")  # fmt: skip
+    return usage_of_counts(*counts)
 
 
 def _read_openai_agents(inp: Any, result: Any, context: Context) -> dict[str, Any]:
@@ -308,13 +306,9 @@ def _genai_usage(metadata: Any) -> Usage:
     if not _mapping(metadata):
         return Usage(note="the response carries no usage_metadata")
     get = _getter(metadata, _GENAI_USAGE_FIELDS)
-    return _usage({
-        "input_tokens": get("prompt_token_count"),
-        "output_tokens": get("candidates_token_count"),
-        "cached_input_tokens": get("cached_content_token_count"),
-        "reasoning_tokens": get("thoughts_token_count"),
-        "total_tokens": get("total_token_count"),
-    })  # fmt: skip
+    return usage_of_counts(get("prompt_token_count"), get("candidates_token_count"),
+                           get("cached_content_token_count"), get("thoughts_token_count"),
+                           get("total_token_count"))  # fmt: skip
 
 
 def _genai_request(inp: Any, context: Context) -> dict[str, Any]:
@@ -416,17 +410,16 @@ def _pydantic_usage(usage: Any) -> Usage:
     if not _mapping(usage):
         return Usage(note="the result carries no usage")
     details = usage.get("details") if _mapping(usage.get("details")) else {}
-    tokens = {
-        "input_tokens": get_field(usage, "input_tokens", "request_tokens"),
-        "output_tokens": get_field(usage, "output_tokens", "response_tokens"),
-        "cached_input_tokens": usage.get("cache_read_tokens"),
-        "reasoning_tokens": usage.get("output_reasoning_tokens", details.get("reasoning_tokens")),
-    }
-    pair = (tokens["input_tokens"], tokens["output_tokens"])
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
+    input_tokens = get_field(usage, "input_tokens", "request_tokens")
+    output_tokens = get_field(usage, "output_tokens", "response_tokens")
+    cached = usage.get("cache_read_tokens")
+    reasoning = usage.get("output_reasoning_tokens", details.get("reasoning_tokens"))
+    total = None
+    if (isinstance(input_tokens, int) and not isinstance(input_tokens, bool)
+            and isinstance(output_tokens, int) and not isinstance(output_tokens, bool)):
         # pydantic-ai defines total_tokens as input + output and does not store it.
-        tokens["total_tokens"] = pair[0] + pair[1]
-    return _usage(tokens)
+        total = input_tokens + output_tokens
+    return usage_of_counts(input_tokens, output_tokens, cached, reasoning, total)
 
 
 # -- the lab's Go plugin twin -----------------------------------------------------------------
@@ -531,8 +524,10 @@ def _ledger_python_adk(inp: Any, result: Any, activity_type: Any, summary: Any) 
         config = get_field(request, "config")
         model = _str(get_field(request, "model"))
         instruction = get_field(config, "system_instruction")
-        identity = _ADK_IDENTITY.search(instruction) if isinstance(instruction, str) else None
         label = _str(get_field(get_field(config, "labels"), "adk_agent_name"))
+        # The instruction searched only where no label names the agent (it comes second).
+        identity = (None if label or not isinstance(instruction, str)
+                    else _ADK_IDENTITY.search(instruction))  # fmt: skip
         if label:
             agent = label
         elif identity:
