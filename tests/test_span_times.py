@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from toolkit.traces.span_rows import _seconds, _stamp_text
+from toolkit.traces.spans import _first_last_rows
 
 LOWEST, HIGHEST = pd.Timestamp.min.value, pd.Timestamp.max.value
 
@@ -76,3 +77,16 @@ def test_run_times_by_segment_equal_the_groupby() -> None:
         run_apart = run[shuffled]
         first_apart = np.unique(run_apart, return_index=True)[1]
         assert _run_times(times, run_apart, first_apart) == _grouped(times, run_apart)
+
+
+def test_each_runs_first_and_last_rows_are_np_uniques() -> None:
+    draw = np.random.default_rng(5)
+    cases = [np.array([], dtype=np.int64), np.array([0]), np.array([0, 0, 0]),
+             np.array([0, 1, 1, 2]), np.array([3, 3, 5]), np.array([1, 0, 1])]  # fmt: skip
+    cases += [np.sort(draw.integers(0, 40, 500)) for _ in range(20)]  # together, in order
+    cases += [draw.integers(0, 40, 500) for _ in range(20)]  # apart
+    for run in cases:
+        first, last = _first_last_rows(run)
+        assert first.tolist() == np.unique(run, return_index=True)[1].tolist()
+        assert last.tolist() == (len(run) - 1 - np.unique(run[::-1], return_index=True)[1]).tolist()
+        assert first.dtype == last.dtype == np.intp

@@ -227,6 +227,22 @@ def _run_times(times: pd.Series, run: np.ndarray,
             [_nanos(t) for t in grouped.max().tolist()])  # fmt: skip
 
 
+def _first_last_rows(run: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each run code's first and last position in ``run`` (codes ascending, as
+    ``np.unique(run, return_index=True)`` gives the first): where the code changes, where each
+    run's rows come together in code order (as the loader reads them: no sort), else by
+    ``np.unique`` of ``run`` and of it reversed."""
+    count = len(run)
+    if count and bool((run[1:] >= run[:-1]).all()):
+        change = np.empty(count, dtype=bool)
+        change[0] = True
+        np.not_equal(run[1:], run[:-1], out=change[1:])
+        first = np.flatnonzero(change)
+        return first, np.append(first[1:] - 1, count - 1)
+    return (np.unique(run, return_index=True)[1],
+            count - 1 - np.unique(run[::-1], return_index=True)[1])  # fmt: skip
+
+
 def _key(source: Any) -> Any:
     """A source as a dictionary key (a missing one is None, whichever NA the frame holds)."""
     return None if source is None or (isinstance(source, float) and pd.isna(source)) else source
@@ -246,10 +262,8 @@ class _RunFacts:
     def __init__(self, events: pd.DataFrame, found: ActivityTurns) -> None:
         self.events, self.found = events, found
         run = found.positions["rows"]
-        count = len(events)
         # A run's first and last events in frame order (the row-wise walk's iloc[0], iloc[-1]).
-        self.first_row = np.unique(run, return_index=True)[1]
-        self.last_row = count - 1 - np.unique(run[::-1], return_index=True)[1]
+        self.first_row, self.last_row = _first_last_rows(run)
         self.heads = {name: column_at(events, name, self.first_row) for name in self._HEAD}
         self.lasts = {name: column_at(events, name, self.last_row)
                       for name in ("event_type", "failure_message")}  # fmt: skip
