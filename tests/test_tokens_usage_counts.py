@@ -92,3 +92,41 @@ def test_adk_agent_from_label_else_instruction(labels: Any, instruction: Any) ->
     assert agent == (label or (identity.group(1) if identity else "summary"))
     full = model_shapes._read_python_adk(request, None, model_shapes.Context(None, "summary"))
     assert full.get("agent") == agent
+
+
+def _input_shape_before(inp: Any) -> str | None:
+    """input_shape as written before (the ADK request recognised by get_field alone)."""
+    get = model_shapes.get_field
+    if not model_shapes._mapping(inp):
+        return None
+    if "model_settings" in inp and "input" in inp:
+        return "openai_agents"
+    if "model_request_parameters" in inp and "messages" in inp:
+        return "pydantic_ai"
+    if get(inp, "contents") is not None and isinstance(inp.get("tools"), list) and (
+        all(isinstance(t, str) for t in inp["tools"])
+    ):
+        return "go_twin"
+    if get(inp, "llm_request") is not None or (
+        get(inp, "contents") is not None and get(inp, "config") is not None
+    ):
+        return "python_adk"
+    return None
+
+
+def test_input_shape_as_before() -> None:
+    from collections import OrderedDict
+
+    parts = {"contents": [[], None, "x"], "config": [{}, None, 0], "tools": [["a"], [{}], None],
+             "llm_request": [{}, None], "Contents": [[]], "model_settings": [{}],
+             "input": [[]]}  # fmt: skip
+    keys = list(parts)
+    count = 0
+    for mask in range(1 << len(keys)):
+        chosen = [k for j, k in enumerate(keys) if mask >> j & 1]
+        for values in itertools.product(*(parts[k] for k in chosen)):
+            inp = dict(zip(chosen, values, strict=True))
+            for made in (inp, OrderedDict(inp)):
+                assert model_shapes.input_shape(made) == _input_shape_before(made), made
+                count += 1
+    assert count > 1000

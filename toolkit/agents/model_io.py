@@ -350,7 +350,9 @@ def ledger_fields_of_columns(
          read_input, read_result) in zip(inputs, extras, attributes, activity_types,
                                          closed_types, results, closed_attributes, read_inputs,
                                          read_results, strict=True):  # fmt: skip
+        plain = read_input is not None
         if closed_type == "ActivityTaskCompleted":
+            plain = plain and read_result is not None
             result, output_bytes = (
                 (values_of_data(read_result[0]), read_result[1]) if read_result is not None
                 else _values_and_bytes(result, closed_attribute, "result"))  # fmt: skip
@@ -360,7 +362,7 @@ def ledger_fields_of_columns(
             (values_of_data(read_input[0]), read_input[1]) if read_input is not None
             else _values_and_bytes(input, attribute, "input"))  # fmt: skip
         out.append(ledger_fields(input, result, activity_type, summary_of(extra), input_bytes,
-                                 output_bytes))  # fmt: skip
+                                 output_bytes, plain=plain))  # fmt: skip
     return out
 
 
@@ -371,14 +373,22 @@ def ledger_fields(
     summary: Any,
     input_bytes: int | None,
     output_bytes: int | None,
+    *,
+    plain: bool = False,
 ) -> LedgerCall:
     """The ledger's fields of ``read_model_call(input, result, activity_type=...,
     summary=..., input_bytes=..., output_bytes=...)`` (:data:`LedgerCall`), its steps taken
     in the same order with the ledger's reader of the shape; a shape without one, or a reader
-    that raises (whose note the full reader writes), is read by :func:`read_model_call`."""
-    input = input.value if isinstance(input, LazyCell) else input
-    result = result.value if isinstance(result, LazyCell) else result
-    notes = [n for n in (_opaque_note(input, "the input"), _opaque_note(result, "the result")) if n]
+    that raises (whose note the full reader writes), is read by :func:`read_model_call`.
+    ``plain``: input and result are lists of decoded JSON values (or the result None), as
+    orjson makes them: no cell to decode, no opaque payload to note."""
+    if plain:
+        notes: list[str] = []
+    else:
+        input = input.value if isinstance(input, LazyCell) else input
+        result = result.value if isinstance(result, LazyCell) else result
+        notes = [n for n in (_opaque_note(input, "the input"), _opaque_note(result, "the result"))
+                 if n]  # fmt: skip
     inp = _first_mapping(input)
     res = result[0] if isinstance(result, list) and len(result) == 1 else result
     chosen = input_shape(inp) or response_shape(res)

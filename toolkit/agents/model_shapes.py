@@ -615,6 +615,8 @@ def input_shape(inp: Any) -> str | None:
         all(isinstance(t, str) for t in inp["tools"])
     ):
         return "go_twin"
+    if type(inp) is dict and inp.get("contents") is not None and inp.get("config") is not None:
+        return "python_adk"  # the second condition below holds: no llm_request looked for
     if get_field(inp, "llm_request") is not None or (
         get_field(inp, "contents") is not None and get_field(inp, "config") is not None
     ):
