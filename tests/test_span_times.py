@@ -90,3 +90,26 @@ def test_each_runs_first_and_last_rows_are_np_uniques() -> None:
         assert first.tolist() == np.unique(run, return_index=True)[1].tolist()
         assert last.tolist() == (len(run) - 1 - np.unique(run[::-1], return_index=True)[1]).tolist()
         assert first.dtype == last.dtype == np.intp
+
+
+def test_turn_ends_are_each_turns_latest_time() -> None:
+    from toolkit.traces.span_columns import turn_ends
+
+    draw = random.Random(11)
+
+    def time() -> int | None:
+        return None if draw.random() < 0.2 else draw.randrange(-5, 50)
+
+    for together in (True, False):
+        for _ in range(200):
+            keys = [(draw.randrange(3), draw.randrange(4)) for _ in range(draw.randrange(30))]
+            if together:  # each turn's activities one after another, as the spans read them
+                keys.sort()
+            codes, turns = [k[0] for k in keys], [k[1] for k in keys]
+            scheduled, started, closed = ([time() for _ in keys] for _ in range(3))
+            expected: dict[tuple[int, int], int] = {}
+            for key, *times in zip(keys, scheduled, started, closed, strict=True):
+                present = [t for t in times if t is not None]
+                if present:
+                    expected[key] = max(expected.get(key, max(present)), max(present))
+            assert turn_ends(codes, turns, scheduled, started, closed) == expected

@@ -48,7 +48,7 @@ except ImportError:  # pragma: no cover - depends on the install
     _spanattrs = None
 
 __all__ = ["ROW_FIELDS", "Sections", "hashed", "queue_milliseconds", "root_columns", "span_columns",
-           "stamp_texts"]  # fmt: skip
+           "stamp_texts", "turn_ends"]  # fmt: skip
 
 #: The spans' own columns, as :class:`SpanColumns` holds them (the run's columns, ``source``,
 #: ``history``, ``run_id`` and ``trace_id``, come from the run code).
@@ -155,18 +155,7 @@ def span_columns(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
     scheduled, started, closed = acts["scheduled_time"], acts["started_time"], acts["closed_time"]
 
     # Each turn's end: the latest scheduled, started or closed time of its activities.
-    ends: dict[tuple[int, int], int] = {}
-    for code, turn, s, b, c in zip(codes, turns, scheduled, started, closed, strict=True):
-        latest = c
-        if s is not None and (latest is None or s > latest):
-            latest = s
-        if b is not None and (latest is None or b > latest):
-            latest = b
-        if latest is not None:
-            key = (code, turn)
-            before = ends.get(key)
-            if before is None or latest > before:
-                ends[key] = latest
+    ends = turn_ends(codes, turns, scheduled, started, closed)
 
     # The turns that are spans (work started, or no answer), and their ids: the activities'
     # parents.
@@ -297,6 +286,40 @@ def _fill(made: list[Any], missing: list[int], make: Any) -> None:
     if missing:
         for index, attrs in zip(missing, make(missing), strict=True):
             made[index] = attrs
+
+
+def turn_ends(codes: list[int], turns: list[int], scheduled: list[int | None],
+              started: list[int | None], closed: list[int | None]) -> dict[tuple[int, int], int]:
+    """Each (run code, turn)'s latest scheduled, started or closed time of its activities (the
+    activities' columns; a turn none of whose activities has a time has none)."""
+    ends: dict[tuple[int, int], int] = {}
+    # A turn's activities mostly come one after another: its latest is kept while they do, and
+    # put in ends (the latest of it and what ends holds) when another turn's comes.
+    held_code, held_turn, held = -1, None, None
+    for code, turn, s, b, c in zip(codes, turns, scheduled, started, closed, strict=True):
+        latest = c
+        if s is not None and (latest is None or s > latest):
+            latest = s
+        if b is not None and (latest is None or b > latest):
+            latest = b
+        if latest is None:
+            continue
+        if code == held_code and turn == held_turn:
+            if latest > held:
+                held = latest
+            continue
+        if held is not None:
+            key = (held_code, held_turn)
+            before = ends.get(key)
+            if before is None or held > before:
+                ends[key] = held
+        held_code, held_turn, held = code, turn, latest
+    if held is not None:
+        key = (held_code, held_turn)
+        before = ends.get(key)
+        if before is None or held > before:
+            ends[key] = held
+    return ends
 
 
 def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
