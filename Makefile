@@ -6,13 +6,13 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test record record-flag-pairs record-history-budget lint bench clean
 
-# The environment is rebuilt whenever pyproject.toml or a C part changes (setup.py builds the reader
-# of binary histories, the payload-cell scanner, the proto-JSON scanner, the OTLP JSON writer and the
-# lazy cells' JSON text with the machine's C compiler; without one the package does the same in
-# numpy and Python).
-$(STAMP): pyproject.toml setup.py toolkit/histories/reading/_wirescan.c toolkit/histories/_cellscan.c \
-    toolkit/histories/reading/_jsonscan.c toolkit/traces/_otlpjson.c \
-    toolkit/histories/columns/_jsoncells.c
+# The environment is rebuilt whenever pyproject.toml or a C part changes (setup.py builds the
+# optional C parts, every toolkit/**/*.c: the readers of binary and proto-JSON histories, the
+# payload-cell scanner, the lazy cells' JSON text, the OTLP writers and the span builders, with the
+# machine's C compiler; without one the package does the same in numpy and Python).
+C_PARTS := $(wildcard toolkit/*.c toolkit/*/*.c toolkit/*/*/*.c toolkit/*/*/*/*.c)
+
+$(STAMP): pyproject.toml setup.py $(C_PARTS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[lab,notebooks,dev,spark,otel]"
