@@ -21,6 +21,7 @@ error the row-wise reading raised for them; the caller decides whether that is f
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,18 +103,77 @@ def column_at(frame: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
     return series.iloc[rows].to_numpy(dtype=object, copy=True)
 
 
+def _addresses(values: np.ndarray) -> np.ndarray | None:
+    """The addresses of the objects ``values`` (an object array) holds, as integers (a view of
+    its cells: valid while ``values`` is; None where its cells are not one run of memory).
+
+    Two cells holding one object hold equal values: the loader's texts are one object per
+    distinct text (an event type, a run's source), so rows are told apart by integers, no value
+    hashed or compared."""
+    if not len(values) or not values.flags.c_contiguous:
+        return None
+    cells = (ctypes.c_ssize_t * len(values)).from_address(values.ctypes.data)
+    return np.frombuffer(cells, dtype=np.intp)
+
+
+def _text_codes(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """``pd.factorize(values, use_na_sentinel=False)`` (codes, uniques as a list) of an object
+    array: off the objects' addresses where every distinct value is text (the few distinct
+    objects then compared as values), else factorize's own."""
+    addresses = _addresses(values)
+    if addresses is not None:
+        codes = pd.factorize(addresses)[0]
+        # Codes come in order of first appearance: each one's first row is where the running
+        # maximum rises, and its object is the value factorize would have met first.
+        high = np.maximum.accumulate(codes)
+        rises = np.empty(len(codes), dtype=bool)
+        rises[0] = True
+        np.not_equal(high[1:], high[:-1], out=rises[1:])
+        heads = values[rises]
+        names = heads.tolist()
+        if all(type(v) is str for v in names):
+            if len(set(names)) == len(names):
+                return codes, names
+            # Equal texts in distinct objects: their codes joined, in order of first appearance.
+            joined, uniques = pd.factorize(heads)
+            return joined[codes], uniques.tolist()
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return codes, uniques.tolist()
+
+
 def _source_codes(sources: np.ndarray) -> np.ndarray:
     """``pd.factorize(sources, use_na_sentinel=False)``'s codes: off the changes from row to row
-    where each source's rows come together (as the loader reads files), no value hashed."""
+    where each source's rows come together (as the loader reads files), no value hashed (nor
+    compared where each row holds its source's one object)."""
     if len(sources):
         change = np.empty(len(sources), dtype=bool)
         change[0] = True
-        np.not_equal(sources[1:], sources[:-1], out=change[1:])
+        addresses = _addresses(sources)
+        if addresses is not None:
+            # A change of object: a change of source, or one text in two objects (the check
+            # below then finds it met twice, and factorize decides).
+            np.not_equal(addresses[1:], addresses[:-1], out=change[1:])
+        else:
+            np.not_equal(sources[1:], sources[:-1], out=change[1:])
         heads = sources[change].tolist()
         # Text alone: None and NaN equal nothing row to row, and factorize joins them.
         if all(type(v) is str for v in heads) and len(set(heads)) == len(heads):
             return np.cumsum(change) - 1
     return pd.factorize(sources, use_na_sentinel=False)[0]
+
+
+def _unique_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_index=True, return_inverse=True)`` (the inverse flat): off the
+    changes from row to row where the keys do not fall (the loader's runs, in the order of
+    their sources and histories), else by np.unique's sort."""
+    if len(keys) and bool((keys[1:] >= keys[:-1]).all()):
+        change = np.empty(len(keys), dtype=bool)
+        change[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=change[1:])
+        first = np.flatnonzero(change)
+        return keys[first], first, np.cumsum(change) - 1
+    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return distinct, first, inverse.reshape(-1)
 
 
 def _linked_last(keys: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -142,10 +202,9 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
                else np.zeros(count, dtype=np.int64))  # fmt: skip
     source_code = _source_codes(sources)
     span = int(history.max()) + 1 if count else 1
-    keys, first_of_key, run = np.unique(source_code.astype(np.int64) * span + history,
-                                        return_index=True, return_inverse=True)  # fmt: skip
-    run = run.reshape(-1)
-    runs: list[RunKey] = [(sources[i], int(history[i])) for i in first_of_key]
+    keys, first_of_key, run = _unique_keys(source_code.astype(np.int64) * span + history)
+    runs: list[RunKey] = list(zip(sources[first_of_key].tolist(),
+                                  history[first_of_key].tolist(), strict=True))  # fmt: skip
     # Every row, by run then event id: the frame's own order where it is so already (as the
     # loader reads a folder), and then no selection below needs sorting either.
     step = np.diff(run)
@@ -159,14 +218,15 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
 
     # Event types as small codes, once: each selection below tests integers, not every event's
     # type text again (a dozen kinds are selected).
-    type_codes, type_names = pd.factorize(event_type, use_na_sentinel=False)
-    code_of = {name: code for code, name in enumerate(type_names.tolist())}
+    type_codes, type_names = _text_codes(event_type)
+    code_of = {name: code for code, name in enumerate(type_names)}
 
     def is_type(types: str | tuple[str, ...]) -> np.ndarray:
-        """``np.isin(event_type, types)``, off the codes."""
-        wanted = [code_of[t] for t in ((types,) if isinstance(types, str) else types)
-                  if t in code_of]  # fmt: skip
-        return np.isin(type_codes, wanted)
+        """``np.isin(event_type, types)``, off the codes (a table of the few codes taken)."""
+        table = np.zeros(len(type_names), dtype=bool)
+        table[[code_of[t] for t in ((types,) if isinstance(types, str) else types)
+               if t in code_of]] = True  # fmt: skip
+        return table[type_codes]
 
     def rows_of(types: tuple[str, ...]) -> np.ndarray:
         rows = np.flatnonzero(is_type(types))
@@ -241,11 +301,11 @@ def activity_turns(frame: pd.DataFrame, roles: str | Roles) -> ActivityTurns:
         "scheduled": _times(times, scheduled),
         "started": _times(times, started),
         "closed": _times(times, closed),
-        "outcome": text_take(type_names.tolist(), np.where(closed >= 0, type_codes[closed], -1)),
+        "outcome": text_take(type_names, np.where(closed >= 0, type_codes[closed], -1)),
     })  # fmt: skip
     positions = {"run": sched_run, "scheduled": scheduled, "started": started, "closed": closed,
                  "first": first_row, "last": last_row, "messages": message_rows,
-                 "rows": run, "types": (type_codes, type_names.tolist())}  # fmt: skip
+                 "rows": run, "types": (type_codes, type_names)}  # fmt: skip
     return ActivityTurns(spans, turns, {runs[c]: r for c, r in resolved.items()}, errors, runs,
                          positions)  # fmt: skip
 
