@@ -402,6 +402,85 @@ def test_span_marks_equal_a_search_of_each_span() -> None:
         payload_cells._cellscan.span_marks(b"text", (b"t",) * 9, [0, 4])
 
 
+class _Cell:
+    """A task cell as run_marks reads it: its history and its event's number."""
+
+    __slots__ = ("_history", "_index")
+
+    def __init__(self, history: Any, index: Any) -> None:
+        self._history, self._index = history, index
+
+
+def _placer(histories: list[Any], places: dict[int, Any], calls: list[int]) -> Any:
+    """A run_marks place: each history's (document, spans), each call's top noted."""
+
+    def place(history: Any, top: int) -> Any:
+        calls.append(top)
+        return places[histories.index(history)]
+
+    return place
+
+
+@compiled
+def test_run_marks_equal_span_marks_of_each_run() -> None:
+    """All runs searched in one call equal the pure twin and span_marks of each run's spans: on
+    random documents and runs, with cells of another type, of two histories, numbered past the
+    split or below 0, histories placed nowhere or oddly, empty runs and runs past the cells;
+    and each history placed once per run at most (a run reusing the place before it)."""
+    from toolkit.agents.ledger_labels import _MARKS_AND_ESCAPE, _runs_each
+
+    rng = random.Random(17)
+    for _ in range(1500):
+        texts = [bytes(rng.choice(b'ab\\u"Cy') for _ in range(rng.randrange(0, 300)))
+                 for _ in range(3)]  # fmt: skip
+        places: dict[int, Any] = {}
+        for number, text in enumerate(texts):
+            cuts = sorted(rng.randrange(-1, len(text) + 2) for _ in range(2 * rng.randrange(0, 8)))
+            places[number] = rng.choice([(text, cuts)] * 6 + [None, (text,), (text, tuple(cuts))])
+        histories = [object() for _ in texts]
+        count = rng.randrange(0, 14)
+        cells: list[Any] = [
+            _Cell(histories[0 if rng.random() < 0.8 else rng.randrange(3)],
+                  rng.choice([rng.randrange(0, 5)] * 8 + [-1, 9, "1", True])) if rng.random() < 0.95
+            else ("not", "a", "cell") for _ in range(count)]  # fmt: skip
+        starts = [rng.randrange(-1, count + 2) for _ in range(rng.randrange(0, 5))]
+        ends = [start + rng.randrange(-1, 6) for start in starts]
+        marks = tuple(bytes(rng.choice(b'ab\\u"Cy') for _ in range(rng.randrange(1, 5)))
+                      for _ in range(rng.randrange(1, 9)))  # fmt: skip
+
+        ours: list[int] = []
+        theirs: list[int] = []
+        expected = _runs_each(cells, starts, ends, marks, _Cell,
+                              _placer(histories, places, theirs))  # fmt: skip
+        assert payload_cells._cellscan.run_marks(cells, starts, ends, marks, _Cell,
+                                                 _placer(histories, places, ours)) == expected
+        assert len(ours) <= len(theirs)
+        for start, end, found in zip(starts, ends, expected, strict=True):
+            mine = cells[max(start, 0) : max(end, 0)]
+            if found is not None:
+                text, spans = places[histories.index(mine[0]._history)]
+                pairs = [x for cell in mine for x in spans[2 * cell._index : 2 * cell._index + 2]]
+                assert found == _span_marks(text, marks, pairs)
+            elif mine and all(type(c) is _Cell and c._history is mine[0]._history for c in mine):
+                got = places[histories.index(mine[0]._history)]
+                indices = [c._index for c in mine]
+                assert (not all(type(i) is int and i >= 0 for i in indices) or got is None
+                        or len(got) != 2 or type(got[1]) is not list
+                        or 2 * max(indices) + 1 >= len(got[1]))  # fmt: skip
+    cell = _Cell(None, 0)
+    for run_marks in (payload_cells._cellscan.run_marks, _runs_each):
+        assert run_marks([cell], [0], [1], _MARKS_AND_ESCAPE, _Cell,
+                         lambda h, t: (b"xbuildIdx", [0, 9])) == [[-1, 0, -1, -1, -1, -1]]
+        assert run_marks([_Cell(None, True)], [0], [1], (b"b",), _Cell,
+                         lambda h, t: (b"b", [0, 1])) == [None]  # (a bool is no event number)
+    with pytest.raises(ZeroDivisionError):
+        payload_cells._cellscan.run_marks([cell], [0], [1], (b"a",), _Cell, lambda h, t: 1 / 0)
+    with pytest.raises(ValueError):
+        payload_cells._cellscan.run_marks([cell], [0], [1], (b"t",) * 9, _Cell, print)
+    with pytest.raises(TypeError):
+        payload_cells._cellscan.run_marks([cell], [0], [1], (b"",), _Cell, print)
+
+
 @compiled
 def test_span_marks_and_element_spans_without_avx2_equal_with_it() -> None:
     """TOOLKIT_NO_AVX2 keeps span_marks' and the strings' scalar loops: the same results."""

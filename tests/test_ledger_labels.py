@@ -233,6 +233,14 @@ def test_spans_of_equal_the_whole_split(scanned: bool, monkeypatch: pytest.Monke
                 assert ours.spans_of(indices) == [x for i in indices for x in spans[i]]
             assert ours.spans_of([count]) is None
             assert ours.spans_of([-1]) is None
+            if not scanned:  # the list itself, split as far as asked (the scanner's: None)
+                for top in (0, count // 2, count - 1):
+                    through = ours.prefix_through(top)
+                    assert through is ours._prefix and len(through) >= 2 * top + 2
+                    assert through[: 2 * top + 2] == [x for i in range(top + 1) for x in spans[i]]
+            else:
+                assert ours.prefix_through(0) is None
+            assert ours.prefix_through(count) is None and ours.prefix_through(-1) is None
             checked += 1
     assert checked > 10
 
@@ -292,6 +300,7 @@ def test_pure_paths_give_the_same_labels(folder: Path, monkeypatch: pytest.Monke
     if ledger_labels._cellscan is not None and folder.name != "agent_histories":
         assert len(joined) < len(expected) / 2  # (a run escaping a character joins its texts)
     monkeypatch.setattr(ledger_labels, "_span_marks", ledger_labels._marks_each)
+    monkeypatch.setattr(ledger_labels, "_run_marks", ledger_labels._runs_each)
     assert _labels(tk.read_histories(folder, progress=False).events) == expected
     monkeypatch.setattr(dialects, "_cellscan", None)
     joined.clear()

@@ -65,6 +65,50 @@ def _marks_each(text: bytes, marks: tuple[bytes, ...], spans: list[int]) -> list
 _span_marks = _marks_each if _cellscan is None else _cellscan.span_marks
 
 
+def _runs_each(cells: list[Any], starts: list[int], ends: list[int], marks: tuple[bytes, ...],
+               kind: type, place: Any) -> list[list[int] | None]:
+    """Per run (``cells[starts[r]:ends[r]]``, its workflow tasks): :func:`_marks_each` of its
+    cells' spans in their document, where they are all of type ``kind`` with one ``_history``
+    and ``place(history, top)`` (``top`` their largest ``_index``) gives that document and the
+    spans list holding event ``i`` at ``2 * i``; None for any other run (or an empty one):
+    :func:`_cellscan.run_marks`' pure twin."""
+    out: list[list[int] | None] = []
+    for start, end in zip(starts, ends, strict=True):
+        mine = cells[max(start, 0) : max(end, 0)]
+        history = mine[0]._history if mine and type(mine[0]) is kind else None
+        if not mine or not all(type(cell) is kind and cell._history is history
+                               for cell in mine):  # fmt: skip
+            out.append(None)
+            continue
+        indices = [cell._index for cell in mine]
+        if not all(type(i) is int and i >= 0 for i in indices):
+            out.append(None)
+            continue
+        got = place(history, max(indices))
+        if (type(got) is not tuple or len(got) != 2 or type(got[0]) is not bytes
+                or type(got[1]) is not list or 2 * max(indices) + 1 >= len(got[1])):  # fmt: skip
+            out.append(None)
+            continue
+        text, spans = got
+        out.append(_marks_each(text, marks, [x for i in indices for x in spans[2 * i : 2 * i + 2]]))
+    return out
+
+
+_run_marks = _runs_each if _cellscan is None else _cellscan.run_marks
+
+
+def _place(history: Any, top: int) -> tuple[bytes, list[int]] | None:
+    """A raw JSON ``{"events": [...]}`` history's document and the spans of its first events,
+    split off as far as event ``top`` (:meth:`RawHistory.prefix_through`); None for any other
+    history (its runs are read by :func:`_run_parts`)."""
+    text = getattr(history, "document", None)
+    through = getattr(history, "prefix_through", None)
+    if type(text) is not bytes or through is None:
+        return None
+    spans = through(top)
+    return None if spans is None else (text, spans)
+
+
 class _Tasks:
     """The workflow-task events of a frame: their parts, each event decoded at most once."""
 
@@ -303,7 +347,7 @@ def run_labels(frame: pd.DataFrame, found: ActivityTurns, codes: Sequence[int]) 
         completed = frame["event_type"].to_numpy(dtype=object)[rows] == "WorkflowTaskCompleted"
     cells = (frame["attributes"].to_numpy(dtype=object)[rows] if "attributes" in frame.columns
              else np.full(len(rows), None, dtype=object))  # fmt: skip
-    tasks = _Tasks(cells)
+    tasks = _Tasks(cells.tolist())  # (a list: each cell taken without numpy's indexing)
     run = found.positions["rows"][rows]
     wanted = sorted(set(codes))
     # Each run's completed tasks (all its tasks where none completed), together in frame order:
@@ -316,8 +360,29 @@ def run_labels(frame: pd.DataFrame, found: ActivityTurns, codes: Sequence[int]) 
     ends = np.searchsorted(run[order], wanted, side="right").tolist()
     rows_in_order = order.tolist()
     parts_of: dict[int, dict[str, Any] | None] = {}
-    for code, start, end in zip(wanted, starts, ends, strict=True):
-        parts_of[code] = _run_parts(tasks, rows_in_order[start:end]) if end > start else None
+    # All runs' tasks searched in place by one call (each run's first task spelling each mark);
+    # a run it cannot search, or one whose task escapes a character or spells a part's mark
+    # with an empty value, is read by _run_parts (the same parts).
+    searched = _run_marks(cells[order].tolist(), starts, ends, _MARKS_AND_ESCAPE,
+                          LazyAttributes, _place)  # fmt: skip
+    get = tasks.get
+    for code, start, end, spelt in zip(wanted, starts, ends, searched, strict=True):
+        if end <= start:
+            parts_of[code] = None
+            continue
+        if spelt is not None and spelt[_ESCAPE] < 0:
+            parts: list[Any] = [None] * len(_PARTS)
+            for i in range(_ESCAPE):
+                k = spelt[i]
+                if k >= 0:
+                    value = get(rows_in_order[start + k])[i]
+                    if not value:
+                        break  # a later task may give it: _run_parts searches on
+                    parts[i] = value
+            else:
+                parts_of[code] = dict(zip(_PARTS, parts, strict=True))
+                continue
+        parts_of[code] = _run_parts(tasks, rows_in_order[start:end])
     builds = {p["build_id"] for p in parts_of.values()
               if p is not None and p["build_id"] and not p["deployment"]}  # fmt: skip
     sdk_of_build = _sdk_of_builds(tasks, builds) if builds else {}

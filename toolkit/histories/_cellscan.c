@@ -40,6 +40,12 @@
  *   ledger's workflow tasks searched in place, none sliced off or joined. With AVX2, 32 places
  *   at a time for all the marks, each mark's two rarest bytes compared, then memcmp.
  *
+ * run_marks(cells, starts, ends, marks, kind, place) -> list[list[int] | None]
+ *   span_marks of each run's workflow tasks, cells[starts[r]:ends[r]] (cells of type `kind`, of
+ *   one `_history`, their events at 2 * `_index` in the spans list that place(history, top)
+ *   gives with its document), all of a ledger's runs in one call; None for a run not of that
+ *   kind (the caller reads it otherwise).
+ *
  * last_spans(buf, end, count) -> (spans, done)
  *   The same for the last `count` elements, read backwards from the array's closing "]".
  *
@@ -733,7 +739,7 @@ static PyObject *last_spans(PyObject *self, PyObject *args) {
  * `n` bytes of `s`, written to `left` (-2: none): each place's first byte, then memcmp (the few
  * places the vector blocks leave; memmem's setup costs more than a short text). */
 static void places_tail(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, Py_ssize_t k,
-                        const unsigned char **mark, const Py_ssize_t *size, Py_ssize_t *left) {
+                        const unsigned char *const *mark, const Py_ssize_t *size, Py_ssize_t *left) {
     for (Py_ssize_t j = 0; j < k; j++) {
         if (left[j] != -1) continue;
         left[j] = -2;
@@ -814,7 +820,7 @@ __attribute__((target("avx2"), always_inline)) static inline Py_ssize_t next_agr
  * places_tail. Returns where the blocks stopped; `pair`: each mark's rarest_pair. */
 __attribute__((target("avx2"))) static Py_ssize_t places_avx2(
     const unsigned char *s, Py_ssize_t n, Py_ssize_t at, Py_ssize_t k,
-    const unsigned char **mark, const Py_ssize_t *size, const Py_ssize_t *pair,
+    const unsigned char *const *mark, const Py_ssize_t *size, const Py_ssize_t *pair,
     Py_ssize_t *left) {
     __m256i first[MAX_MARKS], last[MAX_MARKS];
     Py_ssize_t which[MAX_MARKS], off[2 * MAX_MARKS], longest = 1, wanted = 0;  /* still wanted */
@@ -864,36 +870,85 @@ __attribute__((target("avx2"))) static Py_ssize_t places_avx2(
 }
 #endif
 
+/* The marks of one span_marks or run_marks call: their bytes, sizes and rarest pairs. */
+typedef struct {
+    Py_ssize_t count;
+    const unsigned char *mark[MAX_MARKS];
+    Py_ssize_t size[MAX_MARKS], pair[2 * MAX_MARKS];
+} Marks;
+
+/* Reads the tuple `marks` into `m`; -1 (an error set) where it is not one of at most
+ * MAX_MARKS non-empty bytes. */
+static int marks_of(PyObject *marks, Marks *m) {
+    m->count = PyTuple_GET_SIZE(marks);
+    if (m->count > MAX_MARKS) {
+        PyErr_SetString(PyExc_ValueError, "at most 8 marks");
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < m->count; j++) {
+        PyObject *one = PyTuple_GET_ITEM(marks, j);
+        if (!PyBytes_Check(one) || PyBytes_GET_SIZE(one) == 0) {
+            PyErr_SetString(PyExc_TypeError, "marks must be non-empty bytes");
+            return -1;
+        }
+        m->mark[j] = (const unsigned char *)PyBytes_AS_STRING(one);
+        m->size[j] = PyBytes_GET_SIZE(one);
+#ifdef HAVE_AVX2_PATH
+        rarest_pair(m->mark[j], m->size[j], m->pair + 2 * j);  /* once per call, not per span */
+#endif
+    }
+    return 0;
+}
+
+/* The marks not found yet (`first[j]` < 0) looked for at once in bytes `start` to `end` of the
+ * `len` bytes of `s` (the vector blocks where AVX2 is, then the tail place by place); each found
+ * gets `first[j] = k`. Returns how many were found. */
+static Py_ssize_t marks_in_span(const unsigned char *s, Py_ssize_t len, Py_ssize_t start,
+                                Py_ssize_t end, const Marks *m, Py_ssize_t *first, Py_ssize_t k) {
+    Py_ssize_t left[MAX_MARKS], found = 0;
+    if (start < 0) start = 0;
+    if (end > len) end = len;
+    if (start >= end) return 0;
+    for (Py_ssize_t j = 0; j < m->count; j++) left[j] = first[j] < 0 ? -1 : -3;  /* -3: found */
+    Py_ssize_t at = start;
+#ifdef HAVE_AVX2_PATH
+    if (use_avx2) at = places_avx2(s, end, at, m->count, m->mark, m->size, m->pair, left);
+#endif
+    places_tail(s, end, at, m->count, m->mark, m->size, left);
+    for (Py_ssize_t j = 0; j < m->count; j++) {
+        if (left[j] >= 0) first[j] = k, found++;
+    }
+    return found;
+}
+
+/* A list of `count` ints. */
+static PyObject *int_list(const Py_ssize_t *values, Py_ssize_t count) {
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t j = 0; out != NULL && j < count; j++) {
+        PyObject *number = PyLong_FromSsize_t(values[j]);
+        if (number == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, j, number);
+    }
+    return out;
+}
+
 /* span_marks(buf, marks, spans): per span, the marks not found yet looked for in its bytes at
- * once (the vector blocks where AVX2 is, then the tail place by place). */
+ * once. */
 static PyObject *span_marks(PyObject *self, PyObject *args) {
     Py_buffer view;
     PyObject *marks, *spans;
     if (!PyArg_ParseTuple(args, "y*O!O!", &view, &PyTuple_Type, &marks, &PyList_Type, &spans))
         return NULL;
-    Py_ssize_t count = PyTuple_GET_SIZE(marks), pairs = PyList_GET_SIZE(spans) / 2;
-    const unsigned char *mark[MAX_MARKS];
-    Py_ssize_t size[MAX_MARKS], left[MAX_MARKS], first[MAX_MARKS], pair[2 * MAX_MARKS];
-    Py_ssize_t wanted = count;
-    if (count > MAX_MARKS) {
-        PyErr_SetString(PyExc_ValueError, "at most 8 marks");
+    Marks m;
+    if (marks_of(marks, &m) < 0) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    for (Py_ssize_t j = 0; j < count; j++) {
-        PyObject *one = PyTuple_GET_ITEM(marks, j);
-        if (!PyBytes_Check(one) || PyBytes_GET_SIZE(one) == 0) {
-            PyErr_SetString(PyExc_TypeError, "marks must be non-empty bytes");
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        mark[j] = (const unsigned char *)PyBytes_AS_STRING(one);
-        size[j] = PyBytes_GET_SIZE(one);
-        first[j] = -1;  /* the number of the first span spelling it */
-#ifdef HAVE_AVX2_PATH
-        rarest_pair(mark[j], size[j], pair + 2 * j);  /* once per call, not per span */
-#endif
-    }
+    Py_ssize_t pairs = PyList_GET_SIZE(spans) / 2, first[MAX_MARKS], wanted = m.count;
+    for (Py_ssize_t j = 0; j < m.count; j++) first[j] = -1;  /* the first span spelling it */
     const unsigned char *s = view.buf;
     for (Py_ssize_t k = 0; k < pairs && wanted; k++) {
         Py_ssize_t start = PyLong_AsSsize_t(PyList_GET_ITEM(spans, 2 * k));
@@ -902,30 +957,122 @@ static PyObject *span_marks(PyObject *self, PyObject *args) {
             PyBuffer_Release(&view);
             return NULL;
         }
-        if (start < 0) start = 0;
-        if (end > view.len) end = view.len;
-        if (start >= end) continue;
-        for (Py_ssize_t j = 0; j < count; j++) left[j] = first[j] < 0 ? -1 : -3;  /* -3: found */
-        Py_ssize_t at = start;
-#ifdef HAVE_AVX2_PATH
-        if (use_avx2) at = places_avx2(s, end, at, count, mark, size, pair, left);
-#endif
-        places_tail(s, end, at, count, mark, size, left);
-        for (Py_ssize_t j = 0; j < count; j++) {
-            if (left[j] >= 0) first[j] = k, wanted--;
-        }
+        wanted -= marks_in_span(s, view.len, start, end, &m, first, k);
     }
     PyBuffer_Release(&view);
-    PyObject *out = PyList_New(count);
-    for (Py_ssize_t j = 0; out != NULL && j < count; j++) {
-        PyObject *number = PyLong_FromSsize_t(first[j]);
-        if (number == NULL) {
-            Py_CLEAR(out);
-            break;
-        }
-        PyList_SET_ITEM(out, j, number);
+    return int_list(first, m.count);
+}
+
+static PyObject *HISTORY_NAME, *INDEX_NAME; /* "_history", "_index", interned at import */
+
+/* The tuple (document, spans) that `place(history, top)` returns for a run, or NULL with no
+ * error set where it returns None or something else (the run is then not searched here). */
+static PyObject *placed(PyObject *place, PyObject *history, Py_ssize_t top) {
+    PyObject *got = PyObject_CallFunction(place, "On", history, top);
+    if (got == NULL) return NULL;
+    if (!PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 2 ||
+        !PyBytes_Check(PyTuple_GET_ITEM(got, 0)) || !PyList_Check(PyTuple_GET_ITEM(got, 1))) {
+        Py_DECREF(got);
+        return NULL;
     }
+    return got;
+}
+
+/* run_marks(cells, starts, ends, marks, kind, place) -> list[list[int] | None]: span_marks of
+ * each run's cells, cells[starts[r]:ends[r]], in their document, all runs in one call. A run is
+ * searched where its cells are all of type `kind` with one `_history`, for which
+ * `place(history, top)` (top: the largest `_index` of them) gives (document bytes, spans list)
+ * holding each cell's event at 2 * _index; None for any other run (and an empty one). */
+static PyObject *run_marks(PyObject *self, PyObject *args) {
+    PyObject *cells, *starts, *ends, *marks, *kind, *place;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OO", &PyList_Type, &cells, &PyList_Type, &starts,
+                          &PyList_Type, &ends, &PyTuple_Type, &marks, &kind, &place))
+        return NULL;
+    Marks m;
+    if (marks_of(marks, &m) < 0) return NULL;
+    Py_ssize_t runs = PyList_GET_SIZE(starts), cell_count = PyList_GET_SIZE(cells);
+    if (PyList_GET_SIZE(ends) != runs) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
+        return NULL;
+    }
+    PyObject *out = PyList_New(runs);
+    Py_ssize_t *index = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(cell_count + 1));
+    PyObject *last = NULL, *last_history = NULL;  /* the last place got, for its history */
+    Py_ssize_t last_top = -1;
+    if (out == NULL || index == NULL) goto fail;
+    for (Py_ssize_t r = 0; r < runs; r++) {
+        Py_ssize_t start = PyLong_AsSsize_t(PyList_GET_ITEM(starts, r));
+        Py_ssize_t end = PyLong_AsSsize_t(PyList_GET_ITEM(ends, r));
+        if (PyErr_Occurred()) goto fail;
+        if (start < 0) start = 0;
+        if (end > cell_count) end = cell_count;
+        PyObject *history = NULL, *result = Py_None;
+        Py_ssize_t top = -1, ok = end > start;
+        for (Py_ssize_t i = start; ok && i < end; i++) {
+            PyObject *cell = PyList_GET_ITEM(cells, i);
+            if ((PyObject *)Py_TYPE(cell) != kind) {
+                ok = 0;
+                break;
+            }
+            PyObject *one = PyObject_GetAttr(cell, HISTORY_NAME);
+            if (one == NULL) goto fail;
+            if (history == NULL) history = one;
+            else {
+                ok = one == history;
+                Py_DECREF(one);
+            }
+            PyObject *number = ok ? PyObject_GetAttr(cell, INDEX_NAME) : NULL;
+            if (ok && number == NULL) goto fail_run;
+            if (number != NULL) {
+                index[i - start] = PyLong_CheckExact(number) ? PyLong_AsSsize_t(number) : -1;
+                Py_DECREF(number);
+                if (index[i - start] == -1 && PyErr_Occurred()) PyErr_Clear();
+                if (index[i - start] < 0) ok = 0;
+                else if (index[i - start] > top) top = index[i - start];
+            }
+        }
+        if (ok && !(last != NULL && history == last_history && top <= last_top)) {
+            Py_CLEAR(last);
+            Py_CLEAR(last_history);
+            last = placed(place, history, top);
+            if (last == NULL && PyErr_Occurred()) goto fail_run;
+            last_history = history, last_top = top;
+            Py_INCREF(last_history);
+        }
+        if (ok && last != NULL) {
+            PyObject *document = PyTuple_GET_ITEM(last, 0), *spans = PyTuple_GET_ITEM(last, 1);
+            const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(document);
+            Py_ssize_t len = PyBytes_GET_SIZE(document), first[MAX_MARKS], wanted = m.count;
+            if (2 * top + 1 >= PyList_GET_SIZE(spans)) ok = 0;  /* not split so far */
+            for (Py_ssize_t j = 0; j < m.count; j++) first[j] = -1;
+            for (Py_ssize_t k = 0; ok && wanted && k < end - start; k++) {
+                Py_ssize_t a = PyLong_AsSsize_t(PyList_GET_ITEM(spans, 2 * index[k]));
+                Py_ssize_t b = PyLong_AsSsize_t(PyList_GET_ITEM(spans, 2 * index[k] + 1));
+                if (PyErr_Occurred()) goto fail_run;
+                wanted -= marks_in_span(s, len, a, b, &m, first, k);
+            }
+            if (ok && (result = int_list(first, m.count)) == NULL) goto fail_run;
+        } else {
+            ok = 0;
+        }
+        if (!ok) Py_INCREF(result = Py_None);
+        Py_XDECREF(history);
+        PyList_SET_ITEM(out, r, result);
+        continue;
+    fail_run:
+        Py_XDECREF(history);
+        goto fail;
+    }
+    PyMem_Free(index);
+    Py_XDECREF(last);
+    Py_XDECREF(last_history);
     return out;
+fail:
+    PyMem_Free(index);
+    Py_XDECREF(last);
+    Py_XDECREF(last_history);
+    Py_XDECREF(out);
+    return NULL;
 }
 
 /* Whether payload `k` of a cell (five entries of one_cell's `found`) has the encoding `b64`. */
@@ -1417,6 +1564,8 @@ static PyMethodDef methods[] = {
      "Spans of the next elements of a JSON array, where to go on, whether it ended."},
     {"span_marks", span_marks, METH_VARARGS,
      "The number of the first span spelling each mark (-1: none)."},
+    {"run_marks", run_marks, METH_VARARGS,
+     "span_marks of each run's cells in their document, None where not searched so."},
     {"last_spans", last_spans, METH_VARARGS,
      "Spans of the last elements of a JSON array, last first, and whether it began."},
     {"resent", resent, METH_VARARGS,
@@ -1437,6 +1586,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cellscan", NULL, -1
 PyMODINIT_FUNC PyInit__cellscan(void) {
     b64_table();
     nested_stop_table();
+    HISTORY_NAME = PyUnicode_InternFromString("_history");
+    INDEX_NAME = PyUnicode_InternFromString("_index");
+    if (HISTORY_NAME == NULL || INDEX_NAME == NULL) return NULL;
 #ifdef HAVE_AVX2_PATH
     __builtin_cpu_init();
     use_avx2 = __builtin_cpu_supports("avx2") && getenv("TOOLKIT_NO_AVX2") == NULL;

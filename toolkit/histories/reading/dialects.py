@@ -173,6 +173,23 @@ class RawHistory:
             return None
         return [x for i in indices for x in (spans[2 * i], spans[2 * i + 1])]
 
+    def prefix_through(self, top: int) -> list[int] | None:
+        """The spans (start and end pairs) of the document's first events, split off as far as
+        event ``top`` as :meth:`spans_of` splits it (the list itself, spans_of's pairs of event
+        ``i`` at ``2 * i``); None where spans_of places the events otherwise (the scanner's
+        spans) or not at all. The ledger's version labels search all their runs in one call."""
+        if self.event_spans is not None or top < 0:
+            return None
+        spans = self._prefix_spans()
+        if spans is None:
+            return None
+        if 2 * top + 1 >= len(spans) and self._prefix_at >= 0:
+            found, at, done = _cellscan.element_spans(self.document, self._prefix_at,
+                                                      top + 1 - len(spans) // 2)  # fmt: skip
+            spans.extend(memoryview(found).cast("q").tolist())
+            self._prefix_at = -1 if done else at
+        return spans if 2 * top + 1 < len(spans) else None
+
     def json_event_texts(self, indices: Sequence[int]) -> list[bytes]:
         """``bytes(self.json_event(index))`` of each of ``indices``, those of the events split
         off the document already sliced off it at once (the ledger reads a run's workflow tasks
