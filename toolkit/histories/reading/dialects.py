@@ -161,15 +161,8 @@ class RawHistory:
             if min(indices) < 0 or top >= len(starts):
                 return None
             return [int(x) for i in indices for x in (starts[i], ends[i])]
-        spans = self._prefix_spans()
-        if spans is None or min(indices) < 0:
-            return None
-        if 2 * top + 1 >= len(spans) and self._prefix_at >= 0:
-            found, at, done = _cellscan.element_spans(self.document, self._prefix_at,
-                                                      top + 1 - len(spans) // 2)  # fmt: skip
-            spans.extend(memoryview(found).cast("q").tolist())
-            self._prefix_at = -1 if done else at
-        if 2 * top + 1 >= len(spans):
+        spans = self.prefix_through(top) if min(indices) >= 0 else None
+        if spans is None:
             return None
         return [x for i in indices for x in (spans[2 * i], spans[2 * i + 1])]
 
@@ -177,7 +170,8 @@ class RawHistory:
         """The spans (start and end pairs) of the document's first events, split off as far as
         event ``top`` as :meth:`spans_of` splits it (the list itself, spans_of's pairs of event
         ``i`` at ``2 * i``); None where spans_of places the events otherwise (the scanner's
-        spans) or not at all. The ledger's version labels search all their runs in one call."""
+        spans) or not at all, or ``top`` is past the last event. The ledger's version labels
+        search all their runs in one call."""
         if self.event_spans is not None or top < 0:
             return None
         spans = self._prefix_spans()
