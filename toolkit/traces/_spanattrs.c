@@ -34,6 +34,16 @@
  *   None left out. Missing: one of those keys in fixed[codes[i]] (it would replace the base's
  *   in its place, or drop it), a value of another type, a dict that is no dict, a key of a
  *   dict that is no str, defaults' keys that are no str or not distinct.
+ *
+ * activity_columns(codes, event_ids, turns, outcomes, scheduled, started, closed, attempts,
+ *                  types, prefixes, first_times, last_times, roots, turn_spans, status_of, words)
+ *     -> tuple of lists, or None
+ *   The columns of the activity spans that depend on each activity alone (the compiled twin of
+ *   span_columns.activity_columns_python): status, the indices whose status is ERROR, the raw
+ *   start, start, end, attempt, outcome text, parent, name, id key, the indices retried
+ *   (attempt above 1). words: ("UNSET", "ERROR", "open", "RunActivity:", "\x1factivity").
+ *   None (no error) where a value is not as the common case holds it (a code that is no run's
+ *   int, an attempt that is no exact int or None): the pure path makes the columns then.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -371,6 +381,159 @@ fail:
     return NULL;
 }
 
+static int append_index(PyObject *list, Py_ssize_t index) {
+    PyObject *number = PyLong_FromSsize_t(index);
+    if (number == NULL) return -1;
+    int failed = PyList_Append(list, number);
+    Py_DECREF(number);
+    return failed;
+}
+
+/* status, errors, raw start, start, end, attempt, outcome text, parent, name, key, retried */
+#define ACTIVITY_OUT 11
+
+static PyObject *activity_columns(PyObject *self, PyObject *args) {
+    PyObject *codes, *event_ids, *turns, *outcomes, *scheduled, *started, *closed, *attempts;
+    PyObject *types, *prefixes, *first_times, *last_times, *roots, *turn_spans, *status_of;
+    PyObject *words;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!O!O!O!O!O!O!O!", &PyList_Type, &codes,
+                          &PyList_Type, &event_ids, &PyList_Type, &turns, &PyList_Type,
+                          &outcomes, &PyList_Type, &scheduled, &PyList_Type, &started,
+                          &PyList_Type, &closed, &PyList_Type, &attempts, &PyList_Type, &types,
+                          &PyList_Type, &prefixes, &PyList_Type, &first_times, &PyList_Type,
+                          &last_times, &PyList_Type, &roots, &PyDict_Type, &turn_spans,
+                          &PyDict_Type, &status_of, &PyTuple_Type, &words))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(codes), runs = PyList_GET_SIZE(prefixes);
+    if (!one_per_span(event_ids, count, "event_ids") || !one_per_span(turns, count, "turns")
+        || !one_per_span(outcomes, count, "outcomes") || !one_per_span(scheduled, count, "scheduled")
+        || !one_per_span(started, count, "started") || !one_per_span(closed, count, "closed")
+        || !one_per_span(attempts, count, "attempts") || !one_per_span(types, count, "types"))
+        return NULL;
+    if (PyList_GET_SIZE(first_times) != runs || PyList_GET_SIZE(last_times) != runs
+        || PyList_GET_SIZE(roots) != runs) {
+        PyErr_SetString(PyExc_ValueError,
+                        "activity_columns: first_times, last_times, roots: one per run");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(words) != 5 || !str_keys(words)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "words: five str");
+        return NULL;
+    }
+    PyObject *unset = PyTuple_GET_ITEM(words, 0), *error = PyTuple_GET_ITEM(words, 1);
+    PyObject *open = PyTuple_GET_ITEM(words, 2), *name_head = PyTuple_GET_ITEM(words, 3);
+    PyObject *key_tail = PyTuple_GET_ITEM(words, 4);
+    /* Checked first: a value the common case does not hold leaves every column to Python. */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *code = PyList_GET_ITEM(codes, i), *attempt = PyList_GET_ITEM(attempts, i);
+        if (!PyLong_CheckExact(code)) Py_RETURN_NONE;
+        Py_ssize_t at = PyLong_AsSsize_t(code);
+        if (at == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        if (at < 0 || at >= runs || (attempt != Py_None && !PyLong_CheckExact(attempt)))
+            Py_RETURN_NONE;
+    }
+    PyObject *out[ACTIVITY_OUT] = {NULL};
+    for (int k = 0; k < ACTIVITY_OUT; k++) {
+        /* a list's NULL items are skipped when it is freed half made */
+        out[k] = PyList_New((k == 1 || k == 10) ? 0 : count);
+        if (out[k] == NULL) goto fail;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *code = PyList_GET_ITEM(codes, i);
+        Py_ssize_t at = PyLong_AsSsize_t(code);
+        PyObject *outcome = PyList_GET_ITEM(outcomes, i);
+        /* the status: _ACTIVITY_STATUS.get(outcome, "UNSET") of a str (a subclass's by its
+         * own hash and equality, as dict.get finds it), else "UNSET" */
+        int text = PyUnicode_Check(outcome);
+        PyObject *status = text ? PyDict_GetItemWithError(status_of, outcome) : NULL;
+        if (status == NULL) {
+            if (PyErr_Occurred()) goto fail;
+            status = unset;
+        }
+        Py_INCREF(status);
+        PyList_SET_ITEM(out[0], i, status);
+        int is_error = PyObject_RichCompareBool(status, error, Py_EQ);
+        if (is_error < 0 || (is_error && append_index(out[1], i) < 0)) goto fail;
+        /* the times: a missing start is the run's first time, a missing end its last (else
+         * the start), an end before the start is the start */
+        PyObject *s = PyList_GET_ITEM(started, i);
+        if (s == Py_None) s = PyList_GET_ITEM(scheduled, i);
+        PyObject *e = PyList_GET_ITEM(closed, i);
+        PyObject *last = PyList_GET_ITEM(last_times, at);
+        if (e == Py_None) e = last;
+        Py_INCREF(s);
+        PyList_SET_ITEM(out[2], i, s);
+        if (s == Py_None) s = PyList_GET_ITEM(first_times, at);
+        if (e == Py_None) e = last != Py_None ? last : s;
+        if (s != Py_None) {
+            int before = PyObject_RichCompareBool(e, s, Py_LT);
+            if (before < 0) goto fail;
+            if (before) e = s;
+        }
+        Py_INCREF(s);
+        PyList_SET_ITEM(out[3], i, s);
+        Py_INCREF(e);
+        PyList_SET_ITEM(out[4], i, e);
+        PyObject *attempt = PyList_GET_ITEM(attempts, i);
+        Py_INCREF(attempt);
+        PyList_SET_ITEM(out[5], i, attempt);
+        if (attempt != Py_None) {  /* retried: an attempt above 1 */
+            int overflow = 0;
+            long long number = PyLong_AsLongLongAndOverflow(attempt, &overflow);
+            if (number == -1 && PyErr_Occurred()) goto fail;
+            if ((overflow > 0 || (overflow == 0 && number > 1)) && append_index(out[10], i) < 0)
+                goto fail;
+        }
+        PyObject *outcome_text = text ? outcome : open;
+        Py_INCREF(outcome_text);
+        PyList_SET_ITEM(out[6], i, outcome_text);
+        /* the parent: the turn's span, else the run's */
+        PyObject *key = PyTuple_Pack(2, code, PyList_GET_ITEM(turns, i));
+        if (key == NULL) goto fail;
+        PyObject *parent = PyDict_GetItemWithError(turn_spans, key);
+        Py_DECREF(key);
+        if (parent == NULL) {
+            if (PyErr_Occurred()) goto fail;
+            parent = PyList_GET_ITEM(roots, at);
+        }
+        Py_INCREF(parent);
+        PyList_SET_ITEM(out[7], i, parent);
+        /* f"RunActivity:{type}": each value formatted as an f-string formats it */
+        PyObject *kind = PyObject_Format(PyList_GET_ITEM(types, i), NULL);
+        if (kind == NULL) goto fail;
+        PyObject *name = PyUnicode_Concat(name_head, kind);
+        Py_DECREF(kind);
+        if (name == NULL) goto fail;
+        PyList_SET_ITEM(out[8], i, name);
+        /* the id's key: f"{prefix}{event_id}\x1factivity" */
+        PyObject *prefix = PyObject_Format(PyList_GET_ITEM(prefixes, at), NULL);
+        if (prefix == NULL) goto fail;
+        PyObject *digits = PyObject_Format(PyList_GET_ITEM(event_ids, i), NULL);
+        if (digits == NULL) {
+            Py_DECREF(prefix);
+            goto fail;
+        }
+        PyObject *head = PyUnicode_Concat(prefix, digits);
+        Py_DECREF(prefix);
+        Py_DECREF(digits);
+        if (head == NULL) goto fail;
+        PyObject *key_text = PyUnicode_Concat(head, key_tail);
+        Py_DECREF(head);
+        if (key_text == NULL) goto fail;
+        PyList_SET_ITEM(out[9], i, key_text);
+    }
+    PyObject *result = PyTuple_New(ACTIVITY_OUT);
+    if (result == NULL) goto fail;
+    for (int k = 0; k < ACTIVITY_OUT; k++) PyTuple_SET_ITEM(result, k, out[k]);
+    return result;
+fail:
+    for (int k = 0; k < ACTIVITY_OUT; k++) Py_XDECREF(out[k]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"column_attributes", column_attributes, METH_VARARGS,
      "Each span's attributes from its run's base, its kind and event id and columns of its "
@@ -378,6 +541,9 @@ static PyMethodDef methods[] = {
     {"merged_attributes", merged_attributes, METH_VARARGS,
      "RunSpans._attributes of each span; None where the pure path makes them (their indices: "
      "the second list)."},
+    {"activity_columns", activity_columns, METH_VARARGS,
+     "The activity spans' columns that depend on each activity alone; None where the pure "
+     "path makes them."},
     {NULL, NULL, 0, NULL},
 };
 

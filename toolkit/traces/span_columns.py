@@ -337,49 +337,29 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
     first_time = [run.first_time for run in runs]
 
     # Column-wise first: what each activity span holds that depends on its activity alone.
-    outcomes = acts["outcome"]
-    status = [_ACTIVITY_STATUS.get(o, "UNSET") if isinstance(o, str) else "UNSET"
-              for o in outcomes]  # fmt: skip
-    message = [_text(m) if s == "ERROR" else None
-               for s, m in zip(status, acts["failure_message"], strict=True)]  # fmt: skip
-    raw_start = [b if b is not None else s
-                 for b, s in zip(acts["started_time"], acts["scheduled_time"], strict=True)]
-    raw_end = [c if c is not None else last_time[code]
-               for c, code in zip(acts["closed_time"], codes, strict=True)]  # fmt: skip
-    start, end = [], []
-    # A span's times: a missing start is its run's first time, a missing end its run's last
-    # (else the start), an end before the start is the start.
-    for code, s, e in zip(codes, raw_start, raw_end, strict=True):
-        if s is None:
-            s = first_time[code]
-        if e is None:
-            e = last_time[code] if last_time[code] is not None else s
-        if s is not None and e < s:
-            e = s
-        start.append(s)
-        end.append(e)
-    attempts = [a if type(a) is int or a is None else (None if pd.isna(a) else int(a))
-                for a in acts["attempt"]]  # fmt: skip
+    types = acts["activity_type"]
+    (status, errors, raw_start, start, end, attempts, outcome_text, parent, names, keys,
+     retried) = activity_columns(
+        codes, event_ids, turns, acts["outcome"], acts["scheduled_time"], acts["started_time"],
+        acts["closed_time"], acts["attempt"], types, [run.id_prefix for run in runs],
+        first_time, last_time, root, turn_spans)  # fmt: skip
+    message: list[str | None] = [None] * count
+    failure_messages = acts["failure_message"]
+    for index in errors:
+        message[index] = _text(failure_messages[index])
     scheduled_text = stamp_texts(acts["scheduled_time"])
     queue_ms = queue_milliseconds(acts["queue_duration"])
-    outcome_text = [o if isinstance(o, str) else "open" for o in outcomes]
-    parent = [turn_spans.get((code, turn), root[code])
-              for code, turn in zip(codes, turns, strict=True)]  # fmt: skip
-    activity_ids, types, queues = acts["activity_id"], acts["activity_type"], acts["task_queue"]
     attrs = activity_attributes(base, codes, event_ids, [
-        activity_ids, types, attempts, outcome_text, queues, scheduled_text, queue_ms, roles])
-    names = [f"RunActivity:{kind}" for kind in types]
-    keys = [f"{runs[code].id_prefix}{event_id}\x1factivity"
-            for code, event_id in zip(codes, event_ids, strict=True)]  # fmt: skip
+        acts["activity_id"], types, attempts, outcome_text, acts["task_queue"], scheduled_text,
+        queue_ms, roles])  # fmt: skip
     events: list[list[dict[str, Any]]] = [[] for _ in range(count)]
     last_failures = acts["last_failure_message"]
-    for index, attempt in enumerate(attempts):
-        if attempt and attempt > 1:
-            last_failure = last_failures[index]
-            events[index] = [{"time": _stamp(raw_start[index]),
-                              "name": "temporal.activity.retried", "attributes": {
-                "temporal.activity.previous_attempts": attempt - 1,
-                **({"exception.message": last_failure} if _text(last_failure) else {})}}]
+    for index in retried:
+        last_failure = last_failures[index]
+        events[index] = [{"time": _stamp(raw_start[index]), "name": "temporal.activity.retried",
+                          "attributes": {
+            "temporal.activity.previous_attempts": attempts[index] - 1,
+            **({"exception.message": last_failure} if _text(last_failure) else {})}}]
 
     # The GenAI spans, in order: a model call names the tool calls that follow it in its run.
     agents: dict[tuple[int, int], Any] = {}
@@ -442,6 +422,79 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
            [start[i] for i in at], [end[i] for i in at], [status[i] for i in at],
            [message[i] for i in at], gen_attrs, [[] for _ in at]]
     return activities, gen, at, agents
+
+
+#: The texts :func:`activity_columns` writes: the status where the outcome has none, the error
+#: status, the outcome's text where it is no str, a span name's head, the id key's tail.
+_ACTIVITY_WORDS = ("UNSET", "ERROR", "open", "RunActivity:", "\x1factivity")
+
+#: What :func:`activity_columns` gives: status, the indices whose status is ``ERROR``, the raw
+#: start (started, else scheduled), start, end, attempt, outcome text, parent, name, id key, the
+#: indices retried (attempt above 1).
+ActivityColumns = tuple[list[Any], list[int], list[Any], list[Any], list[Any], list[Any],
+                        list[Any], list[Any], list[str], list[str], list[int]]  # fmt: skip
+
+
+def activity_columns(codes: list[int], event_ids: list[int], turns: list[Any],
+                     outcomes: list[Any], scheduled: list[Any], started: list[Any],
+                     closed: list[Any], attempts: list[Any], types: list[Any],
+                     prefixes: list[str], first_times: list[Any], last_times: list[Any],
+                     roots: list[Any], turn_spans: Mapping[tuple[int, int], str]
+                     ) -> ActivityColumns:  # fmt: skip
+    """The activity spans' columns that depend on each activity alone (:data:`ActivityColumns`),
+    from the activities' columns (``codes``: their runs', whose ``prefixes`` (the span ids'
+    key heads), ``first_times``, ``last_times`` and ``roots`` (span ids) are lists by code)
+    and the turns' span ids by (code, turn); in C where ``toolkit.traces._spanattrs`` is built
+    (the codes ints, the attempts ints or None, as the common case holds them; else the pure
+    path)."""
+    if _spanattrs is not None:
+        found = _spanattrs.activity_columns(
+            codes, event_ids, turns, outcomes, scheduled, started, closed, attempts, types,
+            prefixes, first_times, last_times, roots, turn_spans, _ACTIVITY_STATUS,
+            _ACTIVITY_WORDS)  # fmt: skip
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    return activity_columns_python(codes, event_ids, turns, outcomes, scheduled, started, closed,
+                                   attempts, types, prefixes, first_times, last_times, roots,
+                                   turn_spans)  # fmt: skip
+
+
+def activity_columns_python(codes: list[int], event_ids: list[int], turns: list[Any],
+                            outcomes: list[Any], scheduled: list[Any], started: list[Any],
+                            closed: list[Any], attempts: list[Any], types: list[Any],
+                            prefixes: list[str], first_times: list[Any], last_times: list[Any],
+                            roots: list[Any], turn_spans: Mapping[tuple[int, int], str]
+                            ) -> ActivityColumns:  # fmt: skip
+    """:func:`activity_columns` in Python (the reference of the compiled one)."""
+    status = [_ACTIVITY_STATUS.get(o, "UNSET") if isinstance(o, str) else "UNSET"
+              for o in outcomes]  # fmt: skip
+    errors = [index for index, s in enumerate(status) if s == "ERROR"]
+    raw_start = [b if b is not None else s for b, s in zip(started, scheduled, strict=True)]
+    raw_end = [c if c is not None else last_times[code]
+               for c, code in zip(closed, codes, strict=True)]  # fmt: skip
+    start, end = [], []
+    # A span's times: a missing start is its run's first time, a missing end its run's last
+    # (else the start), an end before the start is the start.
+    for code, s, e in zip(codes, raw_start, raw_end, strict=True):
+        if s is None:
+            s = first_times[code]
+        if e is None:
+            e = last_times[code] if last_times[code] is not None else s
+        if s is not None and e < s:
+            e = s
+        start.append(s)
+        end.append(e)
+    attempts = [a if type(a) is int or a is None else (None if pd.isna(a) else int(a))
+                for a in attempts]  # fmt: skip
+    outcome_text = [o if isinstance(o, str) else "open" for o in outcomes]
+    parent = [turn_spans.get((code, turn), roots[code])
+              for code, turn in zip(codes, turns, strict=True)]  # fmt: skip
+    names = [f"RunActivity:{kind}" for kind in types]
+    keys = [f"{prefixes[code]}{event_id}\x1factivity"
+            for code, event_id in zip(codes, event_ids, strict=True)]  # fmt: skip
+    retried = [index for index, attempt in enumerate(attempts) if attempt and attempt > 1]
+    return (status, errors, raw_start, start, end, attempts, outcome_text, parent, names, keys,
+            retried)  # fmt: skip
 
 
 def activity_attributes(bases: list[dict[str, Any]], codes: list[int], event_ids: list[int],

@@ -1,0 +1,162 @@
+"""The activity spans' columns made in C (``_spanattrs.activity_columns``) equal the pure path's
+(:func:`toolkit.traces.span_columns.activity_columns_python`): the same values of the same types
+(and the same objects where the pure path passes one through), on the recorded histories' spans
+and on columns outside the common case, where the compiled one leaves them all to Python."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import toolkit as tk
+from toolkit.agents.tokens import genai_attributes as model_attributes_of
+from toolkit.traces import span_columns
+from toolkit.traces.span_columns import activity_columns, activity_columns_python
+from toolkit.traces.spans import trace_spans
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "histories"
+
+compiled = pytest.mark.skipif(span_columns._spanattrs is None,
+                              reason="the C attribute builder is not built")  # fmt: skip
+
+
+def _typed(columns: tuple[list[Any], ...]) -> list[list[tuple[type, str]]]:
+    """Each column's values with their types (and by repr: NaN equals itself)."""
+    return [[(type(value), repr(value)) for value in column] for column in columns]
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
+    """The arguments of every activity_columns call while spans are made."""
+    calls: list[tuple[Any, ...]] = []
+
+    def spy(*args: Any) -> Any:
+        calls.append(args)
+        return activity_columns(*args)
+
+    monkeypatch.setattr(span_columns, "activity_columns", spy)
+    yield calls
+
+
+@compiled
+@pytest.mark.parametrize("folder", [ROOT / "data", CORPUS], ids=lambda p: p.name)
+def test_the_compiled_columns_are_the_pure_ones_on_recorded_spans(
+        folder: Path, captured: list[tuple[Any, ...]]) -> None:  # fmt: skip
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent (the shared corpus is not laid out here)")
+    events = tk.read_histories(folder, progress=False).events
+    attributes = model_attributes_of(tk.model_calls(events))
+    trace_spans(events, model_attributes=attributes, content=True, namespace="prod")
+    trace_spans(events)
+    assert captured and all(len(args[0]) for args in captured)
+    for args in captured:
+        made = span_columns._spanattrs.activity_columns(
+            *args, span_columns._ACTIVITY_STATUS, span_columns._ACTIVITY_WORDS)
+        assert made is not None  # the recorded spans are the common case
+        expected = activity_columns_python(*args)
+        assert _typed(made) == _typed(expected)
+        # the values passed through are the pure path's objects (no copies, no ints remade)
+        for k in (2, 3, 4, 5, 6, 7):
+            assert all(a is b for a, b in zip(made[k], expected[k], strict=True)), k
+
+
+class _Text(str):
+    """A str of another type, formatted its own way (an f-string calls its ``__format__``)."""
+
+    def __format__(self, spec: str) -> str:
+        return f"<{self!s}>"
+
+
+#: Odd values of each column, beside the common case's (outcomes, types and prefixes str,
+#: event ids ints, attempts ints or None): the compiled path formats them as the pure one does,
+#: but for the codes and attempts, which it leaves to Python.
+_ODD_OUTCOMES = [None, 3, np.str_("failed"), float("nan"), _Text("canceled"), _Text("x")]
+_ODD_TYPES = [None, 7, np.str_("call"), b"x", _Text("t"), 2.5]
+_ODD_ATTEMPTS = [True, np.int64(3), 2.0, float("nan"), pd.NA]
+_ODD_EVENT_IDS = [np.int64(7), True, None, "7"]
+
+
+def _columns(rng: random.Random, odd: str | None) -> tuple[Any, ...]:
+    """Random activities of three runs (one with no times), one value of ``odd``'s column
+    outside the common case."""
+    runs = 3
+    count = rng.randrange(1, 40)
+    prefixes = ["ns\x1frun-1\x1f", "\x1frün-2\x1f", "ns\x1f\U0001f600\x1f"]
+    first_times = [10, None, -5]
+    last_times = [500, None, 2**70]
+    roots = ["r0", "r1", "r2"]
+    turn_spans = {(0, 1): "t01", (0, 2): "t02", (2, 1): "t21", (1, 0): "t10"}
+    codes = sorted(rng.randrange(runs) for _ in range(count))
+    event_ids = [rng.randrange(1, 10**rng.choice((2, 6, 19))) for _ in range(count)]
+    turns = [rng.choice((0, 1, 2, 3)) for _ in range(count)]
+    outcomes = [rng.choice(("completed", "failed", "timed_out", "canceled", "pending", "open",
+                            "")) for _ in range(count)]  # fmt: skip
+    def time() -> Any:
+        return rng.choice((None, rng.randrange(0, 1000), rng.randrange(-10, 10), 2**66))
+    scheduled = [time() for _ in range(count)]
+    started = [time() for _ in range(count)]
+    closed = [time() for _ in range(count)]
+    attempts = [rng.choice((None, 0, 1, 2, 5, -1, 2**65)) for _ in range(count)]
+    types = [rng.choice(("call_model", "tool", "é", "")) for _ in range(count)]
+    at = rng.randrange(count)
+    if odd == "outcome":
+        outcomes[at] = rng.choice(_ODD_OUTCOMES)
+    elif odd == "type":
+        types[at] = rng.choice(_ODD_TYPES)
+    elif odd == "attempt":
+        attempts[at] = rng.choice(_ODD_ATTEMPTS)
+    elif odd == "event_id":
+        event_ids[at] = rng.choice(_ODD_EVENT_IDS)
+    elif odd == "code":
+        codes[at] = rng.choice((np.int64(1), True))
+    elif odd == "prefix":
+        prefixes[codes[at]] = rng.choice((None, 4, _Text("p")))  # type: ignore[call-overload]
+    return (codes, event_ids, turns, outcomes, scheduled, started, closed, attempts, types,
+            prefixes, first_times, last_times, roots, turn_spans)  # fmt: skip
+
+
+@pytest.mark.parametrize("odd", [None, "outcome", "type", "attempt", "event_id", "code",
+                                 "prefix"])  # fmt: skip
+def test_activity_columns_equal_the_pure_ones(odd: str | None) -> None:
+    rng = random.Random(f"activity-columns-{odd}")
+    for _ in range(200):
+        args = _columns(rng, odd)
+        assert _typed(activity_columns(*args)) == _typed(activity_columns_python(*args))
+
+
+@compiled
+def test_the_compiled_columns_leave_the_odd_ones_to_python() -> None:
+    rng = random.Random("activity-columns-odd")
+    for odd in ("attempt", "code"):
+        args = _columns(rng, odd)
+        assert span_columns._spanattrs.activity_columns(
+            *args, span_columns._ACTIVITY_STATUS, span_columns._ACTIVITY_WORDS) is None, odd
+
+
+@compiled
+def test_the_compiled_columns_refuse_malformed_arguments() -> None:
+    args = list(_columns(random.Random("malformed"), None))
+    build = span_columns._spanattrs.activity_columns
+    with pytest.raises(ValueError):
+        build(*args[:1], args[1][:-1], *args[2:], span_columns._ACTIVITY_STATUS,
+              span_columns._ACTIVITY_WORDS)  # fmt: skip
+    with pytest.raises(ValueError):
+        build(*args[:10], args[10][:-1], *args[11:], span_columns._ACTIVITY_STATUS,
+              span_columns._ACTIVITY_WORDS)  # fmt: skip
+    with pytest.raises(ValueError):
+        build(*args, span_columns._ACTIVITY_STATUS, ("UNSET",))
+    with pytest.raises(TypeError):
+        build(*args[:13], [], span_columns._ACTIVITY_STATUS, span_columns._ACTIVITY_WORDS)
+    unhashable = list(args)
+    unhashable[2] = [[]] * len(args[0])  # a turn no key can hold: dict.get's own error
+    with pytest.raises(TypeError):
+        build(*unhashable, span_columns._ACTIVITY_STATUS, span_columns._ACTIVITY_WORDS)
+    with pytest.raises(TypeError):
+        activity_columns_python(*unhashable)
