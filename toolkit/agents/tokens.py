@@ -110,8 +110,7 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
         )  # fmt: skip
         frameworks, agents, models, usages, notes, requested, inputs, outputs = (
             list(column) for column in zip(*calls, strict=True))  # fmt: skip
-        counts = zip(*((u.input_tokens, u.output_tokens, u.cached_input_tokens,
-                        u.reasoning_tokens, u.total_tokens) for u in usages), strict=True)
+        counts = zip(*map(_COUNTS, usages), strict=True)
         columns.update({
             "source": [heads["source"][c] for c in codes],
             "history": found.spans["history"].iloc[picks].tolist(),
@@ -122,12 +121,10 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
             "activity_type": _at(frame, "activity_type", scheduled),
             "framework": frameworks, "agent": agents, "model": models,
             **{name: [None] * len(picks) for name in ("scheduled", "started", "closed")},  # below
-            "attempt": [None if a is None or pd.isna(a) else int(a)
-                        for a in _at(frame, "attempt", starting)],
+            "attempt": _attempts(frame, starting),
             "outcome": [None if kind is None else _CLOSED[kind] for kind in closed_types],
             **{name: list(values) for name, values in zip(TOKEN_FIELDS, counts, strict=True)},
-            "usage_note": ["; ".join(filter(None, [usage.note, *more])) or None
-                           for usage, more in zip(usages, notes, strict=True)],
+            "usage_note": list(map(_usage_note, usages, notes)),
             "requested_tools": requested, "input_bytes": inputs, "output_bytes": outputs,
         })  # fmt: skip
     times = (_times_at(frame, {"scheduled": scheduled, "started": starting, "closed": closing})
@@ -145,6 +142,28 @@ def model_calls_of(frame: pd.DataFrame, found: ActivityTurns) -> pd.DataFrame:
     for column in ("scheduled", "started", "closed"):
         out[column] = pd.to_datetime(out[column], utc=True)
     return out
+
+
+_COUNTS = operator.attrgetter(*TOKEN_FIELDS)  # a Usage's counts, in TOKEN_FIELDS' order
+
+
+def _usage_note(usage: Any, more: tuple[Any, ...]) -> Any:
+    """The call's ``usage_note``: its usage's note and the reader's notes joined (None where
+    there is none); the note alone where the reader noted nothing (the join of one text)."""
+    note = usage.note
+    if not more and type(note) is str:
+        return note or None
+    return "; ".join(filter(None, [note, *more])) or None
+
+
+def _attempts(frame: pd.DataFrame, rows: np.ndarray) -> list[Any]:
+    """The ``attempt`` column at row positions ``rows`` as ints (None where -1, missing or no
+    such column): the loader's Int64 column taken as it is, any other through :func:`_at`."""
+    column = frame["attempt"] if "attempt" in frame.columns else None
+    if column is not None and isinstance(column.dtype, pd.Int64Dtype):
+        return column.array.take(rows, allow_fill=True).to_numpy(  # type: ignore[no-any-return]
+            dtype=object, na_value=None).tolist()
+    return [None if a is None or pd.isna(a) else int(a) for a in _at(frame, "attempt", rows)]
 
 
 _INT64 = ("history", "event_id")

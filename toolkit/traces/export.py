@@ -143,6 +143,8 @@ def to_otel(
         calls = model_calls_of(events, found)
         spans = spans_of(frame, found, namespace=namespace, content=content,
                          model_attributes=genai_attributes(calls))  # fmt: skip
+        # Dropped before the collector resumes: its first pass then scans only what is kept.
+        del found, frame
     resource: dict[str, Any] = {"service.name": service_name}
     if project:
         resource["openinference.project.name"] = project
