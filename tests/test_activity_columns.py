@@ -1,7 +1,8 @@
 """The activity spans' columns made in C (``_spanattrs.activity_columns``) equal the pure path's
 (:func:`toolkit.traces.span_columns.activity_columns_python`): the same values of the same types
 (and the same objects where the pure path passes one through), on the recorded histories' spans
-and on columns outside the common case, where the compiled one leaves them all to Python."""
+and on columns outside the common case, where the compiled one leaves them all to Python; and
+the queue times' milliseconds made in C (``_spanattrs.queue_ms``) equal numpy's and Python's."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ import pytest
 import toolkit as tk
 from toolkit.agents.tokens import genai_attributes as model_attributes_of
 from toolkit.traces import span_columns
-from toolkit.traces.span_columns import activity_columns, activity_columns_python
+from toolkit.traces.span_columns import (
+    activity_columns,
+    activity_columns_python,
+    queue_milliseconds,
+    queue_milliseconds_numpy,
+)
+from toolkit.traces.span_rows import _seconds
 from toolkit.traces.spans import trace_spans
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,3 +167,44 @@ def test_the_compiled_columns_refuse_malformed_arguments() -> None:
         build(*unhashable, span_columns._ACTIVITY_STATUS, span_columns._ACTIVITY_WORDS)
     with pytest.raises(TypeError):
         activity_columns_python(*unhashable)
+
+
+def _queues(rng: random.Random) -> list[Any]:
+    """Queue times in nanoseconds: None, small, large, negative, and near a half millisecond's
+    thousandth (where the fused rounding defers to Python)."""
+    values: list[Any] = []
+    for _ in range(400):
+        kind = rng.randrange(6)
+        if kind == 0:
+            values.append(None)
+        elif kind == 1:
+            values.append(rng.randrange(0, 10**rng.choice((3, 6, 9, 12))))
+        elif kind == 2:
+            values.append(-rng.randrange(0, 10**rng.choice((3, 9, 12))))
+        elif kind == 3:  # a multiple of 500 ns: the thousandth of a millisecond at a half
+            values.append(rng.randrange(0, 10**9) * 500 + rng.choice((0, 1, -1)))
+        elif kind == 4:  # beyond 2**31 thousandths of a millisecond
+            values.append(rng.randrange(2**31 * 1000, 2**62))
+        else:
+            values.append(rng.choice((0, 1, -1, 2**63 - 1, -(2**63), 499, 500, 1500, 2500)))
+    return values
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_queue_milliseconds_equal_the_numpy_and_python_ones(seed: int) -> None:
+    queues = _queues(random.Random(seed))
+    expected = [None if q is None else round(_seconds(q) * 1000, 3) for q in queues]
+    found = queue_milliseconds(queues)
+    assert [repr(ms) for ms in found] == [repr(ms) for ms in expected]
+    assert [repr(ms) for ms in queue_milliseconds_numpy(queues)] == [repr(ms) for ms in expected]
+    assert all(type(ms) is float for ms in found if ms is not None)
+
+
+@compiled
+def test_compiled_queue_milliseconds_leave_odd_values_to_numpy() -> None:
+    for odd in (2**63, -(2**63) - 1, 1.5, np.int64(3), True, "1"):
+        assert span_columns._spanattrs.queue_ms([1, odd, None], span_columns._rounded_ms) is None
+    assert queue_milliseconds([2**70, None]) == [round(_seconds(2**70) * 1000, 3), None]
+    assert span_columns._spanattrs.queue_ms([], span_columns._rounded_ms) == []
+    with pytest.raises(ZeroDivisionError):  # the slow rounding's own error, passed on
+        span_columns._spanattrs.queue_ms([2**62], lambda q: 1 / 0)

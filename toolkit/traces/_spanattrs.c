@@ -44,6 +44,10 @@
  *   (attempt above 1). words: ("UNSET", "ERROR", "open", "RunActivity:", "\x1factivity").
  *   None (no error) where a value is not as the common case holds it (a code that is no run's
  *   int, an attempt that is no exact int or None): the pure path makes the columns then.
+ *
+ * queue_ms(queues, slow) -> list | None
+ *   span_columns.queue_milliseconds of queue times in nanoseconds, in one pass (slow: the
+ *   pure rounding of one, for those near a half or large); None where one is no int64 or None.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -534,6 +538,58 @@ fail:
     return NULL;
 }
 
+/* queue_ms(queues, slow) -> list | None: queue_milliseconds' arithmetic, fused (see its
+ * docstring): each queue time in nanoseconds (an exact int within int64, or None) as
+ * (whole + rest / 1e9) * 1000 (whole, rest: its floored divmod by 1e9), rounded to 3 places
+ * by rint of it times 1000, over 1000, where that is Python's round; slow(q) otherwise (near
+ * a half, or large). None where a queue time is none of those (the pure path then). */
+static PyObject *queue_ms(PyObject *self, PyObject *args) {
+    PyObject *queues, *slow;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &queues, &slow)) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(queues);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *q = PyList_GET_ITEM(queues, i);
+        if (q == Py_None) continue;
+        if (!PyLong_CheckExact(q)) Py_RETURN_NONE;
+        int overflow = 0;
+        long long value = PyLong_AsLongLongAndOverflow(q, &overflow);
+        if (value == -1 && PyErr_Occurred()) return NULL;
+        if (overflow) Py_RETURN_NONE;
+    }
+    PyObject *out = PyList_New(count);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *q = PyList_GET_ITEM(queues, i), *ms;
+        if (q == Py_None) {
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(out, i, Py_None);
+            continue;
+        }
+        long long value = PyLong_AsLongLong(q);
+        long long whole = value / 1000000000LL, rest = value % 1000000000LL;
+        if (rest < 0) {  /* floored, as Python's divmod */
+            rest += 1000000000LL;
+            whole -= 1;
+        }
+        /* numpy's steps, one at a time: the sum, the milliseconds, then times 1000 */
+        volatile double sum = (double)whole + (double)rest / 1e9;
+        volatile double milli = sum * 1000.0;
+        volatile double scaled = milli * 1000.0;
+        double slack = fabs(scaled - floor(scaled) - 0.5);
+        if (fabs(scaled) < 2147483648.0 && slack > 0x1p-22) {
+            ms = PyFloat_FromDouble(rint(scaled) / 1000.0);
+        } else {
+            ms = PyObject_CallOneArg(slow, q);
+        }
+        if (ms == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, ms);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"column_attributes", column_attributes, METH_VARARGS,
      "Each span's attributes from its run's base, its kind and event id and columns of its "
@@ -544,6 +600,8 @@ static PyMethodDef methods[] = {
     {"activity_columns", activity_columns, METH_VARARGS,
      "The activity spans' columns that depend on each activity alone; None where the pure "
      "path makes them."},
+    {"queue_ms", queue_ms, METH_VARARGS,
+     "queue_milliseconds of queue times in nanoseconds; None where the pure path says."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -119,8 +119,23 @@ def queue_milliseconds(queues: list[Any]) -> list[float | None]:
     is the double nearest to ``n / 1000``, ``n`` the integer nearest to the exact ``x * 1000``
     (half to even); ``rint(y) / 1000`` is the same double wherever ``y`` is too far from a half
     for its own rounding error to cross it (and the division is correctly rounded). The rest,
-    near a half or large, are rounded by Python.
+    near a half or large, are rounded by Python. In C where ``toolkit.traces._spanattrs`` is
+    built (the same steps, fused: every queue time an int64 or None; else numpy's).
     """
+    if _spanattrs is not None:
+        found = _spanattrs.queue_ms(queues, _rounded_ms)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    return queue_milliseconds_numpy(queues)
+
+
+def _rounded_ms(queue: int) -> float:
+    """A queue time in nanoseconds in milliseconds, rounded to 3 places by Python."""
+    return round(_seconds(queue) * 1000, 3)
+
+
+def queue_milliseconds_numpy(queues: list[Any]) -> list[float | None]:
+    """:func:`queue_milliseconds` by numpy (the reference of the compiled one)."""
     present = [q is not None for q in queues]
     try:
         nanos = np.array([q if q is not None else 0 for q in queues], dtype=np.int64)
