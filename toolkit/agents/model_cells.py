@@ -31,9 +31,21 @@ from toolkit.agents.model_shapes import get_field
 from toolkit.histories.columns.lazy import LazyAttributes, LazyExtra, LazyPayloads
 from toolkit.histories.payloads import decode_payload, decode_payloads
 
-__all__ = ["payload_bytes", "payload_value", "payload_values", "payload_values_and_bytes",
-           "raw_data_and_bytes_of", "raw_payloads", "raw_summary", "raw_summary_field",
-           "raw_values_and_bytes", "values_of_data"]
+__all__ = [
+    "NeedFull",
+    "learn_read_key",
+    "ledger_values_of_data",
+    "payload_bytes",
+    "payload_value",
+    "payload_values",
+    "payload_values_and_bytes",
+    "raw_data_and_bytes_of",
+    "raw_payloads",
+    "raw_summary",
+    "raw_summary_field",
+    "raw_values_and_bytes",
+    "values_of_data",
+]
 
 #: The metadata of most payloads, as proto JSON writes it: ``encoding`` in base64.
 _JSON_PLAIN = {"encoding": "anNvbi9wbGFpbg=="}  # json/plain
@@ -195,6 +207,62 @@ def values_of_data(datas: list[Any]) -> list[Any]:
             except orjson.JSONDecodeError:
                 out.append(data.decode("utf-8", errors="replace"))
         return out
+
+
+try:  # the ledger's partial decode (setup.py builds it where a C compiler is present)
+    from toolkit.agents import _ledgerjson
+except ImportError:  # pragma: no cover - depends on the install
+    _ledgerjson = None
+
+
+class _NoNeedFull(Exception):
+    """Never raised: what :data:`NeedFull` is without the compiled decoder."""
+
+
+#: Raised by any use of a stand-in of :func:`ledger_values_of_data` (args: the member's key).
+NeedFull: type[Exception] = _ledgerjson.NeedFull if _ledgerjson is not None else _NoNeedFull
+
+#: Members the ledger's readers read (:mod:`toolkit.agents.model_shapes`), decoded however long
+#: they are: a stand-in of one would send its call to the whole decode. Keys a reader is found
+#: to use (:func:`learn_read_key`) join them. Any other member longer than
+#: :data:`_UNREAD_LONGER` bytes is left unread (tools, settings, messages, contents, ...).
+_READ_KEYS: set[str] = {
+    # OpenAI Agents: the input items (their types, call ids, contents, outputs), the response.
+    "input", "output", "usage", "response", "content", "model", "model_name",
+    # ADK: the request's config (its instruction and labels), the responses' parts and usage.
+    "llm_request", "llmRequest", "config", "labels", "parts", "function_call", "functionCall",
+    "usage_metadata", "usageMetadata", "model_version", "modelVersion", "partial",
+    # pydantic-ai: the response's parts (their kinds and names) and usage.
+    "part_kind", "tool_name", "kind",
+}  # fmt: skip
+_UNREAD_LONGER = 64
+#: A bound on the keys learnt (keys are field names; a bound all the same).
+_READ_KEYS_MAX = 1024
+
+
+def learn_read_key(key: Any) -> None:
+    """Let the member ``key`` (a :data:`NeedFull`'s) be decoded from now on: a reader used its
+    stand-in (the call was read again from its whole decode)."""
+    if type(key) is str and len(_READ_KEYS) < _READ_KEYS_MAX:
+        _READ_KEYS.add(key)
+
+
+def ledger_values_of_data(datas: list[Any]) -> list[Any] | None:
+    """:func:`values_of_data` of ``datas`` for the ledger's readers: each data the compiled check
+    is sure orjson reads (valid UTF-8 and escapes, numbers of a plain form, ...) decoded with
+    its members the ledger does not read (:data:`_READ_KEYS`), where long, left as stand-ins
+    that raise :data:`NeedFull` on any use, not decoded; any other data as
+    :func:`values_of_data` decodes it. None without the compiled decoder.
+
+    The values decoded are orjson's (``_ledgerjson.c`` says how); a reader that completes
+    without :data:`NeedFull` used no stand-in, and reads what it reads of the whole values."""
+    if _ledgerjson is None:
+        return None
+    values = _ledgerjson.partial_values(datas, _READ_KEYS, _UNREAD_LONGER, orjson.loads)
+    for at, value in enumerate(values):
+        if type(value) is bytes:  # not sure: decoded as before (no JSON value is bytes)
+            values[at] = values_of_data([value])[0]
+    return values  # type: ignore[no-any-return]
 
 
 def _typed_values_and_bytes(raw: Any) -> tuple[list[Any], int] | None:

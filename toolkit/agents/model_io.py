@@ -95,6 +95,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolkit.agents.model_cells import (
+    NeedFull,
+    learn_read_key,
+    ledger_values_of_data,
     payload_bytes,
     payload_value,
     raw_data_and_bytes_of,
@@ -353,6 +356,15 @@ def ledger_fields_of_columns(
         plain = read_input is not None
         if closed_type == "ActivityTaskCompleted":
             plain = plain and read_result is not None
+        summary = summary_of(extra)
+        if plain:
+            fields = _partial_ledger_fields(read_input, read_result if closed_type
+                                            == "ActivityTaskCompleted" else None,
+                                            activity_type, summary)  # fmt: skip
+            if fields is not None:
+                out.append(fields)
+                continue
+        if closed_type == "ActivityTaskCompleted":
             result, output_bytes = (
                 (values_of_data(read_result[0]), read_result[1]) if read_result is not None
                 else _values_and_bytes(result, closed_attribute, "result"))  # fmt: skip
@@ -361,9 +373,32 @@ def ledger_fields_of_columns(
         input, input_bytes = (
             (values_of_data(read_input[0]), read_input[1]) if read_input is not None
             else _values_and_bytes(input, attribute, "input"))  # fmt: skip
-        out.append(ledger_fields(input, result, activity_type, summary_of(extra), input_bytes,
+        out.append(ledger_fields(input, result, activity_type, summary, input_bytes,
                                  output_bytes, plain=plain))  # fmt: skip
     return out
+
+
+def _partial_ledger_fields(read_input: Any, read_result: Any, activity_type: Any,
+                           summary: Any) -> LedgerCall | None:
+    """:func:`ledger_fields` of a call whose payloads the compiled reader read (their data and
+    bytes; ``read_result`` None: no result), off the data decoded without the members the
+    ledger does not read (:func:`~toolkit.agents.model_cells.ledger_values_of_data`); None where
+    the whole values are needed (no compiled decoder, a shape without a ledger reader, a reader
+    that raises, a member left unread used: its key is decoded from then on)."""
+    input = ledger_values_of_data(read_input[0])
+    if input is None:
+        return None
+    result = output_bytes = None
+    if read_result is not None:
+        result, output_bytes = ledger_values_of_data(read_result[0]), read_result[1]
+    try:
+        return ledger_fields(input, result, activity_type, summary, read_input[1], output_bytes,
+                             plain=True, partial=True)  # fmt: skip
+    except NeedFull as error:
+        learn_read_key(error.args[0] if error.args else None)
+    except Exception:  # raised off the stand-ins: the whole values say what is raised
+        pass
+    return None
 
 
 def ledger_fields(
@@ -375,13 +410,17 @@ def ledger_fields(
     output_bytes: int | None,
     *,
     plain: bool = False,
+    partial: bool = False,
 ) -> LedgerCall:
     """The ledger's fields of ``read_model_call(input, result, activity_type=...,
     summary=..., input_bytes=..., output_bytes=...)`` (:data:`LedgerCall`), its steps taken
     in the same order with the ledger's reader of the shape; a shape without one, or a reader
     that raises (whose note the full reader writes), is read by :func:`read_model_call`.
     ``plain``: input and result are lists of decoded JSON values (or the result None), as
-    orjson makes them: no cell to decode, no opaque payload to note."""
+    orjson makes them: no cell to decode, no opaque payload to note. ``partial``: they are
+    :func:`~toolkit.agents.model_cells.ledger_values_of_data`'s (members left unread):
+    :data:`~toolkit.agents.model_cells.NeedFull` raised where :func:`read_model_call` would
+    read them (it needs them whole)."""
     if plain:
         notes: list[str] = []
     else:
@@ -400,6 +439,8 @@ def ledger_fields(
         except (TypeError, AttributeError, ValueError):
             fields = None  # the full reader below notes it as it reads it
     if fields is None:
+        if partial:
+            raise NeedFull(None)
         call = read_model_call(input, result, activity_type=activity_type, summary=summary,
                                input_bytes=input_bytes, output_bytes=output_bytes)  # fmt: skip
         return (call.framework, call.agent, call.model, call.usage, call.notes,

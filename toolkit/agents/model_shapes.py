@@ -63,10 +63,20 @@ def get_field(mapping: Any, *names: str) -> Any:
 _NOT_MAPPINGS = frozenset({list, str, int, float, bool, type(None)})
 
 
+try:  # the ledger's partial decode (setup.py builds it where a C compiler is present)
+    from toolkit.agents._ledgerjson import UnreadObject as _UnreadObject
+except ImportError:  # pragma: no cover - depends on the install
+    _UnreadObject = None
+
+
 def _mapping(value: Any) -> bool:
-    """``isinstance(value, Mapping)``."""
+    """``isinstance(value, Mapping)``; True for the stand-in of a JSON object the ledger's
+    partial decode left unread (:mod:`toolkit.agents.model_cells`: the dict it stands for is
+    one), which the ledger's readers check so without decoding it (pydantic-ai's
+    ``model_request_parameters``); any other use of a stand-in asks for the whole decode."""
     kind = type(value)
-    return kind is dict or (kind not in _NOT_MAPPINGS and isinstance(value, Mapping))
+    return kind is dict or (kind not in _NOT_MAPPINGS
+                            and (kind is _UnreadObject or isinstance(value, Mapping)))
 
 
 def _list(value: Any) -> list[Any]:
@@ -471,6 +481,13 @@ def _read_gemini(inp: Any, result: Any, context: Context) -> dict[str, Any]:
 # They take the request, the response, the activity type and the summary (a Context's fields)
 # and return ``(agent, model, usage, requested, declares)``: ``usage`` and ``requested`` None
 # where the full reader leaves the field unset.
+#
+# They also read the partial values of ``model_cells.ledger_values_of_data``: long members they
+# do not read are stand-ins, any use of which raises (the call is then read off its whole
+# values). Only ``is None`` and ``type(x) is ...`` see a stand-in without a use: a reader that
+# takes a branch on them must use the value in the branch it takes for a stand-in (as
+# ``_list``, ``_getter`` and ``get_field`` do), and ``_mapping`` is the one check that answers
+# for a stand-in (of an object: True). tests/test_ledger_partial.py reads every call so.
 
 LedgerFields = tuple[Any, Any, Usage | None, list[str] | None, bool]
 
