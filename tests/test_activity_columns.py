@@ -2,11 +2,13 @@
 (:func:`toolkit.traces.span_columns.activity_columns_python`): the same values of the same types
 (and the same objects where the pure path passes one through), on the recorded histories' spans
 and on columns outside the common case, where the compiled one leaves them all to Python; and
-the queue times' milliseconds made in C (``_spanattrs.queue_ms``) equal numpy's and Python's."""
+the queue times' milliseconds made in C (``_spanattrs.queue_ms``) equal numpy's and Python's;
+and the GenAI spans' walk made in C (``_spanattrs.genai_spans``) equals the pure one."""
 
 from __future__ import annotations
 
 import random
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from toolkit.traces import span_columns
 from toolkit.traces.span_columns import (
     activity_columns,
     activity_columns_python,
+    genai_spans_python,
     queue_milliseconds,
     queue_milliseconds_numpy,
 )
@@ -208,3 +211,126 @@ def test_compiled_queue_milliseconds_leave_odd_values_to_numpy() -> None:
     assert span_columns._spanattrs.queue_ms([], span_columns._rounded_ms) == []
     with pytest.raises(ZeroDivisionError):  # the slow rounding's own error, passed on
         span_columns._spanattrs.queue_ms([2**62], lambda q: 1 / 0)
+
+
+def _genai_typed(found: tuple[Any, ...]) -> list[Any]:
+    """genai_spans' output compared by value and type (the own dicts by their items, the agents
+    in their order)."""
+    at, names, kinds, roles, owns, defaults, keys, agents = found
+    return [at, _typed((names, kinds, roles, keys)), [list(own.items()) for own in owns],
+            [[(key, type(value), repr(value)) for key, value in pairs] for pairs in defaults],
+            list(agents.items())]  # fmt: skip
+
+
+@pytest.fixture
+def captured_genai(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
+    """The arguments of every genai_spans call while spans are made."""
+    calls: list[tuple[Any, ...]] = []
+
+    def spy(*args: Any) -> Any:
+        calls.append(args)
+        return span_columns.genai_spans.__wrapped__(*args)  # type: ignore[attr-defined]
+
+    spy.__wrapped__ = span_columns.genai_spans  # type: ignore[attr-defined]
+    monkeypatch.setattr(span_columns, "genai_spans", spy)
+    yield calls
+
+
+@compiled
+@pytest.mark.parametrize("folder", [ROOT / "data", CORPUS], ids=lambda p: p.name)
+def test_the_compiled_genai_spans_are_the_pure_ones_on_recorded_spans(
+        folder: Path, captured_genai: list[tuple[Any, ...]]) -> None:  # fmt: skip
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent (the shared corpus is not laid out here)")
+    events = tk.read_histories(folder, progress=False).events
+    attributes = model_attributes_of(tk.model_calls(events))
+    trace_spans(events, model_attributes=attributes, content=True, namespace="prod")
+    trace_spans(events)
+    assert len(captured_genai) == 2 and all(len(args[0]) for args in captured_genai)
+    assert any(captured_genai[0][8])  # the first with model attributes, the second without
+    for args in captured_genai:
+        made = span_columns._spanattrs.genai_spans(*args, span_columns._GENAI_WORDS)
+        assert made is not None
+        expected = genai_spans_python(*args)
+        assert _genai_typed(made) == _genai_typed(expected)
+        # the model attributes are passed on as they are (the builder copies them)
+        assert all(a is b for a, b in zip(made[4], expected[4], strict=True) if a)
+
+
+def _genai_columns(rng: random.Random, odd: bool) -> tuple[Any, ...]:
+    """Random activities of three runs and model attributes for some of them, with odd values
+    where ``odd``: requested names of other types, models of other types, falsy ones."""
+    count = rng.randrange(1, 40)
+    codes = sorted(rng.randrange(3) for _ in range(count))
+    event_ids = [rng.randrange(1, 60) for _ in range(count)]
+    turns = [rng.choice((0, 1, 2)) for _ in range(count)]
+    roles = [rng.choice(("model", "tool_call", "other", "handoff", "model", "tool_call"))
+             for _ in range(count)]  # fmt: skip
+    types = [rng.choice(("call_model", "run_tool", "é")) for _ in range(count)]
+    sources = ["a.json", "b.json", None]
+    histories = [0, 3, 1]
+    prefixes = ["ns\x1frun-1\x1f", "\x1frün\x1f", "p\x1f"]
+    names = ["search", "fetch", "", "hand"]
+    models_of = ["gpt", "", None, "claude"]
+    if odd:
+        names += [7, None, _Text("t"), 2.5]
+        models_of += [0, 5, _Text("m"), ["x"]]
+        type_pool = [*types, None, 3, _Text("k")]
+        role_pool = [*roles, _Text("model"), None]
+    models: dict[Any, Any] = {}
+    for index in range(count):
+        if rng.random() < 0.6:
+            attrs: dict[str, Any] = {}
+            for key, values in (("gen_ai.request.model", models_of),
+                                ("gen_ai.response.model", models_of),
+                                ("gen_ai.agent.name", ["Triage", "", None, "Helper"])):
+                if rng.random() < 0.7:
+                    attrs[key] = rng.choice(values)
+            if rng.random() < 0.7:
+                attrs["_requested_tools"] = rng.choice((
+                    [rng.choice(names) for _ in range(rng.randrange(4))], (), None,
+                    tuple(rng.choice(names) for _ in range(2))))
+            if rng.random() < 0.2:
+                attrs["llm.token_count.prompt"] = rng.randrange(100)
+            code = codes[index]
+            models[(sources[code], histories[code], event_ids[index])] = (
+                attrs if rng.random() < 0.95 else None)
+    if odd:
+        for index in range(count):
+            roles[index] = rng.choice(role_pool)
+            types[index] = rng.choice(type_pool)
+    return codes, event_ids, turns, roles, types, sources, histories, prefixes, models
+
+
+@pytest.mark.parametrize("odd", [False, True])
+def test_genai_spans_equal_the_pure_ones(odd: bool) -> None:
+    rng = random.Random(f"genai-spans-{odd}")
+    for _ in range(300):
+        args = _genai_columns(rng, odd)
+        assert _genai_typed(span_columns.genai_spans(*args)) == _genai_typed(
+            genai_spans_python(*args))
+
+
+@compiled
+def test_the_compiled_genai_spans_leave_other_mappings_to_python() -> None:
+    args = list(_genai_columns(random.Random("genai-odd"), False))
+    build = span_columns._spanattrs.genai_spans
+    words = span_columns._GENAI_WORDS
+    assert build(*args[:8], types.MappingProxyType(args[8]), words) is None
+    odd_value = dict(args[8])
+    key = (args[5][args[0][0]], args[6][args[0][0]], args[1][0])
+    odd_value[key] = types.MappingProxyType({"gen_ai.request.model": "m"})
+    assert build(*args[:8], odd_value, words) is None
+    assert build([np.int64(0), *args[0][1:]], *args[1:], words) is None
+    assert build([3, *args[0][1:]], *args[1:], words) is None  # no such run
+    with pytest.raises(ValueError):
+        build(*args, words[:-1])
+    with pytest.raises(ValueError):
+        build(args[0], args[1][:-1], *args[2:], words)
+    # a requested tools' value that is no iterable: the pure path's own error, passed on
+    bad = {key: {"_requested_tools": 3}}
+    roles = ["model"] * len(args[0])
+    with pytest.raises(TypeError):
+        genai_spans_python(*args[:3], roles, *args[4:8], bad)
+    with pytest.raises(TypeError):
+        build(*args[:3], roles, *args[4:8], bad, words)

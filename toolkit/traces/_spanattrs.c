@@ -48,6 +48,13 @@
  * queue_ms(queues, slow) -> list | None
  *   span_columns.queue_milliseconds of queue times in nanoseconds, in one pass (slow: the
  *   pure rounding of one, for those near a half or large); None where one is no int64 or None.
+ *
+ * genai_spans(codes, event_ids, turns, roles, types, sources, histories, prefixes, models,
+ *             words) -> tuple | None
+ *   span_columns.genai_spans_python's walk (the GenAI spans of the activities in order, a model
+ *   call naming the tool calls after it in its run, and each turn's agent), words its texts
+ *   (span_columns._GENAI_WORDS). None (no error) where models is no dict or holds a value
+ *   that is no dict, or a code is no run's int: the pure path walks them then.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -590,6 +597,240 @@ static PyObject *queue_ms(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* f"{a}{b}{c}{d}" of up to four values (NULL: none), each formatted as an f-string formats it. */
+static PyObject *joined(PyObject *a, PyObject *b, PyObject *c, PyObject *d) {
+    PyObject *parts[4] = {a, b, c, d}, *texts[4] = {NULL};
+    Py_ssize_t size = 0;
+    PyObject *out = NULL;
+    for (int k = 0; k < 4 && parts[k] != NULL; k++) {
+        texts[k] = PyObject_Format(parts[k], NULL);
+        if (texts[k] == NULL) goto done;
+        size++;
+    }
+    {
+        PyObject *empty = PyUnicode_New(0, 0);
+        if (empty == NULL) goto done;
+        PyObject *list = PyTuple_New(size);
+        if (list == NULL) {
+            Py_DECREF(empty);
+            goto done;
+        }
+        for (Py_ssize_t k = 0; k < size; k++) {
+            Py_INCREF(texts[k]);
+            PyTuple_SET_ITEM(list, k, texts[k]);
+        }
+        out = PyUnicode_Join(empty, list);
+        Py_DECREF(list);
+        Py_DECREF(empty);
+    }
+done:
+    for (int k = 0; k < 4; k++) Py_XDECREF(texts[k]);
+    return out;
+}
+
+enum {
+    W_AGENT, W_MODEL, W_TOOL_CALL, W_REQUESTED, W_REQUEST_MODEL, W_RESPONSE_MODEL, W_CHAT_HEAD,
+    W_CHAT, W_CLIENT, W_CHAT_DEFAULTS, W_TOOL_HEAD, W_INTERNAL, W_TOOL_NAME, W_NAME,
+    W_OPERATION, W_SEPARATOR, W_COUNT
+};
+/* at, names, kinds, roles, own attributes, defaults, id keys */
+#define GENAI_OUT 7
+
+static PyObject *genai_spans(PyObject *self, PyObject *args) {
+    PyObject *codes, *event_ids, *turns, *roles, *types, *sources, *histories, *prefixes;
+    PyObject *models, *words;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!OO!", &PyList_Type, &codes, &PyList_Type,
+                          &event_ids, &PyList_Type, &turns, &PyList_Type, &roles, &PyList_Type,
+                          &types, &PyList_Type, &sources, &PyList_Type, &histories,
+                          &PyList_Type, &prefixes, &models, &PyTuple_Type, &words))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(codes), runs = PyList_GET_SIZE(prefixes);
+    if (!one_per_span(event_ids, count, "event_ids") || !one_per_span(turns, count, "turns")
+        || !one_per_span(roles, count, "roles") || !one_per_span(types, count, "types"))
+        return NULL;
+    if (PyList_GET_SIZE(sources) != runs || PyList_GET_SIZE(histories) != runs) {
+        PyErr_SetString(PyExc_ValueError, "genai_spans: sources, histories: one per run");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(words) != W_COUNT) {
+        PyErr_SetString(PyExc_ValueError, "genai_spans: the words");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(models)) Py_RETURN_NONE;  /* another mapping's get: Python's */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *code = PyList_GET_ITEM(codes, i);
+        if (!PyLong_CheckExact(code)) Py_RETURN_NONE;
+        Py_ssize_t at = PyLong_AsSsize_t(code);
+        if (at == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        if (at < 0 || at >= runs) Py_RETURN_NONE;
+    }
+#define WORD(k) PyTuple_GET_ITEM(words, k)
+    PyObject *out[GENAI_OUT] = {NULL}, *agents = PyDict_New(), *pending = NULL;
+    PyObject *result = NULL;
+    Py_ssize_t next = 0, pending_code = -1;  /* the run's requested names, the next one's place */
+    int fallback = 0;
+    if (agents == NULL) return NULL;
+    for (int k = 0; k < GENAI_OUT; k++) {
+        out[k] = PyList_New(0);
+        if (out[k] == NULL) goto fail;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *code = PyList_GET_ITEM(codes, i), *event_id = PyList_GET_ITEM(event_ids, i);
+        PyObject *turn = PyList_GET_ITEM(turns, i), *role = PyList_GET_ITEM(roles, i);
+        Py_ssize_t at = PyLong_AsSsize_t(code);
+        PyObject *key = PyTuple_Pack(3, PyList_GET_ITEM(sources, at),
+                                     PyList_GET_ITEM(histories, at), event_id);
+        if (key == NULL) goto fail;
+        PyObject *found = PyDict_GetItemWithError(models, key);  /* borrowed */
+        Py_DECREF(key);
+        if (found == NULL && PyErr_Occurred()) goto fail;
+        if (found == Py_None) found = NULL;
+        if (found != NULL && !PyDict_CheckExact(found)) {
+            fallback = 1;  /* another mapping's get and truth: Python's */
+            goto fail;
+        }
+        if (found != NULL) {
+            PyObject *pair = PyTuple_Pack(2, code, turn);
+            if (pair == NULL) goto fail;
+            int held = PyDict_Contains(agents, pair);
+            PyObject *agent = held == 0 ? PyDict_GetItemWithError(found, WORD(W_AGENT)) : NULL;
+            int set = held == 0 && agent != NULL ? PyObject_IsTrue(agent) : 0;
+            if (held < 0 || (held == 0 && agent == NULL && PyErr_Occurred()) || set < 0
+                || (set && PyDict_SetItem(agents, pair, agent) < 0)) {
+                Py_DECREF(pair);
+                goto fail;
+            }
+            Py_DECREF(pair);
+        }
+        int model = PyObject_RichCompareBool(role, WORD(W_MODEL), Py_EQ);
+        if (model < 0) goto fail;
+        if (!model) {
+            int tool = PyObject_RichCompareBool(role, WORD(W_TOOL_CALL), Py_EQ);
+            if (tool < 0) goto fail;
+            if (!tool) continue;
+        }
+        if (at != pending_code) {  /* a new run: no tool requested yet */
+            Py_CLEAR(pending);
+            next = 0;
+            pending_code = at;
+        }
+        /* the own attributes: the model's, else an empty dict of the span's own */
+        PyObject *own = found != NULL && PyDict_GET_SIZE(found) ? found : NULL;
+        if (own != NULL) {
+            Py_INCREF(own);
+        } else {
+            own = PyDict_New();
+            if (own == NULL) goto fail;
+        }
+        PyObject *name = NULL, *kind, *defaults = NULL;
+        if (model) {
+            PyObject *requested = PyDict_GetItemWithError(own, WORD(W_REQUESTED));
+            if (requested == NULL && PyErr_Occurred()) goto fail_own;
+            int any = requested != NULL ? PyObject_IsTrue(requested) : 0;
+            if (any < 0) goto fail_own;
+            Py_CLEAR(pending);
+            next = 0;
+            pending = PyList_New(0);
+            if (pending == NULL) goto fail_own;
+            if (any) {  /* [str(name) for name in requested] */
+                PyObject *names = PyObject_GetIter(requested), *item;
+                if (names == NULL) goto fail_own;
+                while ((item = PyIter_Next(names)) != NULL) {
+                    PyObject *text = PyObject_Str(item);
+                    Py_DECREF(item);
+                    if (text == NULL || PyList_Append(pending, text) < 0) {
+                        Py_XDECREF(text);
+                        Py_DECREF(names);
+                        goto fail_own;
+                    }
+                    Py_DECREF(text);
+                }
+                Py_DECREF(names);
+                if (PyErr_Occurred()) goto fail_own;
+            }
+            /* own.get("gen_ai.request.model") or own.get("gen_ai.response.model") */
+            PyObject *chosen = PyDict_GetItemWithError(own, WORD(W_REQUEST_MODEL));
+            if (chosen == NULL && PyErr_Occurred()) goto fail_own;
+            int truth = chosen != NULL ? PyObject_IsTrue(chosen) : 0;
+            if (truth < 0) goto fail_own;
+            if (!truth) {
+                chosen = PyDict_GetItemWithError(own, WORD(W_RESPONSE_MODEL));
+                if (chosen == NULL && PyErr_Occurred()) goto fail_own;
+                truth = chosen != NULL ? PyObject_IsTrue(chosen) : 0;
+                if (truth < 0) goto fail_own;
+            }
+            if (truth) {
+                name = joined(WORD(W_CHAT_HEAD), chosen, NULL, NULL);
+                if (name == NULL) goto fail_own;
+            } else {
+                name = WORD(W_CHAT);
+                Py_INCREF(name);
+            }
+            kind = WORD(W_CLIENT);
+            defaults = WORD(W_CHAT_DEFAULTS);
+            Py_INCREF(defaults);
+        } else {
+            /* the run's next requested name while any remain (a non-empty one), else the
+             * activity's type where it is a str, else None */
+            PyObject *tool = NULL;
+            if (pending != NULL && next < PyList_GET_SIZE(pending)) {
+                tool = PyList_GET_ITEM(pending, next++);
+                if (PyUnicode_GET_LENGTH(tool) == 0) tool = NULL;
+            }
+            if (tool == NULL) {
+                tool = PyList_GET_ITEM(types, i);
+                if (!PyUnicode_Check(tool)) tool = Py_None;
+            }
+            name = joined(WORD(W_TOOL_HEAD), tool, NULL, NULL);
+            if (name == NULL) goto fail_own;
+            kind = WORD(W_INTERNAL);
+            PyObject *first = PyTuple_Pack(2, WORD(W_TOOL_NAME), tool);
+            PyObject *second = PyTuple_Pack(2, WORD(W_NAME), tool);
+            if (first != NULL && second != NULL)
+                defaults = PyTuple_Pack(3, first, second, WORD(W_OPERATION));
+            Py_XDECREF(first);
+            Py_XDECREF(second);
+            if (defaults == NULL) goto fail_name;
+        }
+        PyObject *id_key = joined(PyList_GET_ITEM(prefixes, at), event_id, WORD(W_SEPARATOR), role);
+        if (id_key == NULL) goto fail_defaults;
+        PyObject *index = PyLong_FromSsize_t(i);
+        PyObject *row[GENAI_OUT] = {index, name, kind, role, own, defaults, id_key};
+        int failed = index == NULL;
+        for (int k = 0; k < GENAI_OUT && !failed; k++) failed = PyList_Append(out[k], row[k]) < 0;
+        Py_XDECREF(index);
+        Py_DECREF(id_key);
+        Py_DECREF(defaults);
+        Py_DECREF(name);
+        Py_DECREF(own);
+        if (failed) goto fail;
+        continue;
+    fail_defaults:
+        Py_DECREF(defaults);
+    fail_name:
+        Py_DECREF(name);
+    fail_own:
+        Py_DECREF(own);
+        goto fail;
+    }
+#undef WORD
+    result = PyTuple_New(GENAI_OUT + 1);
+    if (result == NULL) goto fail;
+    for (int k = 0; k < GENAI_OUT; k++) PyTuple_SET_ITEM(result, k, out[k]);
+    PyTuple_SET_ITEM(result, GENAI_OUT, agents);
+    Py_XDECREF(pending);
+    return result;
+fail:
+    for (int k = 0; k < GENAI_OUT; k++) Py_XDECREF(out[k]);
+    Py_DECREF(agents);
+    Py_XDECREF(pending);
+    if (fallback) Py_RETURN_NONE;
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"column_attributes", column_attributes, METH_VARARGS,
      "Each span's attributes from its run's base, its kind and event id and columns of its "
@@ -602,6 +843,9 @@ static PyMethodDef methods[] = {
      "path makes them."},
     {"queue_ms", queue_ms, METH_VARARGS,
      "queue_milliseconds of queue times in nanoseconds; None where the pure path says."},
+    {"genai_spans", genai_spans, METH_VARARGS,
+     "The GenAI spans of the activities, in order (span_columns.genai_spans_python); None "
+     "where the pure path says."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -350,14 +350,15 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
     root = [run.root_id for run in runs]
     last_time = [run.last_time for run in runs]
     first_time = [run.first_time for run in runs]
+    prefixes = [run.id_prefix for run in runs]
 
     # Column-wise first: what each activity span holds that depends on its activity alone.
     types = acts["activity_type"]
     (status, errors, raw_start, start, end, attempts, outcome_text, parent, names, keys,
      retried) = activity_columns(
         codes, event_ids, turns, acts["outcome"], acts["scheduled_time"], acts["started_time"],
-        acts["closed_time"], acts["attempt"], types, [run.id_prefix for run in runs],
-        first_time, last_time, root, turn_spans)  # fmt: skip
+        acts["closed_time"], acts["attempt"], types, prefixes, first_time, last_time, root,
+        turn_spans)  # fmt: skip
     message: list[str | None] = [None] * count
     failure_messages = acts["failure_message"]
     for index in errors:
@@ -377,17 +378,84 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
             **({"exception.message": last_failure} if _text(last_failure) else {})}}]
 
     # The GenAI spans, in order: a model call names the tool calls that follow it in its run.
+    at, gen_names, gen_kinds, gen_roles, owns, gen_defaults, genai_keys, agents = genai_spans(
+        codes, event_ids, turns, roles, types, [run.source for run in runs],
+        [run.history for run in runs], prefixes, models)  # fmt: skip
+    if content:  # the payloads' values among the own attributes (copied: not the model's)
+        inputs, results = acts.get("input"), acts.get("result")
+        for place, index in enumerate(at):
+            own = own_of(owns[place], gen_defaults[place])
+            for key, value in (("input.value", inputs[index]),  # type: ignore[index]
+                               ("output.value", results[index])):  # type: ignore[index]
+                if value is not None:
+                    own[key] = _content(value)
+                    own[key.replace(".value", ".mime_type")] = "application/json"
+            owns[place], gen_defaults[place] = own, ()
+
+    span_ids = hashed(keys)
+    gen_codes, gen_events = [codes[i] for i in at], [event_ids[i] for i in at]
+    gen_attrs = genai_attributes(runs, gen_codes, gen_roles, gen_events, owns, gen_defaults)
+    activities = [codes, span_ids, parent, names, ["SERVER"] * count, ["activity"] * count,
+                  event_ids, turns, start, end, status, message, attrs, events]
+    gen = [gen_codes, hashed(genai_keys), [span_ids[i] for i in at], gen_names, gen_kinds,
+           gen_roles, gen_events, [turns[i] for i in at],
+           [start[i] for i in at], [end[i] for i in at], [status[i] for i in at],
+           [message[i] for i in at], gen_attrs, [[] for _ in at]]
+    return activities, gen, at, agents
+
+
+#: The texts :func:`genai_spans` reads and writes, in ``_spanattrs.genai_spans``' order: the
+#: agent's key, the two roles, the requested tools' key, the models' keys, a chat span's name
+#: head and name without a model, its kind and defaults, a tool call's name head and kind,
+#: its defaults' keys and operation, the id key's separator.
+_GENAI_WORDS = ("gen_ai.agent.name", "model", "tool_call", _REQUESTED, "gen_ai.request.model",
+                "gen_ai.response.model", "chat ", "chat", "CLIENT", _CHAT, "execute_tool ",
+                "INTERNAL", "gen_ai.tool.name", "tool.name",
+                ("gen_ai.operation.name", "execute_tool"), "\x1f")  # fmt: skip
+
+#: What :func:`genai_spans` gives: each GenAI span's activity index, name, kind, role, own
+#: attributes (the model's, else an empty dict) and defaults, its id key; each turn's agent by
+#: (code, turn).
+GenaiSpans = tuple[list[int], list[str], list[str], list[Any], list[Mapping[str, Any]],
+                   list[tuple[tuple[str, Any], ...]], list[str], dict[tuple[int, int], Any]]
+
+
+def genai_spans(codes: list[int], event_ids: list[int], turns: list[Any], roles: list[Any],
+                types: list[Any], sources: list[Any], histories: list[Any],
+                prefixes: list[str], models: ModelAttributes) -> GenaiSpans:
+    """The GenAI spans of the activities (their columns ``codes`` ... ``types``), in order: a
+    model call names the tool calls that follow it in its run; and each turn's agent, the
+    first one a model call of its activities names (``sources``, ``histories``,
+    ``prefixes``: the runs', by code; ``models``: the model attributes). In C where
+    ``toolkit.traces._spanattrs`` is built (``models`` a dict of dicts, the codes ints; else
+    the pure path)."""
+    if _spanattrs is not None:
+        found = _spanattrs.genai_spans(codes, event_ids, turns, roles, types, sources, histories,
+                                       prefixes, models, _GENAI_WORDS)  # fmt: skip
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    return genai_spans_python(codes, event_ids, turns, roles, types, sources, histories,
+                              prefixes, models)  # fmt: skip
+
+
+def genai_spans_python(codes: list[int], event_ids: list[int], turns: list[Any],
+                       roles: list[Any], types: list[Any], sources: list[Any],
+                       histories: list[Any], prefixes: list[str],
+                       models: ModelAttributes) -> GenaiSpans:  # fmt: skip
+    """:func:`genai_spans` in Python (the reference of the compiled one)."""
     agents: dict[tuple[int, int], Any] = {}
-    genai: list[tuple[int, Any, ...]] = []  # (activity index, name, kind, role, attributes)
-    genai_keys: list[str] = []
+    at: list[int] = []
+    names: list[str] = []
+    kinds: list[str] = []
+    span_roles: list[Any] = []
+    owns: list[Mapping[str, Any]] = []
+    defaults_of: list[tuple[tuple[str, Any], ...]] = []
+    keys: list[str] = []
     pending: list[str] = []
     pending_code = -1
-    inputs = acts.get("input") if content else None
-    results = acts.get("result") if content else None
     for index, (code, event_id, turn, role) in enumerate(zip(codes, event_ids, turns, roles,
                                                               strict=True)):  # fmt: skip
-        run = runs[code]
-        found = models.get((run.source, run.history, event_id))
+        found = models.get((sources[code], histories[code], event_id))
         if found is not None and (code, turn) not in agents:
             agent = found.get("gen_ai.agent.name")
             if agent:
@@ -414,29 +482,14 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
             name, kind = f"execute_tool {tool}", "INTERNAL"
             defaults = (("gen_ai.tool.name", tool), ("tool.name", tool),
                         ("gen_ai.operation.name", "execute_tool"))  # fmt: skip
-        if content:
-            own, defaults = own_of(own, defaults), ()
-            for key, value in (("input.value", inputs[index]),  # type: ignore[index]
-                               ("output.value", results[index])):  # type: ignore[index]
-                if value is not None:
-                    own[key] = _content(value)
-                    own[key.replace(".value", ".mime_type")] = "application/json"
-        genai.append((index, name, kind, role, own, defaults))
-        genai_keys.append(f"{run.id_prefix}{event_id}\x1f{role}")
-
-    span_ids = hashed(keys)
-    at = [index for index, *_ in genai]
-    gen_codes, gen_events = [codes[i] for i in at], [event_ids[i] for i in at]
-    gen_attrs = genai_attributes(runs, gen_codes, [item[3] for item in genai], gen_events,
-                                 [item[4] for item in genai], [item[5] for item in genai])
-    activities = [codes, span_ids, parent, names, ["SERVER"] * count, ["activity"] * count,
-                  event_ids, turns, start, end, status, message, attrs, events]
-    gen = [gen_codes, hashed(genai_keys), [span_ids[i] for i in at],
-           [item[1] for item in genai], [item[2] for item in genai],
-           [item[3] for item in genai], gen_events, [turns[i] for i in at],
-           [start[i] for i in at], [end[i] for i in at], [status[i] for i in at],
-           [message[i] for i in at], gen_attrs, [[] for _ in at]]
-    return activities, gen, at, agents
+        at.append(index)
+        names.append(name)
+        kinds.append(kind)
+        span_roles.append(role)
+        owns.append(own)
+        defaults_of.append(defaults)
+        keys.append(f"{prefixes[code]}{event_id}\x1f{role}")
+    return at, names, kinds, span_roles, owns, defaults_of, keys, agents
 
 
 #: The texts :func:`activity_columns` writes: the status where the outcome has none, the error
