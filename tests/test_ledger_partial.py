@@ -171,6 +171,32 @@ def test_duplicate_keys_decoded_are_unsure_skipped_ones_sure() -> None:
     assert type(_partial(skipped, threshold=64)["long"]) is ledgerjson.UnreadObject
 
 
+def test_members_kept_sure_are_read_again_only_where_the_same_bytes() -> None:
+    """A long member the check was sure of is stepped over by its bytes alone where it comes
+    again: where the bytes differ (a lone surrogate, bad UTF-8, a prefix of it), they are
+    checked again; where it nests deeper than it was checked at, past the bound, unsure."""
+    rng = random.Random(7)
+    for _ in range(300):
+        member = json.dumps({"tools": [_value(rng) for _ in range(8)], "x": "y" * 300}).encode()
+        first = _partial(b'{"m": ' + member + b"}", threshold=64)
+        if type(first) is bytes:
+            continue  # a number the check is not sure of: nothing kept
+        assert type(first["m"]) is ledgerjson.UnreadObject  # kept
+        at = rng.randrange(1, len(member) - 1)
+        for splice in (b"\\ud800", b"\xed\xa0\x80", b"\xff", b"\x01", b"1e400", b"]", b","):
+            odd = member[:at] + splice + member[at:]
+            data = b'{"m": ' + odd + b"}"
+            accepted, _ = _loads(data)
+            if ledgerjson.sure(data) or type(_partial(data, threshold=64)) is not bytes:
+                assert accepted, data
+    deep = b"[" * 450 + b"]" * 450
+    assert type(_partial(b'{"m": ' + deep + b"}", threshold=64)["m"]) is ledgerjson.Unread
+    deeper = b'{"r": ' * 59 + b'{"m": ' + deep + b"}" + b"}" * 59  # 510 deep: past the bound
+    assert _partial(deeper, {"r"}, 64) is deeper
+    within = b'{"r": ' * 40 + b'{"m": ' + deep + b"}" + b"}" * 40
+    assert type(_partial(within, {"r"}, 64)) is dict
+
+
 # -- stand-ins --------------------------------------------------------------------------------
 
 _USES: list[Callable[[Any], Any]] = [

@@ -17,6 +17,9 @@
  *   turned float), nesting at most 500 deep (orjson's limit is 1024), no duplicate key in an
  *   object decoded, no trailing comma, only JSON whitespace around the value.
  *
+ *   A long member left unread whose very bytes were checked before is stepped over by one
+ *   memcmp (the calls of an agent send the same tools and config each time: see skip_member).
+ *
  *   Values decoded here are orjson's: strings without escapes are the UTF-8 text itself, ints
  *   of at most 18 digits exact, true/false/null the singletons; anything else (a string with
  *   escapes, a float, an exponent) is decoded by `loads` (orjson.loads) from its own text.
@@ -398,6 +401,63 @@ static int skip_value(Parser *p, int depth) {
     }
 }
 
+/* Members left unread repeat from call to call (the tools, the config, the settings every
+ * call of an agent sends): the text of each long one the check was sure of is kept, and a
+ * member of the very same bytes is stepped over by one memcmp, not checked again. An object,
+ * an array or a string ends where its bytes say (no such value is the start of a longer one),
+ * so the member that starts with a kept text is that text, sure as it was -- where it nests
+ * no deeper than there (`room`: the depth it was checked at, or deeper, is enough). Found by
+ * the hash of its first bytes; a slot holds the latest text of its hash. */
+#define MEMO_SLOTS 4096
+#define MEMO_MIN 256        /* shorter members are checked again: cheap */
+#define MEMO_HEAD 32        /* bytes hashed */
+#define MEMO_CAP (32 << 20) /* bytes kept at most: past it, the slots are emptied */
+typedef struct {
+    PyObject *text; /* bytes */
+    int room;
+} Memo;
+static Memo memo[MEMO_SLOTS];
+static Py_ssize_t memo_bytes;
+
+static uint32_t head_hash(const unsigned char *s, Py_ssize_t n) {
+    uint32_t h = 2166136261u;
+    for (Py_ssize_t i = 0; i < n; i++) h = (h ^ s[i]) * 16777619u;
+    return h;
+}
+
+/* skip_value of a member left unread, by the kept texts where one is its text. */
+static int skip_member(Parser *p, int depth) {
+    const unsigned char *start = p->s;
+    Py_ssize_t left = p->end - start;
+    if (left < MEMO_MIN) return skip_value(p, depth);
+    Memo *slot = &memo[head_hash(start, MEMO_HEAD) % MEMO_SLOTS];
+    if (slot->text != NULL && depth <= slot->room) {
+        Py_ssize_t n = PyBytes_GET_SIZE(slot->text);
+        if (n <= left && memcmp(start, PyBytes_AS_STRING(slot->text), n) == 0) {
+            p->s = start + n;
+            return OK;
+        }
+    }
+    if (skip_value(p, depth)) return UNSURE;
+    Py_ssize_t n = p->s - start;
+    if (n >= MEMO_MIN) {
+        PyObject *text = PyBytes_FromStringAndSize((const char *)start, n);
+        if (text == NULL) { /* no memory to keep it: not kept */
+            PyErr_Clear();
+            return OK;
+        }
+        if (memo_bytes + n > MEMO_CAP) {
+            for (int i = 0; i < MEMO_SLOTS; i++) Py_CLEAR(memo[i].text);
+            memo_bytes = 0;
+        }
+        if (slot->text != NULL) memo_bytes -= PyBytes_GET_SIZE(slot->text);
+        Py_XSETREF(slot->text, text);
+        slot->room = depth;
+        memo_bytes += n;
+    }
+    return OK;
+}
+
 /* Building: a new reference; NULL with no error set: unsure; NULL with an error: the error. */
 
 /* `loads` of the text [start, p->s): a string with escapes, a float. Its error: unsure. */
@@ -485,7 +545,7 @@ static PyObject *build_object(Parser *p, int depth) {
             value = build_value(p, depth + 1);
         } else {
             const unsigned char *start = p->s;
-            if (skip_value(p, depth + 1)) {
+            if (skip_member(p, depth + 1)) {
                 Py_DECREF(key);
                 goto fail;
             }
