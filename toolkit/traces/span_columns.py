@@ -393,14 +393,13 @@ def _activities(runs: Sequence[RunSpans], acts: Mapping[str, list[Any]],
             owns[place], gen_defaults[place] = own, ()
 
     span_ids = hashed(keys)
-    gen_codes, gen_events = [codes[i] for i in at], [event_ids[i] for i in at]
+    gen_codes, gen_events = _at(codes, at), _at(event_ids, at)
     gen_attrs = genai_attributes(runs, gen_codes, gen_roles, gen_events, owns, gen_defaults)
     activities = [codes, span_ids, parent, names, ["SERVER"] * count, ["activity"] * count,
                   event_ids, turns, start, end, status, message, attrs, events]
-    gen = [gen_codes, hashed(genai_keys), [span_ids[i] for i in at], gen_names, gen_kinds,
-           gen_roles, gen_events, [turns[i] for i in at],
-           [start[i] for i in at], [end[i] for i in at], [status[i] for i in at],
-           [message[i] for i in at], gen_attrs, [[] for _ in at]]
+    gen = [gen_codes, hashed(genai_keys), _at(span_ids, at), gen_names, gen_kinds, gen_roles,
+           gen_events, _at(turns, at), _at(start, at), _at(end, at), _at(status, at),
+           _at(message, at), gen_attrs, [[] for _ in at]]  # fmt: skip
     return activities, gen, at, agents
 
 
@@ -563,6 +562,12 @@ def activity_columns_python(codes: list[int], event_ids: list[int], turns: list[
     retried = [index for index, attempt in enumerate(attempts) if attempt and attempt > 1]
     return (status, errors, raw_start, start, end, attempts, outcome_text, parent, names, keys,
             retried)  # fmt: skip
+
+
+def _at(values: list[Any], positions: list[int]) -> list[Any]:
+    """``values`` at ``positions`` (mapped by the list's own item lookup: no Python frame per
+    item)."""
+    return list(map(values.__getitem__, positions))
 
 
 def activity_attributes(bases: list[dict[str, Any]], codes: list[int], event_ids: list[int],

@@ -270,8 +270,12 @@ class _RunFacts:
         times = events["event_time"]
         # Times in nanoseconds (RunSpans takes them so), None where missing.
         self.first_time, self.last_time = _run_times(times, run, self.first_row)
-        event_type = events["event_type"].to_numpy(dtype=object)
-        failed = np.flatnonzero(np.isin(event_type, _TASK_FAILURES))
+        # The task failures' rows off the event types' codes (found.positions: a table of the
+        # codes taken, no object array compared with each text).
+        type_codes, type_names = found.positions["types"]
+        failure_codes = np.zeros(len(type_names) + 1, dtype=bool)
+        failure_codes[:-1] = [name in _TASK_FAILURES for name in type_names]
+        failed = np.flatnonzero(failure_codes[type_codes])
         wanted = [c for c in self._FAILURE if c in events.columns]
         self.failures: dict[int, list[dict[str, Any]]] = {}
         # Those rows of those columns alone, each column taken as objects (no records frame:
@@ -305,9 +309,10 @@ class _RunFacts:
         if known is not None:  # read at the rows found, in the spans' order
             columns = {name: values for name, values in known.items() if name in ACTIVITY_FIELDS}
             columns["code"] = self.found.positions["run"].tolist()
-            columns["scheduled_event_id"] = [int(e) for e in columns["scheduled_event_id"]]
             spans = self.found.spans
-            # int64 and text columns: their lists hold ints and strs already
+            # The same ids as ints (known_facts reads them at the rows the spans hold), and the
+            # int64 and text columns: their lists hold ints and strs already.
+            columns["scheduled_event_id"] = spans["event_id"].to_numpy().tolist()
             columns["turn"] = spans["turn"].to_numpy().tolist()
             columns["role"] = spans["role"].tolist()
             return columns
