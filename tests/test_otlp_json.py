@@ -252,3 +252,141 @@ def test_a_file_that_cannot_be_written_is_an_error_naming_it() -> None:
     spans = _many_spans()
     with pytest.raises(OSError, match="/dev/full"):
         otlp.write_otlp_json(spans, RESOURCE, "/dev/full")
+
+
+@compiled
+def test_ascii_strings_of_every_length_and_escape_place_are_written_as_orjson_writes_them() -> None:
+    # ASCII strings are copied eight bytes a step (the last step overlapping the one before)
+    # unless a word holds a character to escape: every length about those steps, each such
+    # character at every place, and each string as a key, a value, a name and an id.
+    texts = []
+    for length in range(0, 41):
+        plain = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH"[:length]
+        texts.append(plain)
+        for place in range(length):
+            for special in ('"', "\\", "\n", "\x00", "\x1f", "\x7f", "/"):
+                texts.append(plain[:place] + special + plain[place + 1 :])
+    rows = [{"attributes": {text: text for text in texts[i : i + 50]}, "name": texts[i],
+             "span_id": texts[-1 - i], "status_message": texts[i // 2]}
+            for i in range(0, len(texts), 50)]  # fmt: skip
+    spans = _spans(rows)
+    assert _written(spans, RESOURCE) == _pure(spans, RESOURCE)
+
+
+_TIMES = [0, 1, -1, 999_999_999_999_999_999, 10**18, 10**18 + 1, 1_796_190_022_761_524_269,
+          (1 << 63) - 1, -(1 << 63) + 1, 1_000_000_000_000_000_001, 9_000_000_000_000_000_000]
+
+
+@compiled
+def test_times_of_every_size_are_written_as_orjson_writes_them() -> None:
+    # start and end go to the writer as int64s (nineteen digits, since 2001, written apart)
+    spans = _spans([{} for _ in _TIMES] + [{}])
+    spans["start"] = pd.to_datetime([*_TIMES, None], utc=True)
+    spans["end"] = pd.to_datetime([*reversed(_TIMES), 0], utc=True)
+    assert _written(spans, RESOURCE) == _pure(spans, RESOURCE)
+
+
+@compiled
+def test_values_repeated_across_spans_are_written_as_orjson_writes_them() -> None:
+    # The writer keeps a whole attribute by its key's and value's objects, a float's writing by
+    # its bits, a kind's number by its name's object: the same objects and bits over and over,
+    # equal values of other objects, and values of every kind beside them.
+    rng = random.Random(11)
+    keys = [f"key.{i}" for i in range(40)]
+    values: list[Any] = [True, False, 0, 1, -1, 7, 1 << 40, 1 << 70, 0.0, -0.0, 0.044,
+                         float("nan"), float("inf"), 1e16, "x", "", "a \"quoted\" one",
+                         [1, "a"], ("b", 2.5), ["x" * 20]]  # fmt: skip
+    rows = []
+    for _ in range(3000):
+        attributes = {}
+        for key in rng.sample(keys, 12):
+            value = rng.choice(values)
+            if isinstance(value, float) and rng.random() < 0.5:
+                value = float(repr(value))  # the same bits, another object
+            elif type(value) is int and rng.random() < 0.3:
+                value = int(str(value))  # an equal int, maybe another object
+            attributes[key] = value
+        rows.append({"attributes": attributes,
+                     "kind": str(rng.choice(["INTERNAL", "SERVER", "CLIENT"])),
+                     "status": rng.choice(["UNSET", "OK", "ERROR"])})  # fmt: skip
+    spans = _spans(rows)
+    assert _written(spans, RESOURCE) == _pure(spans, RESOURCE)
+    assert _written(spans, {}) == _pure(spans, {})  # again, the writer's slots kept from before
+
+
+_EVENT = {"time": pd.Timestamp("2026-12-02T10:00:00.123456789Z"), "name": "exception",
+          "attributes": {"exception.type": "UserError", "temporal.event_id": 20, "x": 1.5}}
+
+
+@compiled
+@pytest.mark.parametrize("times", [
+    [pd.Timestamp(0, tz="UTC"), pd.Timestamp("2026-12-02 10:00:00.5"),
+     pd.Timestamp("2026-12-02", tz="Europe/Paris").as_unit("s"), pd.Timestamp(-1, tz="UTC")],
+    ["2026-12-02T10:00:00Z", 1_796_190_022_761_524_269, np.datetime64("2026-12-02T10:00:00.5"),
+     pd.Timestamp("2026-12-02").to_pydatetime(), pd.NaT],
+])  # fmt: skip
+def test_events_are_written_as_orjson_writes_them(times: list[Any]) -> None:
+    rows = [{"events": [{**_EVENT, "time": time, "name": f"e{i}"}, _EVENT]}
+            for i, time in enumerate(times)]  # fmt: skip
+    rows += [{"events": []}, {"events": None}, {"events": ()}, {"events": [_EVENT] * 5}]
+    spans = _spans(rows)
+    assert _written(spans, RESOURCE) == _pure(spans, RESOURCE)
+
+
+@compiled
+@pytest.mark.parametrize("events", [
+    ({**_EVENT},),  # not a list: written by the pure path
+    [{"time": _EVENT["time"], "name": "no attributes"}],
+    [{"name": "no time", "attributes": {}}],
+    [{**_EVENT, "name": 5}],
+    [{**_EVENT, "attributes": [("a", 1)]}],
+    [{**_EVENT, "time": "no time at all"}],
+    [{**_EVENT, "time": object()}],
+    [{**_EVENT, "attributes": {"none": None}}],
+    [pd.Series(_EVENT)],
+])  # fmt: skip
+def test_events_left_to_the_pure_path_are_written_or_refused_by_it(events: Any) -> None:
+    spans = _spans([{}, {"events": events}])
+    shell = orjson.dumps(otlp._shell(RESOURCE, []))
+    cut = len(shell) - len(otlp._SHELL_END)
+    assert otlp._compiled(spans, shell[: cut + 1], shell[cut + 1 :]) is None
+    try:
+        expected = _pure(spans, RESOURCE)
+    except Exception as error:  # whatever the pure path raises, raised again
+        with pytest.raises(type(error)):
+            otlp_json(spans, RESOURCE)
+    else:
+        assert otlp_json(spans, RESOURCE) == expected
+
+
+@compiled
+def test_columns_of_other_dtypes_and_layouts_are_written_as_orjson_writes_them() -> None:
+    spans = tk.to_otel(ROOT / "data" / "adk").spans
+    expected = _pure(spans, RESOURCE)
+    as_strings = spans.astype({"name": "string", "trace_id": "string", "kind": "category"})
+    assert _written(as_strings, RESOURCE) == _pure(as_strings, RESOURCE) == expected
+    shell = orjson.dumps(otlp._shell(RESOURCE, []))
+    cut = len(shell) - len(otlp._SHELL_END)
+    head, tail = shell[: cut + 1], shell[cut + 1 :]
+    columns = [spans[name] for name in otlp._OBJECT_COLUMNS]
+    times = [otlp._all_ints(spans["start"]), otlp._all_ints(spans["end"])]
+    rest = (otlp._KIND, otlp._STATUS, orjson.dumps, pd.Timestamp, otlp._nanos_int)
+    for strided in (False, True):  # lists, and arrays of every other item
+        made, ints = [c.tolist() for c in columns], times
+        if strided:
+            made, ints = [_every_other(c, object) for c in made], [_every_other(t, np.int64)
+                                                                  for t in times]  # fmt: skip
+        assert _otlpjson_spans(head, tail, *made[:5], *ints, *made[5:], *rest) == expected
+    with pytest.raises(TypeError):
+        _otlpjson_spans(head, tail, *[np.zeros(len(spans))] * 11, *rest)
+
+
+def _every_other(items: list[Any], dtype: Any) -> np.ndarray:
+    """``items`` as every other item of an array (a view of strides twice the item's)."""
+    array = np.empty(2 * len(items), dtype=dtype)
+    array[::2] = items if dtype is not object else np.fromiter(items, object, len(items))
+    return array[::2]
+
+
+def _otlpjson_spans(*args: Any) -> Any:
+    return otlp._otlpjson.spans(*args)  # type: ignore[union-attr]

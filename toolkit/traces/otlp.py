@@ -209,21 +209,38 @@ def _compiled(spans: pd.DataFrame, head: bytes, tail: bytes,
               fd: int | None = None) -> bytes | int | None:  # fmt: skip
     """``head``, the spans' objects joined by commas as orjson writes :func:`otlp_document`'s,
     and ``tail`` (written to the file descriptor ``fd`` where given, and their count returned);
-    None where a value is one the compiled writer leaves to the pure path."""
-    entries = _Entries()
-    try:  # the few spans with events (failures, retries): their arrays as orjson writes them
-        with paused_gc():
-            events = [orjson.dumps(_events(found, entries)) if found else None
-                      for found in spans["events"].tolist()]  # fmt: skip
-    except Exception:  # whatever an event holds that cannot be written: the pure path says it
-        return None
+    None where a value is one the compiled writer leaves to the pure path.
+
+    The columns go as arrays, read in place (no list of each made, no int made of each time);
+    the events too, each span's list of dicts written by the compiled writer as
+    :func:`_events` builds them."""
     return _otlpjson.spans(  # type: ignore[union-attr,no-any-return]
-        head, tail, spans["trace_id"].tolist(), spans["span_id"].tolist(),
-        spans["parent_span_id"].tolist(), spans["name"].tolist(), spans["kind"].tolist(),
-        _all_ints(spans["start"]), _all_ints(spans["end"]), spans["attributes"].tolist(),
-        spans["status"].tolist(), spans["status_message"].tolist(), events, _KIND, _STATUS,
-        orjson.dumps, *(() if fd is None else (fd,)),
+        head, tail, *(_objects(spans[name]) for name in _OBJECT_COLUMNS[:5]),
+        _all_times(spans["start"]), _all_times(spans["end"]),
+        *(_objects(spans[name]) for name in _OBJECT_COLUMNS[5:]), _KIND, _STATUS,
+        orjson.dumps, pd.Timestamp, _nanos_int, *(() if fd is None else (fd,)),
     )  # fmt: skip
+
+
+# The columns the compiled writer reads as objects (the times between the fifth and sixth).
+_OBJECT_COLUMNS = ("trace_id", "span_id", "parent_span_id", "name", "kind", "attributes",
+                   "status", "status_message", "events")  # fmt: skip
+
+
+def _objects(column: pd.Series) -> Any:
+    """The column's items as an object array (the frame's own where it holds objects): the
+    items ``tolist`` gives, without a list made of them."""
+    return column.to_numpy(dtype=object)
+
+
+def _all_times(times: pd.Series) -> Any:
+    """:func:`_all_ints` as an int64 array (no int object made of each)."""
+    return pd.DatetimeIndex(times).as_unit("ns").asi8
+
+
+def _nanos_int(value: Any) -> int:
+    """``pd.Timestamp(value).value``: an event time's nanoseconds (:func:`_nanos`'s int)."""
+    return pd.Timestamp(value).value  # type: ignore[no-any-return]
 
 
 def _any_value(message: Any, value: Any) -> None:
