@@ -3,7 +3,8 @@
 (and the same objects where the pure path passes one through), on the recorded histories' spans
 and on columns outside the common case, where the compiled one leaves them all to Python; and
 the queue times' milliseconds made in C (``_spanattrs.queue_ms``) equal numpy's and Python's;
-and the GenAI spans' walk made in C (``_spanattrs.genai_spans``) equals the pure one."""
+and the GenAI spans' walk made in C (``_spanattrs.genai_spans``) equals the pure one; and runs
+made at once (``RunSpans.many``) equal those made one by one."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from toolkit.traces.span_columns import (
     queue_milliseconds,
     queue_milliseconds_numpy,
 )
-from toolkit.traces.span_rows import _seconds
+from toolkit.traces.span_rows import RunSpans, _seconds
 from toolkit.traces.spans import trace_spans
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -334,3 +335,40 @@ def test_the_compiled_genai_spans_leave_other_mappings_to_python() -> None:
         genai_spans_python(*args[:3], roles, *args[4:8], bad)
     with pytest.raises(TypeError):
         build(*args[:3], roles, *args[4:8], bad, words)
+
+
+_RUN_FIELDS = ("source", "history", "namespace", "run_id", "workflow_id", "workflow_type", "key",
+               "first_time", "last_time", "trace_id", "root_id", "base", "base_set", "fixed",
+               "id_prefix")  # fmt: skip
+
+
+def _run_typed(run: RunSpans) -> list[Any]:
+    """A run's attributes, with their types (the dicts' items too)."""
+    out = []
+    for name in _RUN_FIELDS:
+        value = getattr(run, name)
+        shown = list(value.items()) if isinstance(value, dict) else value
+        out.append((name, type(value), repr(shown),
+                    [type(v) for v in value.values()] if isinstance(value, dict) else None))
+    return out
+
+
+def test_runs_made_at_once_equal_those_made_one_by_one() -> None:
+    texts = ["default", "", None, np.str_("ns"), _Text("t"), 3, float("nan"), pd.NA, "wf-1",
+             "run-é"]  # fmt: skip
+    rng = random.Random("runs-many")
+    for namespace in (None, "prod", ""):
+        count = 300
+        heads = {name: [rng.choice(texts) for _ in range(count)]
+                 for name in ("namespace", "run_id", "workflow_id", "workflow_type")}  # fmt: skip
+        runs = [(rng.choice(("a.json", None, "b")), rng.choice((0, 3, np.int64(2))))
+                for _ in range(count)]  # fmt: skip
+        firsts = [rng.choice((None, 5, 2**70)) for _ in range(count)]
+        lasts = [rng.choice((None, 9)) for _ in range(count)]
+        made = RunSpans.many(heads, runs, namespace, firsts, lasts)
+        for code, run in enumerate(made):
+            head = {name: values[code] for name, values in heads.items()}
+            source, history = runs[code]
+            expected = RunSpans(head, source, int(history), namespace, firsts[code], lasts[code],
+                                hashed=False)  # fmt: skip
+            assert _run_typed(run) == _run_typed(expected)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -208,6 +208,56 @@ class RunSpans:
         self.fixed = _FIXED  # {*self.base, "openinference.span.kind", "temporal.event_id"}
         # The span id's key up to the event id: f"{namespace}\x1f{run}\x1f"
         self.id_prefix = f"{self.namespace}\x1f{self.key}\x1f"
+
+    @classmethod
+    def many(cls, heads: Mapping[str, Sequence[Any]], runs: Sequence[tuple[Any, Any]],
+             namespace: str | None, first_times: Sequence[int | None],
+             last_times: Sequence[int | None]) -> list[RunSpans]:  # fmt: skip
+        """``RunSpans(head, source, int(history), namespace, first_time, last_time,
+        hashed=False)`` of each run, its head read off ``heads`` (``namespace``, ``run_id``,
+        ``workflow_id``, ``workflow_type``: one value per run) and its key off ``runs``
+        ((source, history) pairs): the same objects, made without a head dict or a call per
+        run (``tests/test_activity_columns.py`` holds each attribute equal)."""
+        made: list[RunSpans] = []
+        new = cls.__new__
+        for stated, run_id, workflow_id, workflow_type, (source, history), first, last in zip(
+                heads["namespace"], heads["run_id"], heads["workflow_id"], heads["workflow_type"],
+                runs, first_times, last_times, strict=True):  # fmt: skip
+            run = new(cls)
+            history = int(history)
+            run.source, run.history = source, history
+            # __init__'s steps, _text inlined: a value is kept where it is a str
+            if namespace is None:
+                run_namespace = (stated if isinstance(stated, str) else None) or ""
+            else:
+                run_namespace = namespace
+            run.namespace = run_namespace
+            run.run_id = run_id = run_id if isinstance(run_id, str) else None
+            run.workflow_id = workflow_id = workflow_id if isinstance(workflow_id, str) else None
+            run.workflow_type = workflow_type = (
+                workflow_type if isinstance(workflow_type, str) else None) or "workflow"
+            run.key = key = run_id or workflow_id or f"{source}#{history}"
+            run.first_time, run.last_time = first, last
+            run.trace_id = run.root_id = None
+            shown = run_namespace or None
+            run.base = base = {"temporalWorkflowID": workflow_id, "temporalRunID": run_id,
+                               "temporal.namespace": shown, "temporal.workflow.type": workflow_type,
+                               "session.id": workflow_id}  # fmt: skip
+            if (type(workflow_id) is str and type(run_id) is str and type(shown) is str
+                    and type(workflow_type) is str):  # fmt: skip
+                run.base_set = base.copy()  # every value a plain str: each one set as it is
+            else:
+                base_set: dict[str, Any] = {}
+                for name, value in base.items():
+                    if type(value) is str:
+                        base_set[name] = value
+                    elif value is not None:
+                        _set(base_set, name, value)
+                run.base_set = base_set
+            run.fixed = _FIXED
+            run.id_prefix = f"{run_namespace}\x1f{key}\x1f"
+            made.append(run)
+        return made
 
     def _attributes(self, role: str, event_id: int,
                     attributes: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip

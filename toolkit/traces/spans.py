@@ -132,9 +132,8 @@ def spans_of(
     facts = _RunFacts(events, found)
     # A source with a run no framework is recognised in gets run and activity spans only.
     unrecognised = {_key(source) for source, _ in found.errors}
-    runs = [RunSpans(facts.head(code), source, int(history), namespace, facts.first_time[code],
-                     facts.last_time[code], hashed=False)
-            for code, (source, history) in enumerate(found.runs)]  # fmt: skip
+    runs = RunSpans.many({name: values.tolist() for name, values in facts.heads.items()},
+                         found.runs, namespace, facts.first_time, facts.last_time)  # fmt: skip
     # Every run's trace id and root span id in two passes (span_ids' texts).
     for run, trace, root in zip(runs, hashed([f"{run.namespace}\x1f{run.key}" for run in runs], 16),
                                 hashed([f"{run.id_prefix}1\x1fworkflow" for run in runs]),
