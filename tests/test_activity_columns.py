@@ -372,3 +372,35 @@ def test_runs_made_at_once_equal_those_made_one_by_one() -> None:
             expected = RunSpans(head, source, int(history), namespace, firsts[code], lasts[code],
                                 hashed=False)  # fmt: skip
             assert _run_typed(run) == _run_typed(expected)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_turn_ends_equal_the_pure_ones(seed: int) -> None:
+    rng = random.Random(f"turn-ends-{seed}")
+    for _ in range(100):
+        count = rng.randrange(0, 60)
+        codes = sorted(rng.randrange(4) for _ in range(count))
+        if rng.random() < 0.3:  # out of order: a turn's activities apart
+            rng.shuffle(codes)
+        turns = [rng.choice((0, 1, 2, 3)) for _ in range(count)]
+
+        def time() -> Any:
+            return rng.choice((None, None, rng.randrange(0, 50), rng.randrange(0, 10) * 1.0,
+                               2**70, float("nan"), np.int64(rng.randrange(50))))
+
+        columns = [[time() for _ in range(count)] for _ in range(3)]
+        found = span_columns.turn_ends(codes, turns, *columns)
+        expected = span_columns.turn_ends_python(codes, turns, *columns)
+        assert [(k, type(v), repr(v)) for k, v in found.items()] == [
+            (k, type(v), repr(v)) for k, v in expected.items()]
+
+
+def test_turn_ends_of_times_that_do_not_compare() -> None:
+    args = ([0, 0], [1, 1], [None, "x"], [None, None], [5, 3])
+    with pytest.raises(TypeError):
+        span_columns.turn_ends_python(*args)
+    with pytest.raises(TypeError):
+        span_columns.turn_ends(*args)
+    # an equal key by value (1 == 1.0, True): the pure path's dict keys
+    assert span_columns.turn_ends([0, 0], [1, 1.0], [None, None], [None, None], [5, 7]) == {
+        (0, 1): 7}

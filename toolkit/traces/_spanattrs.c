@@ -55,6 +55,9 @@
  *   call naming the tool calls after it in its run, and each turn's agent), words its texts
  *   (span_columns._GENAI_WORDS). None (no error) where models is no dict or holds a value
  *   that is no dict, or a code is no run's int: the pure path walks them then.
+ *
+ * turn_ends(codes, turns, scheduled, started, closed) -> dict
+ *   span_columns.turn_ends_python, step by step (the same comparisons in the same order).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -831,6 +834,83 @@ fail:
     return NULL;
 }
 
+/* Python's `a == b` (no identity shortcut) and `a > b`, as truth values; -1 on an error. */
+static int equal(PyObject *a, PyObject *b) {
+    PyObject *result = PyObject_RichCompare(a, b, Py_EQ);
+    if (result == NULL) return -1;
+    int truth = PyObject_IsTrue(result);
+    Py_DECREF(result);
+    return truth;
+}
+
+/* ends[(code, turn)] = held unless ends holds a value as large (turn_ends_python's step). */
+static int keep_latest(PyObject *ends, PyObject *code, PyObject *turn, PyObject *held) {
+    PyObject *key = PyTuple_Pack(2, code, turn);
+    if (key == NULL) return -1;
+    PyObject *before = PyDict_GetItemWithError(ends, key);
+    int set = before == NULL || before == Py_None;
+    if (before == NULL && PyErr_Occurred()) set = -1;
+    if (set == 0) set = PyObject_RichCompareBool(held, before, Py_GT);
+    int failed = set < 0 || (set && PyDict_SetItem(ends, key, held) < 0);
+    Py_DECREF(key);
+    return failed ? -1 : 0;
+}
+
+/* The later of latest and value where value is set (latest may be NULL: none yet); NULL with an
+ * error set where they do not compare. */
+static PyObject *later(PyObject *latest, PyObject *value, int *failed) {
+    if (value == Py_None) return latest;
+    if (latest == Py_None) return value;
+    int greater = PyObject_RichCompareBool(value, latest, Py_GT);
+    if (greater < 0) *failed = 1;
+    return greater > 0 ? value : latest;
+}
+
+static PyObject *turn_ends(PyObject *self, PyObject *args) {
+    PyObject *codes, *turns, *scheduled, *started, *closed;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!", &PyList_Type, &codes, &PyList_Type, &turns,
+                          &PyList_Type, &scheduled, &PyList_Type, &started, &PyList_Type,
+                          &closed))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(codes);
+    if (!one_per_span(turns, count, "turns") || !one_per_span(scheduled, count, "scheduled")
+        || !one_per_span(started, count, "started") || !one_per_span(closed, count, "closed"))
+        return NULL;
+    PyObject *ends = PyDict_New(), *held_code = PyLong_FromLong(-1);
+    PyObject *held_turn = Py_None, *held = Py_None;  /* borrowed from the lists */
+    if (ends == NULL || held_code == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *code = PyList_GET_ITEM(codes, i), *turn = PyList_GET_ITEM(turns, i);
+        int failed = 0;
+        PyObject *latest = PyList_GET_ITEM(closed, i);
+        latest = later(latest, PyList_GET_ITEM(scheduled, i), &failed);
+        if (!failed) latest = later(latest, PyList_GET_ITEM(started, i), &failed);
+        if (failed) goto fail;
+        if (latest == Py_None) continue;
+        int same = equal(code, held_code);
+        if (same > 0) same = equal(turn, held_turn);
+        if (same < 0) goto fail;
+        if (same) {
+            int greater = PyObject_RichCompareBool(latest, held, Py_GT);
+            if (greater < 0) goto fail;
+            if (greater) held = latest;
+            continue;
+        }
+        if (held != Py_None && keep_latest(ends, held_code, held_turn, held) < 0) goto fail;
+        Py_INCREF(code);
+        Py_SETREF(held_code, code);
+        held_turn = turn;
+        held = latest;
+    }
+    if (held != Py_None && keep_latest(ends, held_code, held_turn, held) < 0) goto fail;
+    Py_DECREF(held_code);
+    return ends;
+fail:
+    Py_XDECREF(ends);
+    Py_XDECREF(held_code);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"column_attributes", column_attributes, METH_VARARGS,
      "Each span's attributes from its run's base, its kind and event id and columns of its "
@@ -846,6 +926,8 @@ static PyMethodDef methods[] = {
     {"genai_spans", genai_spans, METH_VARARGS,
      "The GenAI spans of the activities, in order (span_columns.genai_spans_python); None "
      "where the pure path says."},
+    {"turn_ends", turn_ends, METH_VARARGS,
+     "Each (run code, turn)'s latest time of its activities (span_columns.turn_ends_python)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -306,7 +306,17 @@ def _fill(made: list[Any], missing: list[int], make: Any) -> None:
 def turn_ends(codes: list[int], turns: list[int], scheduled: list[int | None],
               started: list[int | None], closed: list[int | None]) -> dict[tuple[int, int], int]:
     """Each (run code, turn)'s latest scheduled, started or closed time of its activities (the
-    activities' columns; a turn none of whose activities has a time has none)."""
+    activities' columns; a turn none of whose activities has a time has none); in C where
+    ``toolkit.traces._spanattrs`` is built (the same steps)."""
+    if _spanattrs is not None:
+        return _spanattrs.turn_ends(codes, turns, scheduled, started, closed)  # type: ignore[no-any-return]
+    return turn_ends_python(codes, turns, scheduled, started, closed)
+
+
+def turn_ends_python(codes: list[int], turns: list[int], scheduled: list[int | None],
+                     started: list[int | None],
+                     closed: list[int | None]) -> dict[tuple[int, int], int]:  # fmt: skip
+    """:func:`turn_ends` in Python (the reference of the compiled one)."""
     ends: dict[tuple[int, int], int] = {}
     # A turn's activities mostly come one after another: its latest is kept while they do, and
     # put in ends (the latest of it and what ends holds) when another turn's comes.
