@@ -7,10 +7,11 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test record record-flag-pairs record-history-budget lint bench clean
 
 # The environment is rebuilt whenever pyproject.toml or a C part changes (setup.py builds the
-# optional C parts, every toolkit/**/*.c: the readers of binary and proto-JSON histories, the
-# payload-cell scanner, the lazy cells' JSON text, the OTLP writers and the span builders, with the
-# machine's C compiler; without one the package does the same in numpy and Python).
-C_PARTS := $(wildcard toolkit/*.c toolkit/*/*.c toolkit/*/*/*.c toolkit/*/*/*/*.c)
+# optional C parts, every toolkit/**/*.c and the parts they include, *.h: the readers of binary and
+# proto-JSON histories, the payload-cell scanner, the lazy cells' JSON text, the OTLP writers and
+# the span builders, with the machine's C compiler; without one the package does the same in numpy
+# and Python).
+C_PARTS := $(wildcard toolkit/*.[ch] toolkit/*/*.[ch] toolkit/*/*/*.[ch] toolkit/*/*/*/*.[ch])
 
 $(STAMP): pyproject.toml setup.py $(C_PARTS)
 	$(PYTHON) -m venv $(VENV)

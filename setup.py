@@ -15,6 +15,8 @@ JSON text in Python, and the ledger decodes each model call's payloads whole wit
 results).
 """
 
+from pathlib import Path
+
 from setuptools import Extension, setup
 
 setup(
@@ -28,6 +30,8 @@ setup(
         Extension(
             "toolkit.histories._cellscan",
             ["toolkit/histories/_cellscan.c"],
+            # its parts, included by it (in the sdist, and a change rebuilds it)
+            depends=sorted(str(p) for p in Path("toolkit/histories/cellscan").glob("*.h")),
             extra_compile_args=["-O2"],
             optional=True,
         ),
