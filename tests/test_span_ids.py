@@ -91,3 +91,17 @@ def test_the_compiled_time_texts_are_stamp_texts() -> None:
     assert span_columns._spanids.stamp_texts([2**64]) is None
     assert span_columns._spanids.stamp_texts([1.5]) is None
     assert stamp_texts([2**64]) == [_stamp_text(2**64)]
+
+
+@pytest.mark.skipif(span_columns._spanids is None, reason="the C hasher is not built")
+@pytest.mark.parametrize("size", [1, 8, 16, 63, 64])
+def test_keys_hashed_four_at_a_time_are_hashed_as_alone(size: int) -> None:
+    # Keys of one block (at most 128 bytes) go four to AVX2's lanes, longer ones alone between
+    # them: every count about four, lengths about the block's end, the two kinds mixed.
+    draw = random.Random(size + 100)
+    texts = _texts(draw, 400) + ["a" * n for n in (0, 1, 127, 128, 129, 255, 256, 257)]
+    for count in [*range(10), 37, len(texts)]:
+        keys = draw.sample(texts, count)
+        expected = [hashlib.blake2b(key.encode(), digest_size=size).hexdigest() for key in keys]
+        assert span_columns._spanids.digests(keys, size) == expected
+        assert span_columns._spanids.digests(keys, size, False) == expected
