@@ -56,16 +56,22 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]
     yield calls
 
 
-@compiled
-@pytest.mark.parametrize("folder", [ROOT / "data", CORPUS], ids=lambda p: p.name)
-def test_the_compiled_columns_are_the_pure_ones_on_recorded_spans(
-        folder: Path, captured: list[tuple[Any, ...]]) -> None:  # fmt: skip
+
+def _trace_recorded(folder: Path) -> None:
+    """The spans of every history in ``folder``, with model attributes, contents and a
+    namespace, then with none of them (the captured calls then hold both kinds)."""
     if not folder.is_dir():
         pytest.skip(f"{folder} is absent (the shared corpus is not laid out here)")
     events = tk.read_histories(folder, progress=False).events
     attributes = model_attributes_of(tk.model_calls(events))
     trace_spans(events, model_attributes=attributes, content=True, namespace="prod")
     trace_spans(events)
+
+@compiled
+@pytest.mark.parametrize("folder", [ROOT / "data", CORPUS], ids=lambda p: p.name)
+def test_the_compiled_columns_are_the_pure_ones_on_recorded_spans(
+        folder: Path, captured: list[tuple[Any, ...]]) -> None:  # fmt: skip
+    _trace_recorded(folder)
     assert captured and all(len(args[0]) for args in captured)
     for args in captured:
         made = span_columns._spanattrs.activity_columns(
@@ -241,12 +247,7 @@ def captured_genai(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, 
 @pytest.mark.parametrize("folder", [ROOT / "data", CORPUS], ids=lambda p: p.name)
 def test_the_compiled_genai_spans_are_the_pure_ones_on_recorded_spans(
         folder: Path, captured_genai: list[tuple[Any, ...]]) -> None:  # fmt: skip
-    if not folder.is_dir():
-        pytest.skip(f"{folder} is absent (the shared corpus is not laid out here)")
-    events = tk.read_histories(folder, progress=False).events
-    attributes = model_attributes_of(tk.model_calls(events))
-    trace_spans(events, model_attributes=attributes, content=True, namespace="prod")
-    trace_spans(events)
+    _trace_recorded(folder)
     assert len(captured_genai) == 2 and all(len(args[0]) for args in captured_genai)
     assert any(captured_genai[0][8])  # the first with model attributes, the second without
     for args in captured_genai:
